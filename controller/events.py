@@ -1,0 +1,139 @@
+"""Typed controller events (CONTRACT §1), as the parser hands them to the controller."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from controller.model import TopicPartition
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    """Common fields. `seq` and `event_id` are as given; the simulator fills the defaults."""
+
+    type: str
+    cluster: str
+    event_id: str | None
+    seq: int | None
+    ts: int | None  # epoch milliseconds
+    raw: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerStartup:
+    broker: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerFailure:
+    broker: int
+
+
+@dataclass(frozen=True, slots=True)
+class ControlledShutdown:
+    broker: int
+    broker_epoch: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TopicCreation:
+    topic: str
+    # either an explicit assignment, or partitions + replication_factor for Kafka's
+    # broker-side assignment (computed by the controller against the live brokers)
+    assignment: dict[int, tuple[int, ...]] | None = None
+    partitions: int | None = None
+    replication_factor: int | None = None
+    configs: dict[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionCreation:
+    topic: str
+    assignment: dict[int, tuple[int, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDeletion:
+    topic: str
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionReassignment:
+    topic: str
+    partition: int
+    replicas: tuple[int, ...] | None  # None cancels
+
+
+@dataclass(frozen=True, slots=True)
+class IsrChange:
+    topic: str
+    partition: int
+    isr: tuple[int, ...]
+    leader_epoch: int | None = None
+    partition_epoch: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderElection:
+    election: str  # "preferred" | "unclean"
+    partitions: tuple[TopicPartition, ...] | None = None  # None: all
+
+
+@dataclass(frozen=True, slots=True)
+class AutoRebalanceCheck:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class StopReplicaResponse:
+    topic: str
+    partition: int
+    broker: int
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfigChange:
+    topic: str
+    configs: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerFailover:
+    controller: int | None = None
+    failed_brokers: tuple[int, ...] = ()
+
+
+EventBody = (
+    BrokerStartup
+    | BrokerFailure
+    | ControlledShutdown
+    | TopicCreation
+    | PartitionCreation
+    | TopicDeletion
+    | PartitionReassignment
+    | IsrChange
+    | LeaderElection
+    | AutoRebalanceCheck
+    | StopReplicaResponse
+    | TopicConfigChange
+    | ControllerFailover
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    header: Header
+    body: EventBody
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """A line that is not a valid event; `cluster` is None when it could not be read."""
+
+    cluster: str | None
+    raw: str
+    reason: str
+    source: str

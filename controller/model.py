@@ -1,0 +1,162 @@
+"""Values the controller reasons about: states, partitions, assignments, leadership.
+
+Everything here is immutable; the mutable state lives in `context.ControllerContext`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import NamedTuple
+
+NO_LEADER = -1
+LEADER_DURING_DELETE = -2
+EPOCH_DURING_DELETE = -2
+NO_EPOCH = -1
+
+
+class PartitionState(StrEnum):
+    NEW = "NewPartition"
+    ONLINE = "OnlinePartition"
+    OFFLINE = "OfflinePartition"
+    NON_EXISTENT = "NonExistentPartition"
+
+
+class ReplicaState(StrEnum):
+    NEW = "NewReplica"
+    ONLINE = "OnlineReplica"
+    OFFLINE = "OfflineReplica"
+    DELETION_STARTED = "ReplicaDeletionStarted"
+    DELETION_SUCCESSFUL = "ReplicaDeletionSuccessful"
+    DELETION_INELIGIBLE = "ReplicaDeletionIneligible"
+    NON_EXISTENT = "NonExistentReplica"
+
+
+class RecoveryState(StrEnum):
+    RECOVERED = "RECOVERED"
+    RECOVERING = "RECOVERING"
+
+
+class BrokerStatus(StrEnum):
+    LIVE = "live"
+    SHUTTING_DOWN = "shutting_down"
+    DEAD = "dead"
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaAssignment:
+    """RS (full list, in order), AR (adding) and RR (removing), as Kafka's ReplicaAssignment."""
+
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+
+    @property
+    def origin(self) -> tuple[int, ...]:
+        """ORS = RS minus AR, in RS order."""
+        if not self.adding:
+            return self.replicas
+        adding = set(self.adding)
+        return tuple(r for r in self.replicas if r not in adding)
+
+    @property
+    def target(self) -> tuple[int, ...]:
+        """TRS = RS minus RR, in RS order."""
+        if not self.removing:
+            return self.replicas
+        removing = set(self.removing)
+        return tuple(r for r in self.replicas if r not in removing)
+
+    @property
+    def is_being_reassigned(self) -> bool:
+        return bool(self.adding or self.removing)
+
+    def reassign_to(self, target: tuple[int, ...]) -> ReplicaAssignment:
+        # ORS always comes from the current assignment, so replacing an in-flight
+        # reassignment keeps the original origin (SPEC §0).
+        origin = self.origin
+        replicas = tuple(dict.fromkeys(target + origin))
+        target_set = set(target)
+        origin_set = set(origin)
+        return ReplicaAssignment(
+            replicas,
+            tuple(r for r in replicas if r not in origin_set),
+            tuple(r for r in replicas if r not in target_set),
+        )
+
+    def remove_replica(self, replica: int) -> ReplicaAssignment:
+        return ReplicaAssignment(
+            tuple(r for r in self.replicas if r != replica),
+            tuple(r for r in self.adding if r != replica),
+            tuple(r for r in self.removing if r != replica),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsr:
+    """A partition's stored leadership: Kafka's LeaderIsrAndControllerEpoch."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    partition_epoch: int
+    recovery: RecoveryState = RecoveryState.RECOVERED
+    controller_epoch: int = 0
+
+    def new_leader_and_isr(self, leader: int, isr: tuple[int, ...]) -> LeaderAndIsr:
+        return LeaderAndIsr(
+            leader,
+            self.leader_epoch + 1,
+            isr,
+            self.partition_epoch,
+            self.recovery,
+            self.controller_epoch,
+        )
+
+    def new_recovering_leader_and_isr(self, leader: int, isr: tuple[int, ...]) -> LeaderAndIsr:
+        return LeaderAndIsr(
+            leader,
+            self.leader_epoch + 1,
+            isr,
+            self.partition_epoch,
+            RecoveryState.RECOVERING,
+            self.controller_epoch,
+        )
+
+    def new_leader(self, leader: int) -> LeaderAndIsr:
+        return self.new_leader_and_isr(leader, self.isr)
+
+    def new_epoch(self) -> LeaderAndIsr:
+        return self.new_leader_and_isr(self.leader, self.isr)
+
+    def written(self, controller_epoch: int) -> LeaderAndIsr:
+        """The state after a successful conditional write: znode version + 1."""
+        return LeaderAndIsr(
+            self.leader,
+            self.leader_epoch,
+            self.isr,
+            self.partition_epoch + 1,
+            self.recovery,
+            controller_epoch,
+        )
+
+    def stamped(self, controller_epoch: int) -> LeaderAndIsr:
+        """The same stored state, cached under this controller's epoch (no write)."""
+        if controller_epoch == self.controller_epoch:
+            return self
+        return LeaderAndIsr(
+            self.leader,
+            self.leader_epoch,
+            self.isr,
+            self.partition_epoch,
+            self.recovery,
+            controller_epoch,
+        )

@@ -1,0 +1,118 @@
+"""Input events (CONTRACT §1): the common fields and each type's own fields.
+
+A field's `kind` names a validation rule of `controller.events` (Kafka's value rules:
+broker ids and partitions are non-negative int32, topic names are Kafka-legal, replica
+lists are non-empty and distinct) and the Spark type it reads as.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from schemas.types import INT, INT_LIST, LONG, STRING, ArrayOf, DataType, MapOf, StructOf
+
+
+class Kind(StrEnum):
+    STRING = "string"
+    INT = "int"  # any int32
+    LONG = "long"
+    BROKER = "broker"  # non-negative int32
+    TOPIC = "topic"
+    PARTITION = "partition"  # non-negative int32
+    REPLICAS = "replicas"  # non-empty list of distinct brokers
+    REPLICAS_OR_NULL = "replicas_or_null"
+    BROKER_LIST = "broker_list"  # possibly empty list of distinct brokers
+    ASSIGNMENT = "assignment"  # {"<partition>": replicas}
+    CONFIGS = "configs"  # {string: string | bool}
+    ELECTION = "election"  # "preferred" | "unclean"
+    PARTITION_REFS = "partition_refs"  # [{"topic", "partition"}]
+    ERROR_OR_NULL = "error_or_null"  # Kafka error code name or null
+    TIMESTAMP = "timestamp"  # ISO-8601 string or epoch ms
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSpec:
+    name: str
+    kind: Kind
+    required: bool = True
+
+
+COMMON_FIELDS: tuple[FieldSpec, ...] = (
+    FieldSpec("type", Kind.STRING),
+    FieldSpec("cluster", Kind.STRING, required=False),
+    FieldSpec("event_id", Kind.STRING, required=False),
+    FieldSpec("seq", Kind.LONG, required=False),
+    FieldSpec("ts", Kind.TIMESTAMP, required=False),
+)
+
+
+def _f(name: str, kind: Kind, required: bool = True) -> FieldSpec:
+    return FieldSpec(name, kind, required)
+
+
+EVENT_FIELDS: dict[str, tuple[FieldSpec, ...]] = {
+    "broker_startup": (_f("broker", Kind.BROKER), _f("rack", Kind.STRING, False)),
+    "broker_failure": (_f("broker", Kind.BROKER),),
+    "controlled_shutdown": (_f("broker", Kind.BROKER), _f("broker_epoch", Kind.LONG, False)),
+    # `assignment` or `partitions` + `replication_factor`: checked by the validator.
+    "topic_creation": (
+        _f("topic", Kind.TOPIC),
+        _f("assignment", Kind.ASSIGNMENT, False),
+        _f("partitions", Kind.INT, False),
+        _f("replication_factor", Kind.INT, False),
+        _f("configs", Kind.CONFIGS, False),
+    ),
+    "partition_creation": (_f("topic", Kind.TOPIC), _f("assignment", Kind.ASSIGNMENT)),
+    "topic_deletion": (_f("topic", Kind.TOPIC),),
+    "partition_reassignment": (
+        _f("topic", Kind.TOPIC),
+        _f("partition", Kind.PARTITION),
+        # present and null cancels; absent is a mistake
+        _f("replicas", Kind.REPLICAS_OR_NULL),
+    ),
+    "isr_change": (
+        _f("topic", Kind.TOPIC),
+        _f("partition", Kind.PARTITION),
+        _f("isr", Kind.REPLICAS),
+        _f("leader_epoch", Kind.INT, False),
+        _f("partition_epoch", Kind.INT, False),
+    ),
+    "leader_election": (
+        _f("election", Kind.ELECTION),
+        _f("partitions", Kind.PARTITION_REFS, False),
+    ),
+    "auto_rebalance_check": (),
+    "stop_replica_response": (
+        _f("topic", Kind.TOPIC),
+        _f("partition", Kind.PARTITION),
+        _f("broker", Kind.BROKER),
+        _f("error", Kind.ERROR_OR_NULL),
+    ),
+    "topic_config_change": (_f("topic", Kind.TOPIC), _f("configs", Kind.CONFIGS)),
+    "controller_failover": (
+        _f("controller", Kind.BROKER, False),
+        _f("failed_brokers", Kind.BROKER_LIST, False),
+    ),
+}
+EVENT_TYPES: tuple[str, ...] = tuple(EVENT_FIELDS)
+
+# How each kind reads in Spark when the job wants typed columns (the raw text is kept
+# for validation, which the core does).
+SPARK_TYPES: dict[Kind, DataType] = {
+    Kind.STRING: STRING,
+    Kind.INT: INT,
+    Kind.LONG: LONG,
+    Kind.BROKER: INT,
+    Kind.TOPIC: STRING,
+    Kind.PARTITION: INT,
+    Kind.REPLICAS: INT_LIST,
+    Kind.REPLICAS_OR_NULL: INT_LIST,
+    Kind.BROKER_LIST: INT_LIST,
+    Kind.ASSIGNMENT: MapOf(STRING, INT_LIST),
+    Kind.CONFIGS: MapOf(STRING, STRING),
+    Kind.ELECTION: STRING,
+    Kind.PARTITION_REFS: ArrayOf(StructOf((("topic", STRING), ("partition", INT)))),
+    Kind.ERROR_OR_NULL: STRING,
+    Kind.TIMESTAMP: STRING,
+}

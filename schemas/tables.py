@@ -1,0 +1,187 @@
+"""Output tables (CONTRACT §2): columns in order, key columns, append-only or keyed state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from schemas.types import BOOLEAN, INT, INT_LIST, LONG, STRING, ArrayOf, DataType, MapOf, StructOf
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    type: DataType
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    name: str
+    columns: tuple[Column, ...]
+    key: tuple[str, ...] = ()  # empty for append-only tables
+
+    @property
+    def append_only(self) -> bool:
+        return not self.key
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+
+def _table(name: str, key: tuple[str, ...], *columns: tuple[str, DataType]) -> Table:
+    return Table(name, tuple(Column(n, t) for n, t in columns), key)
+
+
+REQUEST_PARTITION = StructOf(
+    (
+        ("topic", STRING),
+        ("partition", INT),
+        ("controller_epoch", INT),
+        ("leader", INT),
+        ("leader_epoch", INT),
+        ("isr", INT_LIST),
+        ("partition_epoch", INT),
+        ("replicas", INT_LIST),
+        ("adding_replicas", INT_LIST),
+        ("removing_replicas", INT_LIST),
+        ("leader_recovery_state", STRING),
+        ("offline_replicas", INT_LIST),
+        ("is_new", BOOLEAN),
+        ("delete_partition", BOOLEAN),
+    )
+)
+
+PARTITION_STATE = _table(
+    "partition_state",
+    ("cluster", "topic", "partition"),
+    ("cluster", STRING),
+    ("topic", STRING),
+    ("partition", INT),
+    ("state", STRING),
+    ("leader", INT),
+    ("leader_epoch", INT),
+    ("isr", INT_LIST),
+    ("partition_epoch", INT),
+    ("leader_recovery_state", STRING),
+    ("controller_epoch", INT),
+    ("replicas", INT_LIST),
+    ("adding_replicas", INT_LIST),
+    ("removing_replicas", INT_LIST),
+    ("last_event_id", STRING),
+)
+REPLICA_STATE = _table(
+    "replica_state",
+    ("cluster", "topic", "partition", "broker"),
+    ("cluster", STRING),
+    ("topic", STRING),
+    ("partition", INT),
+    ("broker", INT),
+    ("state", STRING),
+    ("last_event_id", STRING),
+)
+BROKERS = _table(
+    "brokers",
+    ("cluster", "broker"),
+    ("cluster", STRING),
+    ("broker", INT),
+    ("rack", STRING),
+    ("status", STRING),
+    ("broker_epoch", LONG),
+)
+TOPICS = _table(
+    "topics",
+    ("cluster", "topic"),
+    ("cluster", STRING),
+    ("topic", STRING),
+    ("configs", MapOf(STRING, STRING)),
+    ("deletion", STRING),
+)
+# Not in CONTRACT §2's list (the contract may grow): what a restart needs that no other
+# table holds — the controller epoch and the cluster's last applied seq / event ids.
+CLUSTERS = _table(
+    "clusters",
+    ("cluster",),
+    ("cluster", STRING),
+    ("controller_epoch", INT),
+    ("controller", INT),
+    ("last_seq", LONG),
+    ("last_event_id", STRING),
+)
+APPLIED_EVENTS = _table(
+    "applied_events",
+    (),
+    ("cluster", STRING),
+    ("event_id", STRING),
+    ("seq", LONG),
+    ("type", STRING),
+    ("ts", LONG),
+)
+CONTROLLER_REQUESTS = _table(
+    "controller_requests",
+    (),
+    ("cluster", STRING),
+    ("controller_epoch", INT),
+    ("event_id", STRING),
+    ("seq", LONG),
+    ("request_seq", INT),
+    ("type", STRING),
+    ("broker", INT),
+    ("delivered", BOOLEAN),
+    ("partitions", ArrayOf(REQUEST_PARTITION)),
+    ("live_brokers", INT_LIST),
+    ("ts", LONG),
+)
+STATE_CHANGES = _table(
+    "state_changes",
+    (),
+    ("cluster", STRING),
+    ("event_id", STRING),
+    ("seq", LONG),
+    ("entity", STRING),
+    ("topic", STRING),
+    ("partition", INT),
+    ("broker", INT),
+    ("from_state", STRING),
+    ("to_state", STRING),
+    ("ok", BOOLEAN),
+    ("error", STRING),
+    ("leader", INT),
+    ("leader_epoch", INT),
+    ("isr", INT_LIST),
+    ("unclean", BOOLEAN),
+    ("ts", LONG),
+)
+EVENT_RESULTS = _table(
+    "event_results",
+    (),
+    ("cluster", STRING),
+    ("event_id", STRING),
+    ("seq", LONG),
+    ("topic", STRING),
+    ("partition", INT),
+    ("error", STRING),
+    ("message", STRING),
+    ("leader", INT),
+    ("leader_epoch", INT),
+    ("isr", INT_LIST),
+    ("partition_epoch", INT),
+    ("ts", LONG),
+)
+REJECTED_EVENTS = _table(
+    "rejected_events",
+    (),
+    ("cluster", STRING),
+    ("raw", STRING),
+    ("reason", STRING),
+    ("source", STRING),
+)
+
+STATE_TABLES: tuple[Table, ...] = (PARTITION_STATE, REPLICA_STATE, BROKERS, TOPICS, CLUSTERS)
+APPEND_TABLES: tuple[Table, ...] = (
+    CONTROLLER_REQUESTS,
+    STATE_CHANGES,
+    EVENT_RESULTS,
+    REJECTED_EVENTS,
+    APPLIED_EVENTS,
+)
+TABLES: dict[str, Table] = {t.name: t for t in STATE_TABLES + APPEND_TABLES}
