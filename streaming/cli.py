@@ -1,0 +1,66 @@
+"""`kcsim`: one entry point; each command lives in its own module.
+
+A command module exposes `configure(parser)` and `main(args) -> int`. Modules are imported
+only when their command runs, so `kcsim replay` never loads Spark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+from controller.config import ConfigError, Settings
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "replay": ("controller.replay", "apply an event log through the core, no Spark"),
+    "run": ("streaming.job", "the Spark Structured Streaming job (Delta tables)"),
+    "state": ("streaming.inspect_state", "show cluster state from the lake (time travel)"),
+    "history": ("streaming.inspect_history", "a partition's leader/ISR/epoch changes"),
+    "kafka-local": ("streaming.kafka_local", "start/stop a local Apache Kafka broker (KRaft)"),
+    "produce": ("streaming.produce", "produce scenario or chaos events to Kafka"),
+}
+
+
+def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, help="Java .properties file of settings")
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+        help="a setting; wins over --config (repeatable)",
+    )
+
+
+def load_settings(args: argparse.Namespace) -> Settings:
+    return Settings.load(getattr(args, "config", None), getattr(args, "overrides", ()))
+
+
+def build_parser(argv: list[str]) -> tuple[argparse.ArgumentParser, str | None]:
+    parser = argparse.ArgumentParser(prog="kcsim", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    for name, (module, help_text) in COMMANDS.items():
+        command = sub.add_parser(name, help=help_text)
+        add_settings_arguments(command)
+        if name == chosen:
+            importlib.import_module(module).configure(command)
+    return parser, chosen if chosen in COMMANDS else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser, chosen = build_parser(argv)
+    args = parser.parse_args(argv)
+    if chosen is None:
+        parser.print_help()
+        return 2
+    try:
+        args.settings = load_settings(args)
+    except (ConfigError, OSError) as error:
+        print(f"kcsim: configuration error: {error}", file=sys.stderr)
+        return 2
+    return int(importlib.import_module(COMMANDS[chosen][0]).main(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
