@@ -11,7 +11,14 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from controller import snapshot
 from controller.config import Settings
+from controller.context import ControllerContext
+from controller.events import ControllerFailover, Event, Rejection
+from controller.journal import Journal
+from controller.kafka_controller import EventRejected, KafkaController
+from controller.parse import parse_event
+from schemas.tables import APPEND_TABLES, STATE_TABLES
 
 Row = dict[str, Any]
 
@@ -35,21 +42,178 @@ class BatchOutput:
 
 class Simulator:
     def __init__(self, settings: Settings) -> None:
-        raise NotImplementedError
+        self._settings = settings
+        self._clusters: dict[str, ClusterRunner] = {}
 
     @classmethod
     def from_tables(
         cls, settings: Settings, tables: Mapping[str, Iterable[Mapping[str, Any]]]
     ) -> Simulator:
         """Rebuild every cluster from stored state-table rows (partition_state, replica_state,
-        brokers, topics, clusters). Continuing from here gives what one uninterrupted run
-        gives."""
-        raise NotImplementedError
+        brokers, topics, clusters; applied_events for duplicate detection). Continuing from
+        here gives what one uninterrupted run gives."""
+        tables = {name: list(rows) for name, rows in tables.items()}
+        simulator = cls(settings)
+        names = {row["cluster"] for row in tables.get("clusters", ())}
+        for cluster in sorted(names):
+            context = snapshot.load(cluster, tables)
+            runner = ClusterRunner(context, settings)
+            runner.seen_event_ids.update(
+                row["event_id"] for row in tables.get("applied_events", ())
+                if row["cluster"] == cluster)
+            simulator._clusters[cluster] = runner
+        return simulator
 
     def apply(self, events: Iterable[RawEvent]) -> BatchOutput:
         """Apply events in the given order (a cluster's events must arrive in order)."""
-        raise NotImplementedError
+        rejected: list[Row] = []
+        touched: dict[str, ClusterRunner] = {}
+        for raw_event in events:
+            parsed = parse_event(raw_event.raw, raw_event.source)
+            if isinstance(parsed, Rejection):
+                rejected.append(rejection_row(parsed))
+                continue
+            runner = self._runner(parsed.header.cluster)
+            touched[parsed.header.cluster] = runner
+            rejection = runner.apply(parsed)
+            if rejection is not None:
+                rejected.append(rejection_row(rejection))
+        output = BatchOutput()
+        output.appends = {name: [] for name in APPEND_TABLE_NAMES}
+        output.upserts = {name: [] for name in STATE_TABLE_NAMES}
+        output.deletes = {name: [] for name in STATE_TABLE_NAMES}
+        output.appends["rejected_events"] = rejected
+        for cluster in sorted(touched):
+            touched[cluster].drain(output)
+        return output
+
+    def _runner(self, cluster: str) -> ClusterRunner:
+        runner = self._clusters.get(cluster)
+        if runner is None:
+            runner = ClusterRunner(ControllerContext(cluster), self._settings)
+            self._clusters[cluster] = runner
+        return runner
+
+    def clusters(self) -> list[str]:
+        return sorted(self._clusters)
+
+    def context(self, cluster: str) -> ControllerContext:
+        return self._clusters[cluster].context
 
     def table_rows(self, table: str) -> Iterator[Row]:
         """Every current row of a state table."""
-        raise NotImplementedError
+        for cluster in sorted(self._clusters):
+            yield from snapshot.dump(self._clusters[cluster].context)[table]
+
+
+def rejection_row(rejection: Rejection) -> Row:
+    return {
+        "cluster": rejection.cluster,
+        "raw": rejection.raw,
+        "reason": rejection.reason,
+        "source": rejection.source,
+    }
+
+
+class ClusterRunner:
+    """One cluster: ordering and duplicate checks, the controller, and its output."""
+
+    def __init__(self, context: ControllerContext, settings: Settings) -> None:
+        self.context = context
+        self.settings = settings
+        self.journal = Journal(context.cluster)
+        self.controller = KafkaController(context, self.journal, settings)
+        self.seen_event_ids: set[str] = set()
+        self._applied: list[Row] = []
+        self._queued_topics: set[str] = set(context.topics_to_be_deleted)
+
+    def apply(self, event: Event) -> Rejection | None:
+        header = event.header
+        context = self.context
+        seq = context.last_seq + 1 if header.seq is None else header.seq
+        event_id = header.event_id if header.event_id is not None else f"{context.cluster}:{seq}"
+
+        def reject(reason: str) -> Rejection:
+            return Rejection(context.cluster, header.raw, reason, header.source)
+
+        if event_id in self.seen_event_ids:
+            return reject(f"duplicate event_id '{event_id}': already applied")
+        if seq <= context.last_seq:
+            return reject(f"seq {seq} goes backwards: the cluster's last applied seq is "
+                          f"{context.last_seq}")
+        try:
+            self.controller.check(event.body)
+        except EventRejected as error:
+            return reject(str(error))
+        context.event_id = event_id
+        self.journal.begin(event_id, seq, header.ts)
+        try:
+            if isinstance(event.body, ControllerFailover):
+                self._failover(event.body)
+            else:
+                self.controller.apply(event.body)
+        except EventRejected as error:
+            return reject(str(error))
+        context.last_seq = seq
+        context.last_event_id = event_id
+        context.dirty_cluster = True
+        self.seen_event_ids.add(event_id)
+        self._applied.append({
+            "cluster": context.cluster, "event_id": event_id, "seq": seq,
+            "type": header.type, "ts": header.ts,
+        })
+        return None
+
+    def _failover(self, body: ControllerFailover) -> None:
+        """The new controller knows only what is stored (SPEC §7.2)."""
+        fresh = snapshot.reload_for_failover(self.context)
+        self.context = fresh
+        self.controller = KafkaController(fresh, self.journal, self.settings)
+        self.controller.apply(body)
+
+    def drain(self, output: BatchOutput) -> None:
+        context = self.context
+        cluster = context.cluster
+        requests, state_changes, results = self.journal.drain()
+        output.appends["controller_requests"].extend(requests)
+        output.appends["state_changes"].extend(state_changes)
+        output.appends["event_results"].extend(results)
+        output.appends["applied_events"].extend(self._applied)
+        self._applied = []
+
+        for tp in sorted(context.dirty_partitions):
+            record = context.partition(tp)
+            if record is None:
+                output.deletes["partition_state"].append(
+                    {"cluster": cluster, "topic": tp.topic, "partition": tp.partition})
+            else:
+                output.upserts["partition_state"].append(snapshot.partition_row(cluster, record))
+        for tp, broker in sorted(context.dirty_replicas):
+            record = context.partition(tp)
+            if record is None or broker not in record.replica_states:
+                output.deletes["replica_state"].append(
+                    {"cluster": cluster, "topic": tp.topic, "partition": tp.partition,
+                     "broker": broker})
+            else:
+                output.upserts["replica_state"].append(snapshot.replica_row(cluster, record,
+                                                                            broker))
+        for broker in sorted(context.dirty_brokers):
+            output.upserts["brokers"].append(snapshot.broker_row(context, broker))
+        queued_now = set(context.topics_to_be_deleted)
+        for topic in sorted(context.dirty_topics | queued_now | self._queued_topics):
+            if topic in context.topics:
+                output.upserts["topics"].append(snapshot.topic_row(context, topic))
+            else:
+                output.deletes["topics"].append({"cluster": cluster, "topic": topic})
+        self._queued_topics = queued_now
+        if context.dirty_cluster:
+            output.upserts["clusters"].append(snapshot.cluster_row(context))
+        context.dirty_partitions.clear()
+        context.dirty_replicas.clear()
+        context.dirty_brokers.clear()
+        context.dirty_topics.clear()
+        context.dirty_cluster = False
+
+
+STATE_TABLE_NAMES = tuple(t.name for t in STATE_TABLES)
+APPEND_TABLE_NAMES = tuple(t.name for t in APPEND_TABLES)

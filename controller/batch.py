@@ -1,0 +1,170 @@
+"""ControllerBrokerRequestBatch (SPEC §3): collects requests per broker, flushes them.
+
+One flush sends, in order, one LeaderAndIsr, then one UpdateMetadata, then one
+StopReplica per broker. Brokers without a registration at send time are kept as rows
+with `delivered = false` (Kafka drops them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from controller.context import ControllerContext
+from controller.journal import Journal
+from controller.model import EPOCH_DURING_DELETE, LEADER_DURING_DELETE, LeaderAndIsr, TopicPartition
+from controller.model import ReplicaAssignment as Assignment
+
+Row = dict[str, Any]
+
+LEADER_AND_ISR = "LeaderAndIsr"
+UPDATE_METADATA = "UpdateMetadata"
+STOP_REPLICA = "StopReplica"
+
+
+def _request_partition(tp: TopicPartition) -> Row:
+    return {
+        "topic": tp.topic,
+        "partition": tp.partition,
+        "controller_epoch": None,
+        "leader": None,
+        "leader_epoch": None,
+        "isr": None,
+        "partition_epoch": None,
+        "replicas": None,
+        "adding_replicas": None,
+        "removing_replicas": None,
+        "leader_recovery_state": None,
+        "offline_replicas": None,
+        "is_new": None,
+        "delete_partition": None,
+    }
+
+
+class RequestBatch:
+    def __init__(self, context: ControllerContext, journal: Journal) -> None:
+        self._context = context
+        self._journal = journal
+        self._leader_and_isr: dict[int, dict[TopicPartition, Row]] = {}
+        self._stop_replica: dict[int, dict[TopicPartition, Row]] = {}
+        self._update_metadata_brokers: set[int] = set()
+        self._update_metadata_partitions: dict[TopicPartition, Row] = {}
+        # StopReplica(delete=true) deliveries for topics whose deletion has started: the
+        # brokers' answers become TopicDeletionStopReplicaResponseReceived events
+        self.deletion_deliveries: list[tuple[int, list[TopicPartition]]] = []
+
+    def new_batch(self) -> None:
+        if (
+            self._leader_and_isr
+            or self._stop_replica
+            or self._update_metadata_brokers
+            or self._update_metadata_partitions
+        ):
+            raise RuntimeError("Controller to broker state change requests batch is not empty "
+                               "while creating a new one")
+
+    def add_leader_and_isr(
+        self,
+        brokers: Iterable[int],
+        tp: TopicPartition,
+        leadership: LeaderAndIsr,
+        assignment: Assignment,
+        is_new: bool,
+    ) -> None:
+        for broker in brokers:
+            if broker < 0:
+                continue
+            per_broker = self._leader_and_isr.setdefault(broker, {})
+            previous = per_broker.get(tp)
+            entry = _request_partition(tp)
+            entry["controller_epoch"] = leadership.controller_epoch
+            entry["leader"] = leadership.leader
+            entry["leader_epoch"] = leadership.leader_epoch
+            entry["isr"] = list(leadership.isr)
+            entry["partition_epoch"] = leadership.partition_epoch
+            entry["replicas"] = list(assignment.replicas)
+            entry["adding_replicas"] = list(assignment.adding)
+            entry["removing_replicas"] = list(assignment.removing)
+            entry["leader_recovery_state"] = str(leadership.recovery)
+            # isNew is sticky within a batch: a later add for the same broker cannot clear it
+            entry["is_new"] = is_new or (previous is not None and previous["is_new"])
+            per_broker[tp] = entry
+        # any LeaderAndIsr implies an UpdateMetadata of the partition to every registered broker
+        self.add_update_metadata(self._context.registered_broker_ids(), (tp,))
+
+    def add_stop_replica(self, brokers: Iterable[int], tp: TopicPartition, delete: bool) -> None:
+        leader_epoch = self._context.leader_epoch_for_stop_replica(tp)
+        for broker in brokers:
+            if broker < 0:
+                continue
+            per_broker = self._stop_replica.setdefault(broker, {})
+            previous = per_broker.get(tp)
+            entry = _request_partition(tp)
+            entry["leader_epoch"] = leader_epoch
+            entry["delete_partition"] = delete or (
+                previous is not None and previous["delete_partition"]
+            )
+            per_broker[tp] = entry
+
+    def add_update_metadata(
+        self, brokers: Iterable[int], partitions: Iterable[TopicPartition] = ()
+    ) -> None:
+        self._update_metadata_brokers.update(b for b in brokers if b >= 0)
+        context = self._context
+        for tp in partitions:
+            record = context.partition(tp)
+            if record is None or record.leadership is None:
+                continue  # "Leader not yet assigned": nothing to say about it
+            leadership = record.leadership
+            replicas = record.assignment.replicas
+            entry = _request_partition(tp)
+            entry["controller_epoch"] = leadership.controller_epoch
+            if context.is_queued_for_deletion(tp.topic):
+                entry["leader"] = LEADER_DURING_DELETE
+                entry["leader_epoch"] = 0
+                entry["partition_epoch"] = 0
+            else:
+                entry["leader"] = leadership.leader
+                entry["leader_epoch"] = leadership.leader_epoch
+                entry["partition_epoch"] = leadership.partition_epoch
+            entry["isr"] = list(leadership.isr)
+            entry["replicas"] = list(replicas)
+            entry["offline_replicas"] = [r for r in replicas if not context.is_live(r)]
+            self._update_metadata_partitions[tp] = entry
+
+    def send(self) -> None:
+        """sendRequestsToBrokers: flush every accumulator, in Kafka's order."""
+        context = self._context
+        journal = self._journal
+        epoch = context.epoch
+        for broker in sorted(self._leader_and_isr):
+            states = list(self._leader_and_isr[broker].values())
+            journal.request(epoch, LEADER_AND_ISR, broker, context.is_registered(broker), states,
+                            None)
+        self._leader_and_isr.clear()
+
+        if self._update_metadata_brokers:
+            # one payload, shared by every recipient
+            states = list(self._update_metadata_partitions.values())
+            live_brokers = context.registered_broker_ids()
+            for broker in sorted(self._update_metadata_brokers):
+                journal.request(epoch, UPDATE_METADATA, broker, context.is_registered(broker),
+                                states, live_brokers)
+        self._update_metadata_brokers.clear()
+        self._update_metadata_partitions.clear()
+
+        started = context.topics_with_deletion_started
+        for broker in sorted(self._stop_replica):
+            per_broker = self._stop_replica[broker]
+            delivered = context.is_registered(broker)
+            journal.request(epoch, STOP_REPLICA, broker, delivered, list(per_broker.values()),
+                            None)
+            deleting = [tp for tp, e in per_broker.items()
+                        if e["delete_partition"] and tp.topic in started]
+            if delivered and deleting:
+                self.deletion_deliveries.append((broker, deleting))
+        self._stop_replica.clear()
+
+
+__all__ = ["EPOCH_DURING_DELETE", "LEADER_AND_ISR", "STOP_REPLICA", "UPDATE_METADATA",
+           "RequestBatch"]

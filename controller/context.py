@@ -1,0 +1,297 @@
+"""The controller's cache of cluster state (Kafka's ControllerContext), for one cluster.
+
+Every mutation goes through a method here so that two things stay true cheaply:
+the indexes (replicas by broker, partitions by leader, New/Offline partitions) match the
+data, and every changed row is marked dirty for the batch's table output. An event's cost
+then grows with the partitions it touches, not with the cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from controller.model import (
+    BrokerStatus,
+    LeaderAndIsr,
+    PartitionState,
+    ReplicaAssignment,
+    ReplicaState,
+    TopicPartition,
+)
+
+# Every list returned below is sorted by (topic, partition) or broker id: Kafka iterates
+# hash sets, in no particular order; sorting makes each run deterministic and independent
+# of history, which the state round-trip (stop, reload from tables, continue) relies on.
+
+
+@dataclass(slots=True)
+class Broker:
+    broker: int
+    rack: str | None
+    epoch: int
+    status: BrokerStatus
+
+
+@dataclass(slots=True)
+class Partition:
+    """Assignment, stored leadership and states of one partition (and its replicas)."""
+
+    tp: TopicPartition
+    assignment: ReplicaAssignment
+    leadership: LeaderAndIsr | None = None
+    state: PartitionState = PartitionState.NON_EXISTENT
+    replica_states: dict[int, ReplicaState] = field(default_factory=dict)
+    last_event_id: str | None = None
+    replica_event_ids: dict[int, str | None] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Topic:
+    name: str
+    configs: dict[str, str]
+    partitions: dict[int, Partition] = field(default_factory=dict)
+
+
+class ControllerContext:
+    def __init__(self, cluster: str) -> None:
+        self.cluster = cluster
+        self.epoch = 1
+        self.controller_id: int | None = None
+        self.last_seq = 0
+        self.last_event_id: str | None = None
+        self.event_id: str | None = None  # the event being applied: stamped on changed rows
+        self.brokers: dict[int, Broker] = {}
+        self.shutting_down: set[int] = set()
+        self.topics: dict[str, Topic] = {}
+        self.topics_to_be_deleted: set[str] = set()
+        self.topics_with_deletion_started: set[str] = set()
+        self.topics_ineligible_for_deletion: set[str] = set()
+        self.partitions_being_reassigned: set[TopicPartition] = set()
+        # indexes
+        self._replicas_on_broker: dict[int, set[TopicPartition]] = {}
+        self._led_by: dict[int, set[TopicPartition]] = {}
+        self._new_or_offline: set[TopicPartition] = set()
+        # rows changed since the last drain, for the batch's table output
+        self.dirty_partitions: set[TopicPartition] = set()
+        self.dirty_replicas: set[tuple[TopicPartition, int]] = set()
+        self.dirty_brokers: set[int] = set()
+        self.dirty_topics: set[str] = set()
+        self.dirty_cluster = False
+
+    # ---- brokers -------------------------------------------------------------------------
+
+    def is_registered(self, broker: int) -> bool:
+        """liveOrShuttingDown: has a registration."""
+        info = self.brokers.get(broker)
+        return info is not None and info.status is not BrokerStatus.DEAD
+
+    def is_live(self, broker: int) -> bool:
+        """liveBrokerIds: registered and not shutting down (also `isReplicaOnline`, since
+        kcsim does not model log-directory failures)."""
+        info = self.brokers.get(broker)
+        return info is not None and info.status is BrokerStatus.LIVE
+
+    def live_broker_ids(self) -> list[int]:
+        return sorted(b for b, info in self.brokers.items() if info.status is BrokerStatus.LIVE)
+
+    def registered_broker_ids(self) -> list[int]:
+        return sorted(b for b, info in self.brokers.items() if info.status is not BrokerStatus.DEAD)
+
+    def next_broker_epoch(self) -> int:
+        # a broker epoch is its registration znode's czxid: cluster-wide increasing
+        return max((info.epoch for info in self.brokers.values()), default=0) + 1
+
+    def register_broker(self, broker: int, rack: str | None, epoch: int) -> None:
+        self.brokers[broker] = Broker(broker, rack, epoch, BrokerStatus.LIVE)
+        self.shutting_down.discard(broker)
+        self.dirty_brokers.add(broker)
+
+    def set_broker_status(self, broker: int, status: BrokerStatus) -> None:
+        info = self.brokers[broker]
+        info.status = status
+        if status is BrokerStatus.SHUTTING_DOWN:
+            self.shutting_down.add(broker)
+        else:
+            self.shutting_down.discard(broker)
+        self.dirty_brokers.add(broker)
+
+    # ---- topics and partitions -----------------------------------------------------------
+
+    def partition(self, tp: TopicPartition) -> Partition | None:
+        topic = self.topics.get(tp.topic)
+        return None if topic is None else topic.partitions.get(tp.partition)
+
+    def assignment(self, tp: TopicPartition) -> ReplicaAssignment:
+        record = self.partition(tp)
+        return record.assignment if record is not None else ReplicaAssignment(())
+
+    def leadership(self, tp: TopicPartition) -> LeaderAndIsr | None:
+        record = self.partition(tp)
+        return None if record is None else record.leadership
+
+    def all_partitions(self) -> list[Partition]:
+        return [p for t in sorted(self.topics) for _, p in sorted(self.topics[t].partitions.items())]
+
+    def partitions_of_topic(self, topic: str) -> list[TopicPartition]:
+        info = self.topics.get(topic)
+        if info is None:
+            return []
+        return [info.partitions[p].tp for p in sorted(info.partitions)]
+
+    def add_topic(self, name: str, configs: dict[str, str]) -> Topic:
+        topic = Topic(name, dict(configs))
+        self.topics[name] = topic
+        self.dirty_topics.add(name)
+        return topic
+
+    def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        self.topics[name].configs = dict(configs)
+        self.dirty_topics.add(name)
+
+    def add_partition(self, tp: TopicPartition, assignment: ReplicaAssignment) -> Partition:
+        record = Partition(tp, ReplicaAssignment(()))
+        self.topics[tp.topic].partitions[tp.partition] = record
+        self.set_assignment(record, assignment)
+        return record
+
+    def remove_topic(self, name: str) -> None:
+        """Kafka's removeTopic: assignments and leadership go; the partition rows go with
+        them (a NonExistentPartition state is the same as none)."""
+        topic = self.topics.pop(name)
+        for record in topic.partitions.values():
+            self.set_leadership(record, None)
+            for broker in record.assignment.replicas:
+                self._unindex_replica(record.tp, broker)
+            self._new_or_offline.discard(record.tp)
+            self.partitions_being_reassigned.discard(record.tp)
+            self.dirty_partitions.add(record.tp)
+            for broker in record.replica_states:
+                self.dirty_replicas.add((record.tp, broker))
+        self.topics_to_be_deleted.discard(name)
+        self.topics_with_deletion_started.discard(name)
+        self.dirty_topics.add(name)
+
+    def set_assignment(self, record: Partition, assignment: ReplicaAssignment) -> None:
+        old = record.assignment.replicas
+        new = assignment.replicas
+        if old != new:
+            for broker in old:
+                if broker not in new:
+                    self._unindex_replica(record.tp, broker)
+            for broker in new:
+                self._replicas_on_broker.setdefault(broker, set()).add(record.tp)
+        record.assignment = assignment
+        self._touch(record)
+
+    def _unindex_replica(self, tp: TopicPartition, broker: int) -> None:
+        hosted = self._replicas_on_broker.get(broker)
+        if hosted is not None:
+            hosted.discard(tp)
+            if not hosted:
+                del self._replicas_on_broker[broker]
+
+    def set_leadership(self, record: Partition, leadership: LeaderAndIsr | None) -> None:
+        old = record.leadership
+        if old is not None and (leadership is None or old.leader != leadership.leader):
+            led = self._led_by[old.leader]
+            led.discard(record.tp)
+            if not led:
+                del self._led_by[old.leader]
+        if leadership is not None and (old is None or old.leader != leadership.leader):
+            self._led_by.setdefault(leadership.leader, set()).add(record.tp)
+        record.leadership = leadership
+        self._touch(record)
+
+    def set_partition_state(self, record: Partition, state: PartitionState) -> None:
+        record.state = state
+        if state is PartitionState.NEW or state is PartitionState.OFFLINE:
+            self._new_or_offline.add(record.tp)
+        else:
+            self._new_or_offline.discard(record.tp)
+        self._touch(record)
+
+    def _touch(self, record: Partition) -> None:
+        record.last_event_id = self.event_id
+        self.dirty_partitions.add(record.tp)
+
+    def set_replica_state(self, record: Partition, broker: int, state: ReplicaState) -> None:
+        record.replica_states[broker] = state
+        record.replica_event_ids[broker] = self.event_id
+        self.dirty_replicas.add((record.tp, broker))
+
+    def remove_replica_state(self, record: Partition, broker: int) -> None:
+        record.replica_states.pop(broker, None)
+        record.replica_event_ids.pop(broker, None)
+        self.dirty_replicas.add((record.tp, broker))
+
+    # ---- derived views (CTX helpers, SPEC §1.2) ------------------------------------------
+
+    def partitions_on_broker(self, broker: int) -> list[TopicPartition]:
+        return sorted(self._replicas_on_broker.get(broker, ()))
+
+    def replicas_on_brokers(self, brokers: Iterable[int]) -> list[tuple[TopicPartition, int]]:
+        return [(tp, b) for b in sorted(set(brokers)) for tp in self.partitions_on_broker(b)]
+
+    def replicas_of_topic(self, topic: str) -> list[tuple[TopicPartition, int]]:
+        info = self.topics.get(topic)
+        if info is None:
+            return []
+        return [
+            (record.tp, broker)
+            for _, record in sorted(info.partitions.items())
+            for broker in record.assignment.replicas
+        ]
+
+    def is_queued_for_deletion(self, topic: str) -> bool:
+        return topic in self.topics_to_be_deleted
+
+    def partitions_with_offline_leader(self) -> list[TopicPartition]:
+        found: list[TopicPartition] = []
+        for leader, led in self._led_by.items():
+            if not self.is_live(leader):
+                found.extend(tp for tp in led if tp.topic not in self.topics_to_be_deleted)
+        return sorted(found)
+
+    def partition_leaders_on_broker(self, broker: int) -> list[TopicPartition]:
+        return sorted(
+            tp
+            for tp in self._led_by.get(broker, ())
+            if tp.topic not in self.topics_to_be_deleted
+            and len(self.assignment(tp).replicas) > 1
+        )
+
+    def partitions_with_leaders(self) -> list[TopicPartition]:
+        return sorted(
+            tp
+            for led in self._led_by.values()
+            for tp in led
+            if tp.topic not in self.topics_to_be_deleted
+        )
+
+    def new_or_offline_partitions(self, topic: str | None = None) -> list[TopicPartition]:
+        return sorted(
+            tp
+            for tp in self._new_or_offline
+            if tp.topic not in self.topics_to_be_deleted and (topic is None or tp.topic == topic)
+        )
+
+    def leader_epoch_for_stop_replica(self, tp: TopicPartition) -> int:
+        """CTX leaderEpoch: -2 while the topic is queued for deletion, else cached, else -1."""
+        if tp.topic in self.topics_to_be_deleted:
+            return -2
+        leadership = self.leadership(tp)
+        return leadership.leader_epoch if leadership is not None else -1
+
+    def replica_state(self, tp: TopicPartition, broker: int) -> ReplicaState | None:
+        record = self.partition(tp)
+        return None if record is None else record.replica_states.get(broker)
+
+    def replicas_in_state(self, topic: str, state: ReplicaState) -> list[tuple[TopicPartition, int]]:
+        return [(tp, b) for tp, b in self.replicas_of_topic(topic) if self.replica_state(tp, b) is state]
+
+    def are_all_replicas_in_state(self, topic: str, state: ReplicaState) -> bool:
+        return all(self.replica_state(tp, b) is state for tp, b in self.replicas_of_topic(topic))
+
+    def is_any_replica_in_state(self, topic: str, state: ReplicaState) -> bool:
+        return any(self.replica_state(tp, b) is state for tp, b in self.replicas_of_topic(topic))

@@ -1,0 +1,113 @@
+"""What the controller says while it applies events: the append-only table rows.
+
+State-change log lines (Kafka's state-change.log), the requests a flush sends and the
+answers to requests that events carry. Rows are plain dicts in `schemas.tables` order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller.model import LeaderAndIsr, TopicPartition
+
+Row = dict[str, Any]
+
+
+class Journal:
+    def __init__(self, cluster: str) -> None:
+        self.cluster = cluster
+        self.event_id: str | None = None
+        self.seq: int | None = None
+        self.ts: int | None = None
+        self.request_seq = 0
+        self.requests: list[Row] = []
+        self.state_changes: list[Row] = []
+        self.results: list[Row] = []
+
+    def begin(self, event_id: str, seq: int, ts: int | None) -> None:
+        self.event_id = event_id
+        self.seq = seq
+        self.ts = ts
+        self.request_seq = 0
+
+    def drain(self) -> tuple[list[Row], list[Row], list[Row]]:
+        drained = (self.requests, self.state_changes, self.results)
+        self.requests, self.state_changes, self.results = [], [], []
+        return drained
+
+    def request(
+        self,
+        controller_epoch: int,
+        request_type: str,
+        broker: int,
+        delivered: bool,
+        partitions: list[Row],
+        live_brokers: list[int] | None,
+    ) -> None:
+        self.request_seq += 1
+        self.requests.append({
+            "cluster": self.cluster,
+            "controller_epoch": controller_epoch,
+            "event_id": self.event_id,
+            "seq": self.seq,
+            "request_seq": self.request_seq,
+            "type": request_type,
+            "broker": broker,
+            "delivered": delivered,
+            "partitions": partitions,
+            "live_brokers": live_brokers,
+            "ts": self.ts,
+        })
+
+    def state_change(
+        self,
+        entity: str,
+        tp: TopicPartition,
+        broker: int | None,
+        from_state: str | None,
+        to_state: str,
+        leadership: LeaderAndIsr | None,
+        error: str | None = None,
+        unclean: bool = False,
+    ) -> None:
+        self.state_changes.append({
+            "cluster": self.cluster,
+            "event_id": self.event_id,
+            "seq": self.seq,
+            "entity": entity,
+            "topic": tp.topic,
+            "partition": tp.partition,
+            "broker": broker,
+            "from_state": from_state,
+            "to_state": to_state,
+            "ok": error is None,
+            "error": error,
+            "leader": None if leadership is None else leadership.leader,
+            "leader_epoch": None if leadership is None else leadership.leader_epoch,
+            "isr": None if leadership is None else list(leadership.isr),
+            "unclean": unclean,
+            "ts": self.ts,
+        })
+
+    def result(
+        self,
+        topic: str | None,
+        partition: int | None,
+        error: str | None,
+        message: str | None = None,
+        leadership: LeaderAndIsr | None = None,
+    ) -> None:
+        self.results.append({
+            "cluster": self.cluster,
+            "event_id": self.event_id,
+            "seq": self.seq,
+            "topic": topic,
+            "partition": partition,
+            "error": error,
+            "message": message,
+            "leader": None if leadership is None else leadership.leader,
+            "leader_epoch": None if leadership is None else leadership.leader_epoch,
+            "isr": None if leadership is None else list(leadership.isr),
+            "partition_epoch": None if leadership is None else leadership.partition_epoch,
+            "ts": self.ts,
+        })

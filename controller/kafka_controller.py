@@ -1,0 +1,464 @@
+"""KafkaController's event handlers for one cluster (SPEC §7-§16).
+
+`apply(event)` runs one validated event to completion, like Kafka's single event thread;
+the follow-up events Kafka's brokers would send (StopReplica responses and ISR
+expansions, in `kcsim.simulate.brokers` mode) are queued and run after it, in order.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from controller import events as ev
+from controller.alter_partition import AlterPartitionRequest, alter_partition
+from controller.assignment import AssignmentError, assign_replicas
+from controller.config import Settings
+from controller.context import ControllerContext
+from controller.election import CONTROLLED_SHUTDOWN, offline_strategy
+from controller.journal import Journal
+from controller.leader_elections import LeaderElections
+from controller.model import (
+    BrokerStatus,
+    PartitionState,
+    ReplicaAssignment,
+    ReplicaState,
+    TopicPartition,
+)
+from controller.parts import ControllerParts
+from controller.reassignment import ReassignmentError, Reassignments
+
+PS = PartitionState
+RS = ReplicaState
+
+
+class EventRejected(Exception):
+    """The event refers to something the cluster does not know, or cannot be applied:
+    it goes to rejected_events and changes nothing."""
+
+
+@dataclass(frozen=True, slots=True)
+class _StopReplicaResponse:
+    broker: int
+    errors: tuple[tuple[TopicPartition, str | None], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _IsrExpansion:
+    tp: TopicPartition
+
+
+class KafkaController:
+    def __init__(self, context: ControllerContext, journal: Journal, settings: Settings) -> None:
+        self.context = context
+        self.journal = journal
+        self.settings = settings
+        self.parts = ControllerParts.wire(context, journal, settings)
+        self.reassignments = Reassignments(self.parts)
+        self.elections = LeaderElections(self.parts)
+        self._follow_ups: deque[_StopReplicaResponse | _IsrExpansion] = deque()
+        self._handlers: dict[type, Callable] = {
+            ev.BrokerStartup: self._broker_startup,
+            ev.BrokerFailure: self._broker_failure,
+            ev.ControlledShutdown: self._controlled_shutdown,
+            ev.TopicCreation: self._topic_creation,
+            ev.PartitionCreation: self._partition_creation,
+            ev.TopicDeletion: self._topic_deletion,
+            ev.PartitionReassignment: self._partition_reassignment,
+            ev.IsrChange: self._isr_change,
+            ev.LeaderElection: self._leader_election,
+            ev.AutoRebalanceCheck: self._auto_rebalance_check,
+            ev.StopReplicaResponse: self._stop_replica_response,
+            ev.TopicConfigChange: self._topic_config_change,
+            ev.ControllerFailover: self._controller_failover,
+        }
+
+    def check(self, body: ev.EventBody) -> None:
+        """Raise EventRejected when the event names a broker or topic the cluster does not
+        know where one is required (CONTRACT §1). Runs before anything changes."""
+        context = self.context
+        broker = getattr(body, "broker", None)
+        if isinstance(body, ev.BrokerFailure | ev.ControlledShutdown | ev.StopReplicaResponse):
+            if broker not in context.brokers:
+                raise EventRejected(f"unknown broker {broker}: the cluster has never seen it")
+        if isinstance(body, ev.PartitionCreation | ev.TopicDeletion | ev.StopReplicaResponse
+                      | ev.TopicConfigChange) and body.topic not in context.topics:
+            raise EventRejected(f"unknown topic '{body.topic}'")
+        if isinstance(body, ev.TopicCreation):
+            self._check_topic_creation(body)
+        if isinstance(body, ev.PartitionCreation):
+            self._check_partition_creation(body)
+        if isinstance(body, ev.TopicDeletion) and not self.settings.delete_topic_enable:
+            raise EventRejected("topic deletion is disabled (delete.topic.enable=false)")
+        if isinstance(body, ev.ControllerFailover):
+            unknown = [b for b in body.failed_brokers if b not in context.brokers]
+            if unknown:
+                raise EventRejected(f"unknown failed_brokers {unknown}")
+
+    def apply(self, body: ev.EventBody) -> None:
+        self._handlers[type(body)](body)
+        self._run_follow_ups()
+
+    def _run_follow_ups(self) -> None:
+        """Kafka's event queue after the handler: broker answers, in the order they come."""
+        while True:
+            self._queue_stop_replica_responses()
+            if not self._follow_ups:
+                return
+            follow_up = self._follow_ups.popleft()
+            if isinstance(follow_up, _StopReplicaResponse):
+                self._on_stop_replica_response(follow_up.broker, follow_up.errors)
+            else:
+                self._expand_isr(follow_up.tp)
+
+    def _queue_stop_replica_responses(self) -> None:
+        deliveries = self.parts.batch.deletion_deliveries
+        if not deliveries:
+            return
+        if self.settings.simulate_brokers:
+            # a live broker deletes at once and answers NONE
+            for broker, tps in deliveries:
+                self._follow_ups.append(
+                    _StopReplicaResponse(broker, tuple((tp, None) for tp in tps)))
+        deliveries.clear()
+
+    # ---- brokers (§8, §9, §11) -----------------------------------------------------------
+
+    def _broker_startup(self, body: ev.BrokerStartup) -> None:
+        context = self.context
+        rack = body.rack
+        if context.is_registered(body.broker):
+            # a bounce: the old registration fails, the new one starts with a new epoch
+            if rack is None:
+                rack = context.brokers[body.broker].rack
+            context.set_broker_status(body.broker, BrokerStatus.DEAD)
+            self._on_broker_failure([body.broker])
+        context.register_broker(body.broker, rack, context.next_broker_epoch())
+        self._on_broker_startup([body.broker])
+
+    def _broker_failure(self, body: ev.BrokerFailure) -> None:
+        if not self.context.is_registered(body.broker):
+            return  # already gone: ZooKeeper shows no change
+        self.context.set_broker_status(body.broker, BrokerStatus.DEAD)
+        self._on_broker_failure([body.broker])
+
+    def _on_broker_startup(self, new_brokers: list[int]) -> None:
+        """onBrokerStartup (§8.2)."""
+        parts = self.parts
+        context = self.context
+        new = set(new_brokers)
+        existing = [b for b in context.registered_broker_ids() if b not in new]
+        parts.send_update_metadata(existing)
+        parts.send_update_metadata(new_brokers, context.partitions_with_leaders())
+        replicas = context.replicas_on_brokers(new_brokers)
+        parts.replicas.handle_state_changes(replicas, RS.ONLINE)
+        self._trigger_online_partition_state_change()
+        for tp in sorted(context.partitions_being_reassigned):
+            if any(r in new for r in context.assignment(tp).target):
+                self._resume_reassignment(tp)
+        deleting = sorted({tp.topic for tp, _ in replicas if context.is_queued_for_deletion(tp.topic)})
+        if deleting:
+            parts.deletion.resume_deletion_for_topics(deleting)
+        if self.settings.simulate_brokers:
+            for tp in dict.fromkeys(tp for tp, _ in replicas):
+                self._follow_ups.append(_IsrExpansion(tp))
+
+    def _on_broker_failure(self, dead_brokers: list[int]) -> None:
+        """onBrokerFailure (§8.3) -> onReplicasBecomeOffline (§9.1)."""
+        context = self.context
+        parts = self.parts
+        for broker in dead_brokers:
+            context.shutting_down.discard(broker)
+        replicas = context.replicas_on_brokers(dead_brokers)
+        for_deletion = [r for r in replicas if context.is_queued_for_deletion(r[0].topic)]
+        not_for_deletion = [r for r in replicas if not context.is_queued_for_deletion(r[0].topic)]
+        parts.partitions.handle_state_changes(context.partitions_with_offline_leader(),
+                                              PS.OFFLINE)
+        results = self._trigger_online_partition_state_change()
+        parts.replicas.handle_state_changes(not_for_deletion, RS.OFFLINE)
+        if for_deletion:
+            parts.deletion.fail_replica_deletion(for_deletion)
+        if not not_for_deletion and all(isinstance(r, Exception) for r in results.values()):
+            parts.send_update_metadata(context.registered_broker_ids())
+
+    def _trigger_online_partition_state_change(self, topic: str | None = None) -> dict:
+        return self.parts.partitions.handle_state_changes(
+            self.context.new_or_offline_partitions(topic), PS.ONLINE, offline_strategy(False))
+
+    def _controlled_shutdown(self, body: ev.ControlledShutdown) -> None:
+        """processControlledShutdown (§11); the answer is event_results rows."""
+        context = self.context
+        journal = self.journal
+        broker = body.broker
+        if body.broker_epoch is not None and body.broker_epoch != -1:
+            if not context.is_registered(broker):
+                journal.result(None, None, "UNKNOWN_SERVER_ERROR",
+                               f"NoSuchElementException: key not found: {broker}")
+                return
+            cached = context.brokers[broker].epoch
+            if body.broker_epoch < cached:
+                journal.result(None, None, "STALE_BROKER_EPOCH",
+                               f"Received controlled shutdown request from an old broker epoch "
+                               f"{body.broker_epoch} for broker {broker}. Current broker epoch "
+                               f"is {cached}.")
+                return
+        if not context.is_registered(broker):
+            journal.result(None, None, "BROKER_NOT_AVAILABLE",
+                           f"Broker id {broker} does not exist.")
+            return
+        context.set_broker_status(broker, BrokerStatus.SHUTTING_DOWN)
+        to_act_on = [
+            tp for tp in context.partitions_on_broker(broker)
+            if len(context.assignment(tp).replicas) > 1
+            and context.leadership(tp) is not None
+            and not context.is_queued_for_deletion(tp.topic)
+        ]
+        led = [tp for tp in to_act_on if context.leadership(tp).leader == broker]  # type: ignore[union-attr]
+        followed = [tp for tp in to_act_on if context.leadership(tp).leader != broker]  # type: ignore[union-attr]
+        self.parts.partitions.handle_state_changes(led, PS.ONLINE, CONTROLLED_SHUTDOWN)
+        batch = self.parts.batch
+        batch.new_batch()
+        for tp in followed:
+            batch.add_stop_replica((broker,), tp, delete=False)
+        batch.send()
+        self.parts.replicas.handle_state_changes([(tp, broker) for tp in followed], RS.OFFLINE)
+        remaining = context.partition_leaders_on_broker(broker)
+        for tp in remaining:
+            journal.result(tp.topic, tp.partition, None,
+                           f"partition still led by broker {broker}", context.leadership(tp))
+        if not remaining:
+            journal.result(None, None, None, "no partitions remaining")
+
+    # ---- topics and partitions (§10, §15, §16) -------------------------------------------
+
+    def _check_topic_creation(self, body: ev.TopicCreation) -> None:
+        context = self.context
+        if body.topic in context.topics:
+            raise EventRejected(f"Topic '{body.topic}' already exists.")
+        collision = _collides_with(body.topic, context.topics)
+        if collision is not None:
+            raise EventRejected(f"Topic '{body.topic}' collides with existing topic: {collision}")
+        if body.assignment is not None:
+            self._check_brokers_known(body.assignment)
+
+    def _check_partition_creation(self, body: ev.PartitionCreation) -> None:
+        topic = self.context.topics[body.topic]
+        existing = sorted(p for p in body.assignment if p in topic.partitions)
+        if existing:
+            raise EventRejected(f"partitions {existing} of topic '{body.topic}' already exist")
+        self._check_brokers_known(body.assignment)
+
+    def _check_brokers_known(self, assignment: dict[int, tuple[int, ...]]) -> None:
+        unknown = sorted({b for rs in assignment.values() for b in rs} - set(self.context.brokers))
+        if unknown:
+            raise EventRejected(f"Unknown broker(s) in replica assignment: {unknown}")
+
+    def _topic_creation(self, body: ev.TopicCreation) -> None:
+        context = self.context
+        assignment = body.assignment
+        if assignment is None:
+            registered = {b: context.brokers[b].rack for b in context.registered_broker_ids()}
+            try:
+                assignment = assign_replicas(registered, body.partitions or 0,
+                                             body.replication_factor or 0)
+            except AssignmentError as error:
+                raise EventRejected(str(error)) from error
+        context.add_topic(body.topic, body.configs or {})
+        self._create_partitions(body.topic, assignment)
+
+    def _partition_creation(self, body: ev.PartitionCreation) -> None:
+        if self.context.is_queued_for_deletion(body.topic):
+            return  # §10.2: additions to a topic being deleted are discarded
+        self._create_partitions(body.topic, body.assignment)
+
+    def _create_partitions(self, topic: str, assignment: dict[int, tuple[int, ...]]) -> None:
+        """onNewPartitionCreation (§10.3): four separate batches."""
+        context = self.context
+        parts = self.parts
+        tps = [TopicPartition(topic, p) for p in sorted(assignment)]
+        for tp in tps:
+            context.add_partition(tp, ReplicaAssignment(tuple(assignment[tp.partition])))
+        replicas = [(tp, r) for tp in tps for r in context.assignment(tp).replicas]
+        parts.partitions.handle_state_changes(tps, PS.NEW)
+        parts.replicas.handle_state_changes(replicas, RS.NEW)
+        parts.partitions.handle_state_changes(tps, PS.ONLINE, offline_strategy(False))
+        parts.replicas.handle_state_changes(replicas, RS.ONLINE)
+
+    def _topic_deletion(self, body: ev.TopicDeletion) -> None:
+        """processTopicDeletion (§15.1)."""
+        context = self.context
+        deletion = self.parts.deletion
+        if any(tp.topic == body.topic for tp in context.partitions_being_reassigned):
+            deletion.mark_ineligible((body.topic,))  # no-op unless already queued (§19.13)
+        deletion.enqueue((body.topic,))
+
+    def _stop_replica_response(self, body: ev.StopReplicaResponse) -> None:
+        tp = TopicPartition(body.topic, body.partition)
+        self._on_stop_replica_response(body.broker, ((tp, body.error),))
+
+    def _on_stop_replica_response(
+        self, broker: int, errors: tuple[tuple[TopicPartition, str | None], ...]
+    ) -> None:
+        """processTopicDeletionStopReplicaResponseReceived (§15.4)."""
+        deletion = self.parts.deletion
+        failed = [(tp, broker) for tp, error in errors if error not in (None, "NONE")]
+        succeeded = [(tp, broker) for tp, error in errors if error in (None, "NONE")]
+        if failed:
+            deletion.fail_replica_deletion(failed)
+        if succeeded:
+            deletion.complete_replica_deletion(succeeded)
+
+    def _topic_config_change(self, body: ev.TopicConfigChange) -> None:
+        """§16: a topic config change; turning unclean election on triggers elections."""
+        context = self.context
+        before = self.parts.partitions.unclean_enabled(body.topic)
+        merged = {**context.topics[body.topic].configs, **body.configs}
+        context.set_topic_configs(body.topic, merged)
+        if not before and self.parts.partitions.unclean_enabled(body.topic):
+            self._trigger_online_partition_state_change(body.topic)
+
+    # ---- reassignment, ISR changes, elections (§12-§14) ----------------------------------
+
+    def _partition_reassignment(self, body: ev.PartitionReassignment) -> None:
+        tp = TopicPartition(body.topic, body.partition)
+        try:
+            self.reassignments.submit(tp, body.replicas)
+        except ReassignmentError as refusal:
+            self.journal.result(tp.topic, tp.partition, refusal.code, refusal.message)
+            return
+        self.journal.result(tp.topic, tp.partition, None, None, self.context.leadership(tp))
+        if self.settings.simulate_brokers:
+            self._follow_ups.append(_IsrExpansion(tp))
+
+    def _resume_reassignment(self, tp: TopicPartition) -> None:
+        try:
+            self.reassignments.resume(tp)
+        except Exception:
+            pass
+
+    def _isr_change(self, body: ev.IsrChange) -> None:
+        """An AlterPartition from the partition's current leader (§13.1)."""
+        context = self.context
+        tp = TopicPartition(body.topic, body.partition)
+        current = context.leadership(tp)
+        if current is None:
+            self.journal.result(tp.topic, tp.partition, "UNKNOWN_TOPIC_OR_PARTITION",
+                                "The partition does not exist.")
+            return
+        leader = context.brokers.get(current.leader)
+        request = AlterPartitionRequest(
+            broker=current.leader,
+            broker_epoch=-1 if leader is None else leader.epoch,
+            tp=tp,
+            leader_epoch=current.leader_epoch if body.leader_epoch is None else body.leader_epoch,
+            isr=body.isr,
+            partition_epoch=(current.partition_epoch if body.partition_epoch is None
+                             else body.partition_epoch),
+        )
+        self._alter_partition(request)
+
+    def _alter_partition(self, request: AlterPartitionRequest) -> None:
+        result = alter_partition(self.parts, request)
+        tp = request.tp
+        self.journal.result(tp.topic, tp.partition, result.error, result.message,
+                            result.leadership)
+        if result.error is None and tp in self.context.partitions_being_reassigned:
+            try:
+                self.reassignments.maybe_complete(tp)
+            except Exception:
+                pass
+
+    def _expand_isr(self, tp: TopicPartition) -> None:
+        """Simulated brokers: a live leader adds its caught-up live replicas to the ISR."""
+        context = self.context
+        record = context.partition(tp)
+        if record is None or record.leadership is None:
+            return
+        current = record.leadership
+        if not context.is_live(current.leader) or context.is_queued_for_deletion(tp.topic):
+            return
+        joining = tuple(
+            r for r in record.assignment.replicas
+            if r not in current.isr and context.is_live(r)
+            and record.replica_states.get(r) in (RS.ONLINE, RS.NEW)
+        )
+        if not joining:
+            return
+        self._alter_partition(AlterPartitionRequest(
+            current.leader, context.brokers[current.leader].epoch, tp, current.leader_epoch,
+            current.isr + joining, current.partition_epoch))
+
+    def _leader_election(self, body: ev.LeaderElection) -> None:
+        self.elections.admin_election(body.election, body.partitions)
+
+    def _auto_rebalance_check(self, body: ev.AutoRebalanceCheck) -> None:
+        self.elections.auto_rebalance()
+
+    # ---- failover (§7.2) -----------------------------------------------------------------
+
+    def _controller_failover(self, body: ev.ControllerFailover) -> None:
+        """onControllerFailover on a context freshly loaded from the stored tables (the
+        simulator rebuilds it before calling this); steps 4-11 of §7.2."""
+        context = self.context
+        parts = self.parts
+        context.epoch += 1
+        context.controller_id = body.controller
+        context.dirty_cluster = True
+        for broker in body.failed_brokers:
+            if context.is_registered(broker):
+                context.set_broker_status(broker, BrokerStatus.DEAD)
+        for broker in sorted(context.shutting_down):  # in-flight shutdowns are forgotten
+            context.set_broker_status(broker, BrokerStatus.LIVE)
+        for record in context.all_partitions():
+            if record.assignment.is_being_reassigned:
+                context.partitions_being_reassigned.add(record.tp)
+        queued = sorted(context.topics_to_be_deleted)
+        context.topics_to_be_deleted.clear()
+        ineligible = {
+            tp.topic for tp, b in (r for t in queued for r in context.replicas_of_topic(t))
+            if not context.is_live(b)
+        } | {tp.topic for tp in context.partitions_being_reassigned}
+        parts.deletion.init(queued, ineligible)
+        parts.send_update_metadata(context.registered_broker_ids())
+        self._replica_state_machine_startup()
+        self._partition_state_machine_startup()
+        for tp in sorted(context.partitions_being_reassigned):
+            self._resume_reassignment(tp)
+        parts.deletion.try_topic_deletion()
+
+    def _replica_state_machine_startup(self) -> None:
+        """§6.4: every replica Online if its broker is live, else DeletionIneligible; then
+        both groups are driven through the state machine."""
+        context = self.context
+        online, offline = [], []
+        for record in context.all_partitions():
+            for broker in record.assignment.replicas:
+                if context.is_live(broker):
+                    context.set_replica_state(record, broker, RS.ONLINE)
+                    online.append((record.tp, broker))
+                else:
+                    context.set_replica_state(record, broker, RS.DELETION_INELIGIBLE)
+                    offline.append((record.tp, broker))
+        self.parts.replicas.handle_state_changes(online, RS.ONLINE)
+        self.parts.replicas.handle_state_changes(offline, RS.OFFLINE)
+
+    def _partition_state_machine_startup(self) -> None:
+        context = self.context
+        for record in context.all_partitions():
+            leadership = record.leadership
+            if leadership is None:
+                state = PS.NEW
+            else:
+                state = PS.ONLINE if context.is_live(leadership.leader) else PS.OFFLINE
+            context.set_partition_state(record, state)
+        self._trigger_online_partition_state_change()
+
+
+def _collides_with(topic: str, existing: dict) -> str | None:
+    """Kafka refuses a topic whose name equals an existing one once '.' is read as '_'."""
+    normalized = topic.replace(".", "_")
+    for name in existing:
+        if name != topic and name.replace(".", "_") == normalized:
+            return name
+    return None

@@ -1,0 +1,107 @@
+"""Leader elections on demand (SPEC §12): admin-triggered and the auto rebalance check."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from controller.election import PREFERRED, leader_for_preferred, offline_strategy
+from controller.model import NO_LEADER, PartitionState, TopicPartition
+from controller.partition_state_machine import ElectionOutcome, StateChangeFailed
+from controller.parts import ControllerParts
+
+PREFERRED_ELECTION = "preferred"
+UNCLEAN_ELECTION = "unclean"
+
+
+class LeaderElections:
+    def __init__(self, parts: ControllerParts) -> None:
+        self._parts = parts
+
+    def admin_election(self, election: str, requested: Iterable[TopicPartition] | None) -> None:
+        """ReplicaLeaderElection triggered by the AdminClient; one event_results row per
+        partition. `requested=None` means every partition the brokers know of, and then,
+        as KafkaApis does, ELECTION_NOT_NEEDED answers are left out."""
+        context = self._parts.context
+        journal = self._parts.journal
+        all_requested = requested is None
+        partitions = (
+            sorted(tp for p in context.all_partitions() if p.leadership is not None
+                   for tp in (p.tp,))
+            if requested is None else list(dict.fromkeys(requested))
+        )
+        unknown = [tp for tp in partitions if context.partition(tp) is None]
+        known = [tp for tp in partitions if context.partition(tp) is not None]
+        deleting = [tp for tp in known if context.is_queued_for_deletion(tp.topic)]
+        live = [tp for tp in known if not context.is_queued_for_deletion(tp.topic)]
+        if any(context.leadership(tp) is None for tp in live):
+            # Kafka's `partitionLeadershipInfo(tp).get` throws: the event fails and the
+            # callback never runs, so the client's request times out.
+            for tp in partitions:
+                journal.result(tp.topic, tp.partition, "REQUEST_TIMED_OUT",
+                               "the controller failed the election request: a partition has "
+                               "no leader and ISR yet")
+            return
+        electable = [tp for tp in live if self._is_electable(tp, election)]
+        not_needed = [tp for tp in live if tp not in set(electable)]
+        outcomes = self.on_replica_election(electable, election, admin=True)
+        failure_code = ("PREFERRED_LEADER_NOT_AVAILABLE" if election == PREFERRED_ELECTION
+                        else "ELIGIBLE_LEADERS_NOT_AVAILABLE")
+        for tp, outcome in outcomes.items():
+            if isinstance(outcome, StateChangeFailed):
+                journal.result(tp.topic, tp.partition, failure_code, str(outcome))
+            else:
+                journal.result(tp.topic, tp.partition, None, None, outcome)
+        if not all_requested:
+            for tp in not_needed:
+                journal.result(tp.topic, tp.partition, "ELECTION_NOT_NEEDED",
+                               "Leader election not needed for topic partition.")
+        for tp in deleting:
+            journal.result(tp.topic, tp.partition, "INVALID_TOPIC_EXCEPTION",
+                           "The topic is being deleted")
+        for tp in unknown:
+            journal.result(tp.topic, tp.partition, "UNKNOWN_TOPIC_OR_PARTITION",
+                           "The partition does not exist.")
+
+    def _is_electable(self, tp: TopicPartition, election: str) -> bool:
+        context = self._parts.context
+        leadership = context.leadership(tp)
+        assert leadership is not None
+        if election == PREFERRED_ELECTION:
+            return leadership.leader != context.assignment(tp).replicas[0]
+        return leadership.leader == NO_LEADER or not context.is_live(leadership.leader)
+
+    def on_replica_election(self, partitions: list[TopicPartition], election: str, admin: bool
+                            ) -> dict[TopicPartition, ElectionOutcome]:
+        strategy = PREFERRED if election == PREFERRED_ELECTION else offline_strategy(admin)
+        return self._parts.partitions.handle_state_changes(partitions, PartitionState.ONLINE,
+                                                           strategy)
+
+    def auto_rebalance(self) -> None:
+        """checkAndTriggerAutoLeaderRebalance (§12.3, 3.4+: runs during reassignments)."""
+        parts = self._parts
+        if not parts.settings.auto_leader_rebalance_enable:
+            return
+        context = parts.context
+        by_preferred: dict[int, list[TopicPartition]] = {}
+        for record in context.all_partitions():
+            if context.is_queued_for_deletion(record.tp.topic) or not record.assignment.replicas:
+                continue
+            by_preferred.setdefault(record.assignment.replicas[0], []).append(record.tp)
+        threshold = parts.settings.leader_imbalance_per_broker_percentage / 100
+        for preferred in sorted(by_preferred):
+            partitions = by_preferred[preferred]
+            not_preferred = []
+            for tp in partitions:
+                leadership = context.leadership(tp)
+                if leadership is not None and leadership.leader != preferred:
+                    not_preferred.append(tp)
+            if len(not_preferred) / len(partitions) > threshold:
+                candidates = [tp for tp in not_preferred if self._can_preferred_lead(tp)]
+                self.on_replica_election(candidates, PREFERRED_ELECTION, admin=False)
+
+    def _can_preferred_lead(self, tp: TopicPartition) -> bool:
+        context = self._parts.context
+        leadership = context.leadership(tp)
+        assert leadership is not None
+        assignment = context.assignment(tp).replicas
+        return leader_for_preferred(assignment, leadership, context.is_live).leadership is not None

@@ -1,0 +1,496 @@
+"""Raw event lines → typed events (CONTRACT §1): structural validation only.
+
+One generic loop walks `schemas.events` field specs and calls a small validator per
+`Kind`; a few cross-field rules (topic_creation's either/or, Kafka's assignment checks)
+follow in a per-type table. Cluster state (unknown topics or brokers, duplicate ids,
+`seq` order) is the controller's to check, not ours.
+
+Every failure is a `Rejection` with an actionable reason; nothing here raises for any
+input string.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import fields
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from controller.config import UNCLEAN_KEY, ConfigError, parse_bool
+from controller.events import (
+    AutoRebalanceCheck,
+    BrokerFailure,
+    BrokerStartup,
+    ControlledShutdown,
+    ControllerFailover,
+    Event,
+    EventBody,
+    Header,
+    IsrChange,
+    LeaderElection,
+    PartitionCreation,
+    PartitionReassignment,
+    Rejection,
+    StopReplicaResponse,
+    TopicConfigChange,
+    TopicCreation,
+    TopicDeletion,
+)
+from controller.model import TopicPartition
+from schemas.events import COMMON_FIELDS, EVENT_FIELDS, EVENT_TYPES, FieldSpec, Kind
+
+DEFAULT_CLUSTER = "default"
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+TOPIC_MAX_LENGTH = 249  # Kafka's Topic.MAX_NAME_LENGTH
+_TOPIC_CHARS = re.compile(r"[a-zA-Z0-9._-]+")
+# Partition keys of an assignment: canonical decimal, so "01" cannot alias "1".
+_PARTITION_KEY = re.compile(r"0|[1-9][0-9]*")
+_ERROR_CODE = re.compile(r"[A-Z][A-Z0-9_]*")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_SHOWN_CHARS = 80  # how much of an offending value a reason quotes
+
+BODIES: dict[str, type[EventBody]] = {
+    "broker_startup": BrokerStartup,
+    "broker_failure": BrokerFailure,
+    "controlled_shutdown": ControlledShutdown,
+    "topic_creation": TopicCreation,
+    "partition_creation": PartitionCreation,
+    "topic_deletion": TopicDeletion,
+    "partition_reassignment": PartitionReassignment,
+    "isr_change": IsrChange,
+    "leader_election": LeaderElection,
+    "auto_rebalance_check": AutoRebalanceCheck,
+    "stop_replica_response": StopReplicaResponse,
+    "topic_config_change": TopicConfigChange,
+    "controller_failover": ControllerFailover,
+}
+# The generic loop passes field values by name, so each body must match its spec.
+assert set(BODIES) == set(EVENT_TYPES)
+assert all(
+    {f.name for f in fields(BODIES[t])} == {s.name for s in EVENT_FIELDS[t]} for t in EVENT_TYPES
+)
+
+
+class FieldError(ValueError):
+    """A field value that breaks Kafka's rules; the message is the rejection reason."""
+
+
+# ---------------------------------------------------------------------------- values
+
+
+def show(value: object) -> str:
+    """A JSON rendering of an offending value for a reason, shortened if long."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        text = repr(value)
+    return _clip(displayable(text))
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
+
+
+def displayable(text: str) -> str:
+    """`text` with lone surrogates (undecodable bytes kept by surrogateescape, or stray
+    UTF-16 halves) replaced by U+FFFD, so it can be written as UTF-8 anywhere — as
+    Java's decoder shows malformed bytes."""
+    if _is_unicode(text):
+        return text
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # surrogates outside surrogateescape's range
+        return text.encode("utf-8", "replace").decode("utf-8").replace("?", "\ufffd")
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _is_int(value: object) -> bool:
+    # JSON true/false arrive as Python bools, which are ints: not numbers here.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _int_in(name: str, value: object, low: int, high: int, what: str) -> int:
+    if not _is_int(value) or not low <= value <= high:  # type: ignore[operator]
+        raise FieldError(f"field '{name}' must be {what}, got {show(value)}")
+    return value  # type: ignore[return-value]
+
+
+def _string(name: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise FieldError(f"field '{name}' must be a string, got {show(value)}")
+    if not _is_unicode(value):
+        raise FieldError(f"field '{name}' is not valid Unicode text, got {show(value)}")
+    return value
+
+
+def _int32(name: str, value: object) -> int:
+    return _int_in(name, value, INT32_MIN, INT32_MAX, "a 32-bit integer")
+
+
+def _int64(name: str, value: object) -> int:
+    return _int_in(name, value, INT64_MIN, INT64_MAX, "a 64-bit integer")
+
+
+def _non_negative_int32(name: str, value: object) -> int:
+    return _int_in(name, value, 0, INT32_MAX, "a non-negative 32-bit integer")
+
+
+def _topic(name: str, value: object) -> str:
+    topic = _string(name, value)
+    problem = topic_name_problem(topic)
+    if problem is not None:
+        raise FieldError(f"field '{name}': Topic name is invalid: {problem}")
+    return topic
+
+
+def topic_name_problem(topic: str) -> str | None:
+    """Why Kafka refuses `topic` as a topic name (Topic.detectInvalidTopic's wording)."""
+    if not topic:
+        return "the empty string is not allowed"
+    if topic in (".", ".."):
+        return f"'{topic}' is not allowed"
+    if len(topic) > TOPIC_MAX_LENGTH:
+        return (
+            f"the length of '{_clip(displayable(topic))}' is longer than the max allowed "
+            f"length {TOPIC_MAX_LENGTH}"
+        )
+    if not _TOPIC_CHARS.fullmatch(topic):
+        return (
+            f"'{displayable(topic)}' contains one or more characters other than "
+            "ASCII alphanumerics, '.', '_' and '-'"
+        )
+    return None
+
+
+def _brokers(name: str, value: object, *, allow_empty: bool) -> tuple[int, ...]:
+    if not isinstance(value, list):
+        raise FieldError(f"field '{name}' must be a list of broker ids, got {show(value)}")
+    if not value and not allow_empty:
+        raise FieldError(f"field '{name}' must not be empty")
+    for item in value:
+        if not _is_int(item) or not 0 <= item <= INT32_MAX:
+            raise FieldError(
+                f"field '{name}' must hold non-negative 32-bit integer broker ids, "
+                f"got {show(item)} in {show(value)}"
+            )
+    if len(set(value)) != len(value):
+        raise FieldError(f"field '{name}' must not repeat a broker, got {show(value)}")
+    return tuple(value)
+
+
+def replicas(name: str, value: object) -> tuple[int, ...]:
+    """A replica list: non-empty, distinct, non-negative int32 broker ids."""
+    return _brokers(name, value, allow_empty=False)
+
+
+def replicas_or_null(name: str, value: object) -> tuple[int, ...] | None:
+    """PartitionReassignment's target: a replica list, or None for JSON null (a cancel).
+    Whether the field is present at all is the caller's check (it is required)."""
+    return None if value is None else replicas(name, value)
+
+
+def _broker_list(name: str, value: object) -> tuple[int, ...]:
+    return _brokers(name, value, allow_empty=True)
+
+
+def _assignment(name: str, value: object) -> dict[int, tuple[int, ...]]:
+    if not isinstance(value, dict):
+        raise FieldError(
+            f"field '{name}' must be an object of partition → replica list, "
+            f'like {{"0": [1, 2]}}, got {show(value)}'
+        )
+    if not value:
+        raise FieldError(f"field '{name}' must assign at least one partition")
+    result: dict[int, tuple[int, ...]] = {}
+    for key, replica_list in value.items():
+        # (the length test first: int() refuses very long digit strings)
+        if not _PARTITION_KEY.fullmatch(key) or len(key) > 10 or int(key) > INT32_MAX:
+            raise FieldError(
+                f"field '{name}' keys must be partition numbers written in decimal "
+                f'(non-negative 32-bit, like "0"), got {show(key)}'
+            )
+        result[int(key)] = replicas(f"{name}.{key}", replica_list)
+    return dict(sorted(result.items()))
+
+
+def _configs(name: str, value: object) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise FieldError(f"field '{name}' must be an object of string → string, got {show(value)}")
+    result: dict[str, str] = {}
+    for key, item in value.items():
+        if not key or not _is_unicode(key):
+            raise FieldError(f"field '{name}' keys must be non-empty config names, got {show(key)}")
+        if item is None:  # Kafka's CreateTopics wording
+            raise FieldError(f"field '{name}': Null value not supported for topic configs: {key}")
+        if isinstance(item, bool):
+            result[key] = "true" if item else "false"
+        elif isinstance(item, str) and _is_unicode(item):
+            result[key] = item
+        else:
+            raise FieldError(
+                f"field '{name}' value of '{key}' must be a string or boolean, got {show(item)}"
+            )
+    _check_config_values(name, result)
+    return result
+
+
+def _check_config_values(name: str, configs: Mapping[str, str]) -> None:
+    # Values stay as given (Kafka stores the text); only their validity is checked.
+    if UNCLEAN_KEY in configs:
+        try:
+            parse_bool(UNCLEAN_KEY, configs[UNCLEAN_KEY])
+        except ConfigError as error:
+            raise FieldError(f"field '{name}': {error}") from None
+
+
+def _election(name: str, value: object) -> str:
+    if value not in ("preferred", "unclean"):
+        raise FieldError(f"field '{name}' must be \"preferred\" or \"unclean\", got {show(value)}")
+    return value  # type: ignore[return-value]
+
+
+def _partition_refs(name: str, value: object) -> tuple[TopicPartition, ...]:
+    if not isinstance(value, list):
+        raise FieldError(
+            f'field \'{name}\' must be a list of {{"topic", "partition"}} objects, '
+            f"got {show(value)}"
+        )
+    refs: dict[TopicPartition, None] = {}  # Kafka takes them as a set; keep first order
+    for index, item in enumerate(value):
+        where = f"{name}[{index}]"
+        if not isinstance(item, dict):
+            raise FieldError(
+                f'field \'{where}\' must be {{"topic", "partition"}}, got {show(item)}'
+            )
+        for key in ("topic", "partition"):
+            if key not in item:
+                raise FieldError(f"field '{where}' is missing '{key}'")
+        topic = _topic(f"{where}.topic", item["topic"])
+        partition = _non_negative_int32(f"{where}.partition", item["partition"])
+        refs[TopicPartition(topic, partition)] = None
+    return tuple(refs)
+
+
+def _error_or_null(name: str, value: object) -> str | None:
+    if value is None or value == "NONE":  # Kafka's name for "no error"
+        return None
+    if not isinstance(value, str) or not _ERROR_CODE.fullmatch(value):
+        raise FieldError(
+            f"field '{name}' must be a Kafka error code name like \"KAFKA_STORAGE_ERROR\", "
+            f"or null, got {show(value)}"
+        )
+    return value
+
+
+def _timestamp(name: str, value: object) -> int:
+    if _is_int(value) and INT64_MIN <= value <= INT64_MAX:  # type: ignore[operator]
+        return value  # type: ignore[return-value]
+    if isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            pass
+        else:
+            if moment.tzinfo is None:  # no offset: UTC, so every engine agrees
+                moment = moment.replace(tzinfo=UTC)
+            return (moment - _EPOCH) // timedelta(milliseconds=1)
+    raise FieldError(
+        f"field '{name}' must be an ISO-8601 time like \"2024-05-01T12:00:00Z\" or epoch "
+        f"milliseconds (a 64-bit integer), got {show(value)}"
+    )
+
+
+Validator = Callable[[str, object], Any]
+
+VALIDATORS: Mapping[Kind, Validator] = {
+    Kind.STRING: _string,
+    Kind.INT: _int32,
+    Kind.LONG: _int64,
+    Kind.BROKER: _non_negative_int32,
+    Kind.TOPIC: _topic,
+    Kind.PARTITION: _non_negative_int32,
+    Kind.REPLICAS: replicas,
+    Kind.REPLICAS_OR_NULL: replicas_or_null,
+    Kind.BROKER_LIST: _broker_list,
+    Kind.ASSIGNMENT: _assignment,
+    Kind.CONFIGS: _configs,
+    Kind.ELECTION: _election,
+    Kind.PARTITION_REFS: _partition_refs,
+    Kind.ERROR_OR_NULL: _error_or_null,
+    Kind.TIMESTAMP: _timestamp,
+}
+assert set(VALIDATORS) == set(Kind)
+# The common fields other than `type` and `cluster`, which parse_event reads first.
+_HEADER_FIELDS = tuple(s for s in COMMON_FIELDS if s.name not in ("type", "cluster"))
+# Kinds whose JSON null is a value, not an absence.
+_NULL_IS_VALUE = frozenset({Kind.REPLICAS_OR_NULL, Kind.ERROR_OR_NULL})
+
+
+# ---------------------------------------------------------------------- cross-field
+
+
+def _check_topic_creation(values: dict[str, Any]) -> None:
+    by_count = "partitions" in values or "replication_factor" in values
+    if "assignment" in values:
+        if by_count:
+            raise FieldError(
+                "topic_creation takes either 'assignment' or 'partitions' + "
+                "'replication_factor', not both"
+            )
+        _check_new_topic_assignment(values["assignment"])
+        return
+    for name in ("partitions", "replication_factor"):
+        if name not in values:
+            raise FieldError(
+                f"topic_creation needs 'assignment' or both 'partitions' and "
+                f"'replication_factor'; '{name}' is missing"
+            )
+        if values[name] < 1:
+            raise FieldError(f"field '{name}' must be at least 1, got {values[name]}")
+
+
+def _check_new_topic_assignment(assignment: Mapping[int, tuple[int, ...]]) -> None:
+    # AdminZkClient.validateTopicCreate's rules and wording.
+    if len({len(r) for r in assignment.values()}) != 1:
+        raise FieldError(
+            "field 'assignment': All partitions should have the same number of replicas"
+        )
+    if sorted(assignment) != list(range(len(assignment))):
+        raise FieldError(
+            "field 'assignment': partitions should be a consecutive 0-based integer sequence"
+        )
+
+
+CROSS_CHECKS: Mapping[str, Callable[[dict[str, Any]], None]] = {
+    "topic_creation": _check_topic_creation,
+}
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _read_fields(
+    obj: Mapping[str, Any], specs: tuple[FieldSpec, ...], event_type: str
+) -> dict[str, Any]:
+    """Validated values of `specs` that are present. An optional field given as null counts
+    as absent (JSON writers and Spark's to_json use both forms for "no value")."""
+    values: dict[str, Any] = {}
+    for spec in specs:
+        present = spec.name in obj and (obj[spec.name] is not None or spec.kind in _NULL_IS_VALUE)
+        if not present:
+            if spec.required and spec.name not in obj:
+                raise FieldError(
+                    f"missing required field '{spec.name}' for event type '{event_type}'"
+                )
+            if spec.required:  # given as null, which this kind does not take
+                VALIDATORS[spec.kind](spec.name, None)
+                raise FieldError(f"field '{spec.name}' must not be null")
+            continue
+        values[spec.name] = VALIDATORS[spec.kind](spec.name, obj[spec.name])
+    return values
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # Python keeps the last of repeated keys, other readers the first: refuse the ambiguity.
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise FieldError(f"key '{displayable(key)}' appears twice in one JSON object")
+        obj[key] = value
+    return obj
+
+
+def _no_constant(name: str) -> None:
+    raise FieldError(f"not valid JSON: {name} is not a JSON value")
+
+
+def _load_json(raw: str) -> object:
+    try:
+        return json.loads(raw, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constant)
+    except json.JSONDecodeError as error:
+        where = f"line {error.lineno} column {error.colno}" if error.lineno > 1 else (
+            f"column {error.colno}"
+        )
+        raise FieldError(f"not valid JSON: {error.msg} at {where}") from None
+    except RecursionError:
+        raise FieldError("not valid JSON: nested too deeply") from None
+    except FieldError:
+        raise
+    except ValueError as error:  # e.g. an integer literal beyond Python's digit limit
+        raise FieldError(f"not valid JSON: {error}") from None
+
+
+def _check_text(raw: str) -> None:
+    for index, char in enumerate(raw):
+        if "\ud800" <= char <= "\udfff":
+            if "\udc80" <= char <= "\udcff":  # an undecodable byte kept by surrogateescape
+                detail = f"byte 0x{ord(char) - 0xDC00:02x}"
+            else:
+                detail = f"lone surrogate U+{ord(char):04X}"
+            raise FieldError(f"line is not valid UTF-8 text: {detail} at column {index + 1}")
+
+
+def _cluster(obj: Mapping[str, Any]) -> str:
+    value = obj.get("cluster")
+    if value is None:
+        return DEFAULT_CLUSTER
+    cluster = _string("cluster", value)
+    if not cluster:
+        raise FieldError("field 'cluster' must be a non-empty string, got \"\"")
+    return cluster
+
+
+def _event_type(obj: Mapping[str, Any]) -> str:
+    if "type" not in obj:
+        raise FieldError("missing required field 'type'; expected one of " + ", ".join(EVENT_TYPES))
+    value = obj["type"]
+    expected = ", ".join(EVENT_TYPES)
+    if not isinstance(value, str):
+        raise FieldError(f"field 'type' must be a string, one of {expected}; got {show(value)}")
+    if value not in EVENT_FIELDS:
+        raise FieldError(f"unknown event type '{displayable(value)}'; expected one of {expected}")
+    return value
+
+
+def parse_event(raw: str, source: str) -> Event | Rejection:
+    """One line (or Kafka record value) → a typed `Event`, or a `Rejection` saying why not.
+
+    Fields this version does not know are ignored, so producers can add fields before the
+    controller reads them (forward compatibility)."""
+    cluster: str | None = None
+    try:
+        _check_text(raw)
+        obj = _load_json(raw)
+        if not isinstance(obj, dict):
+            raise FieldError(f"expected a JSON object, got {show(obj)}")
+        cluster = _cluster(obj)
+        event_type = _event_type(obj)
+        common = _read_fields(obj, _HEADER_FIELDS, event_type)
+        values = _read_fields(obj, EVENT_FIELDS[event_type], event_type)
+        CROSS_CHECKS.get(event_type, _no_check)(values)
+    except FieldError as error:
+        return Rejection(cluster, displayable(raw), str(error), source)
+    header = Header(
+        type=event_type,
+        cluster=cluster,
+        event_id=common.get("event_id"),
+        seq=common.get("seq"),
+        ts=common.get("ts"),
+        raw=raw,
+        source=source,
+    )
+    return Event(header, BODIES[event_type](**values))
+
+
+def _no_check(values: dict[str, Any]) -> None:
+    del values

@@ -1,0 +1,205 @@
+"""`kcsim replay EVENTS --out DIR`: the local engine (CONTRACT §3).
+
+Streams a JSON-lines file (or a directory of them) through `Simulator` in one process and
+writes every table of `schemas.TABLES` as `DIR/<table>.jsonl`: append-only tables as the
+batches produce them, state tables once at the end. No Spark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import IO
+
+from controller.config import Settings
+from controller.simulator import RawEvent, Row, Simulator
+from schemas import APPEND_TABLES, STATE_TABLES, TABLES, Table
+
+DEFAULT_BATCH_SIZE = 10_000
+_ROWS_PER_WRITE = 10_000  # bounds the memory of writing a large state table
+# Hadoop/Spark treat names starting with "." or "_" as hidden (checksums, _SUCCESS,
+# _delta_log) and "._COPYING_" as a file still being written; the file source skips them.
+_HIDDEN_PREFIXES = (".", "_")
+_SKIPPED_SUFFIXES = (".crc", "_SUCCESS", "._COPYING_")
+# JSON's own whitespace; a line of only these holds no event.
+_JSON_BLANKS = " \t\r"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("events", type=Path, help="JSON-lines file, or a directory of them")
+    parser.add_argument("--out", type=Path, required=True, help="directory for <table>.jsonl")
+    parser.add_argument(
+        "--batch-size", type=_positive_int, default=DEFAULT_BATCH_SIZE,
+        help=f"events per Simulator.apply call (default {DEFAULT_BATCH_SIZE}); "
+        "results do not depend on it",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no summary on stderr")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    events: int
+    rejected: int
+    requests: int
+    seconds: float
+
+    def line(self, out: Path) -> str:
+        return (
+            f"kcsim replay: {self.events} events, {self.rejected} rejected, "
+            f"{self.requests} requests in {self.seconds:.2f} s -> {out}"
+        )
+
+
+def main(args: argparse.Namespace) -> int:
+    source: Path = args.events
+    if not source.exists():
+        print(f"kcsim replay: no such file or directory: {source}", file=sys.stderr)
+        return 2
+    summary = replay(args.settings, source, args.out, args.batch_size)
+    if not args.quiet:
+        print(summary.line(args.out), file=sys.stderr)
+    # the exit status says whether anything was rejected
+    return 1 if summary.rejected else 0
+
+
+def replay(
+    settings: Settings, source: Path, out: Path, batch_size: int = DEFAULT_BATCH_SIZE
+) -> Summary:
+    """Apply the events under `source` and write every table to `out`."""
+    started = time.monotonic()
+    simulator = Simulator(settings)
+    events = rejected = requests = 0
+    lines = read_events(source)  # lists the files now, before any output file exists
+    out.mkdir(parents=True, exist_ok=True)
+    with _AppendFiles(out, APPEND_TABLES) as appends:
+        for batch in _batches(lines, batch_size):
+            output = simulator.apply(batch)
+            events += len(batch)
+            rejected += len(output.appends.get("rejected_events", ()))
+            requests += len(output.appends.get("controller_requests", ()))
+            for table, rows in output.appends.items():
+                appends.write(table, rows)
+    write_tables(out, {t.name: simulator.table_rows(t.name) for t in STATE_TABLES})
+    return Summary(events, rejected, requests, time.monotonic() - started)
+
+
+# ----------------------------------------------------------------------------- input
+
+
+def read_events(path: Path) -> Iterator[RawEvent]:
+    """The events of a file, or of a directory's files in name order, in line order.
+
+    The directory is listed when this is called; the files are read as it is iterated.
+
+    `source` is "<file>:<line>" (1-based, counting every line). A line's text is taken
+    without its newline ("\\n" or "\\r\\n"). Lines that are empty or only JSON whitespace
+    are skipped, not rejected: JSON-lines writers often end a file with one, and Spark's
+    JSON source skips them too. Undecodable bytes are kept (as surrogate escapes) so the
+    parser can reject the line and say which byte was wrong."""
+    return _read_lines(event_files(path))
+
+
+def _read_lines(files: Iterable[Path]) -> Iterator[RawEvent]:
+    for file in files:
+        with file.open("rb") as handle:
+            for number, data in enumerate(handle, start=1):
+                line = data.decode("utf-8", "surrogateescape").removesuffix("\n")
+                line = line.removesuffix("\r")
+                if line.strip(_JSON_BLANKS):
+                    yield RawEvent(line, f"{file}:{number}")
+
+
+def event_files(path: Path) -> list[Path]:
+    """`path` itself, or the visible files directly in the directory `path`, by name."""
+    if not path.is_dir():
+        return [path]
+    return sorted(
+        (p for p in path.iterdir() if p.is_file() and _is_event_file(p.name)),
+        key=lambda p: p.name,
+    )
+
+
+def _is_event_file(name: str) -> bool:
+    return not name.startswith(_HIDDEN_PREFIXES) and not name.endswith(_SKIPPED_SUFFIXES)
+
+
+def _batches(events: Iterable[RawEvent], size: int) -> Iterator[list[RawEvent]]:
+    batch: list[RawEvent] = []
+    for event in events:
+        batch.append(event)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+# ---------------------------------------------------------------------------- output
+
+
+def write_tables(out: Path, tables: Mapping[str, Iterable[Row]]) -> None:
+    """Write (replacing) `out/<table>.jsonl` for each named table."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name, rows in tables.items():
+        with _open_table(out, name) as handle:
+            _write_rows(handle, TABLES[name], rows)
+
+
+class _AppendFiles:
+    """One open file per append-only table, created (empty) up front so every table has a
+    file even when no row ever comes."""
+
+    def __init__(self, out: Path, tables: Iterable[Table]) -> None:
+        self._tables = {t.name: t for t in tables}
+        self._out = out
+        self._handles: dict[str, IO[str]] = {}
+
+    def __enter__(self) -> _AppendFiles:
+        for name in self._tables:
+            self._handles[name] = _open_table(self._out, name)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for handle in self._handles.values():
+            handle.close()
+
+    def write(self, table: str, rows: Iterable[Row]) -> None:
+        if table not in self._tables:
+            raise ValueError(f"the simulator appended rows to {table!r}, not an append table")
+        _write_rows(self._handles[table], self._tables[table], rows)
+
+
+def _open_table(out: Path, name: str) -> IO[str]:
+    # backslashreplace: a lone surrogate (an undecodable input byte) that reaches a row is
+    # written as a JSON "\\udcXX" escape, so the file stays valid UTF-8 JSON.
+    return (out / f"{name}.jsonl").open("w", encoding="utf-8", errors="backslashreplace")
+
+
+def _write_rows(handle: IO[str], table: Table, rows: Iterable[Row]) -> None:
+    """Rows as JSON lines in the table's column order, one write per chunk. A column missing
+    from a row is written as null, as Delta would store it."""
+    columns = table.column_names
+    pending = iter(rows)
+    while chunk := list(islice(pending, _ROWS_PER_WRITE)):
+        handle.write("".join(_json_line(columns, row) for row in chunk))
+
+
+def _json_line(columns: tuple[str, ...], row: Row) -> str:
+    ordered = {c: row.get(c) for c in columns}
+    return json.dumps(ordered, ensure_ascii=False, separators=(",", ":")) + "\n"

@@ -1,0 +1,204 @@
+"""The stored state tables <-> a ControllerContext.
+
+What Kafka keeps in ZooKeeper (registrations, assignments, leader/ISR, topic configs, the
+deletion queue, the controller epoch) plus the state machines' states is all in the
+tables, so a context rebuilt from them continues exactly as the original would have.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from controller.context import ControllerContext, Partition
+from controller.model import (
+    BrokerStatus,
+    LeaderAndIsr,
+    PartitionState,
+    RecoveryState,
+    ReplicaAssignment,
+    ReplicaState,
+    TopicPartition,
+)
+
+Row = dict[str, Any]
+
+QUEUED = "queued"
+INELIGIBLE = "ineligible"
+
+
+# ---- context -> rows ---------------------------------------------------------------------
+
+def partition_row(cluster: str, record: Partition) -> Row:
+    leadership = record.leadership
+    assignment = record.assignment
+    return {
+        "cluster": cluster,
+        "topic": record.tp.topic,
+        "partition": record.tp.partition,
+        "state": record.state.value,
+        "leader": -1 if leadership is None else leadership.leader,
+        "leader_epoch": None if leadership is None else leadership.leader_epoch,
+        "isr": None if leadership is None else list(leadership.isr),
+        "partition_epoch": None if leadership is None else leadership.partition_epoch,
+        "leader_recovery_state": None if leadership is None else leadership.recovery.value,
+        "controller_epoch": None if leadership is None else leadership.controller_epoch,
+        "replicas": list(assignment.replicas),
+        "adding_replicas": list(assignment.adding),
+        "removing_replicas": list(assignment.removing),
+        "last_event_id": record.last_event_id,
+    }
+
+
+def replica_row(cluster: str, record: Partition, broker: int) -> Row:
+    return {
+        "cluster": cluster,
+        "topic": record.tp.topic,
+        "partition": record.tp.partition,
+        "broker": broker,
+        "state": record.replica_states[broker].value,
+        "last_event_id": record.replica_event_ids.get(broker),
+    }
+
+
+def broker_row(context: ControllerContext, broker: int) -> Row:
+    info = context.brokers[broker]
+    return {
+        "cluster": context.cluster,
+        "broker": broker,
+        "rack": info.rack,
+        "status": info.status.value,
+        "broker_epoch": info.epoch,
+    }
+
+
+def deletion_status(context: ControllerContext, topic: str) -> str | None:
+    if topic not in context.topics_to_be_deleted:
+        return None
+    return INELIGIBLE if topic in context.topics_ineligible_for_deletion else QUEUED
+
+
+def topic_row(context: ControllerContext, topic: str) -> Row:
+    return {
+        "cluster": context.cluster,
+        "topic": topic,
+        "configs": dict(context.topics[topic].configs),
+        "deletion": deletion_status(context, topic),
+    }
+
+
+def cluster_row(context: ControllerContext) -> Row:
+    return {
+        "cluster": context.cluster,
+        "controller_epoch": context.epoch,
+        "controller": context.controller_id,
+        "last_seq": context.last_seq,
+        "last_event_id": context.last_event_id,
+    }
+
+
+def dump(context: ControllerContext) -> dict[str, list[Row]]:
+    cluster = context.cluster
+    records = context.all_partitions()
+    return {
+        "partition_state": [partition_row(cluster, r) for r in records],
+        "replica_state": [
+            replica_row(cluster, r, b) for r in records for b in sorted(r.replica_states)
+        ],
+        "brokers": [broker_row(context, b) for b in sorted(context.brokers)],
+        "topics": [topic_row(context, t) for t in sorted(context.topics)],
+        "clusters": [cluster_row(context)],
+    }
+
+
+# ---- rows -> context ---------------------------------------------------------------------
+
+def load(cluster: str, tables: Mapping[str, Iterable[Mapping[str, Any]]]) -> ControllerContext:
+    """Rebuild one cluster's context from its rows (rows of other clusters are ignored)."""
+    context = ControllerContext(cluster)
+
+    def rows(name: str) -> list[Mapping[str, Any]]:
+        return [r for r in tables.get(name, ()) if r["cluster"] == cluster]
+
+    for row in rows("clusters"):
+        context.epoch = row["controller_epoch"]
+        context.controller_id = row["controller"]
+        context.last_seq = row["last_seq"]
+        context.last_event_id = row["last_event_id"]
+    for row in rows("brokers"):
+        status = BrokerStatus(row["status"])
+        context.register_broker(row["broker"], row["rack"], row["broker_epoch"])
+        if status is not BrokerStatus.LIVE:
+            context.set_broker_status(row["broker"], status)
+    for row in rows("topics"):
+        context.add_topic(row["topic"], dict(row["configs"] or {}))
+        if row["deletion"] is not None:
+            context.topics_to_be_deleted.add(row["topic"])
+        if row["deletion"] == INELIGIBLE:
+            context.topics_ineligible_for_deletion.add(row["topic"])
+    for row in sorted(rows("partition_state"), key=lambda r: (r["topic"], r["partition"])):
+        _load_partition(context, row)
+    for row in rows("replica_state"):
+        record = context.partition(TopicPartition(row["topic"], row["partition"]))
+        if record is not None:
+            record.replica_states[row["broker"]] = ReplicaState(row["state"])
+            record.replica_event_ids[row["broker"]] = row["last_event_id"]
+    _derive_transient_sets(context)
+    _clear_dirty(context)
+    return context
+
+
+def _load_partition(context: ControllerContext, row: Mapping[str, Any]) -> None:
+    tp = TopicPartition(row["topic"], row["partition"])
+    if tp.topic not in context.topics:
+        return
+    assignment = ReplicaAssignment(
+        tuple(row["replicas"]), tuple(row["adding_replicas"] or ()),
+        tuple(row["removing_replicas"] or ()))
+    record = context.add_partition(tp, assignment)
+    if row["leader_epoch"] is not None:
+        context.set_leadership(record, LeaderAndIsr(
+            row["leader"], row["leader_epoch"], tuple(row["isr"]), row["partition_epoch"],
+            RecoveryState(row["leader_recovery_state"]), row["controller_epoch"]))
+    context.set_partition_state(record, PartitionState(row["state"]))
+    record.last_event_id = row["last_event_id"]
+
+
+def _derive_transient_sets(context: ControllerContext) -> None:
+    """What Kafka holds only in memory, recovered from the rows: a queued topic whose
+    partitions are NonExistentPartition has started deletion; a partition with adding or
+    removing replicas is being reassigned."""
+    for topic in context.topics_to_be_deleted:
+        partitions = context.topics[topic].partitions.values()
+        if partitions and all(p.state is PartitionState.NON_EXISTENT for p in partitions):
+            context.topics_with_deletion_started.add(topic)
+    for record in context.all_partitions():
+        if record.assignment.is_being_reassigned:
+            context.partitions_being_reassigned.add(record.tp)
+
+
+def _clear_dirty(context: ControllerContext) -> None:
+    context.dirty_partitions.clear()
+    context.dirty_replicas.clear()
+    context.dirty_brokers.clear()
+    context.dirty_topics.clear()
+    context.dirty_cluster = False
+
+
+def reload_for_failover(context: ControllerContext) -> ControllerContext:
+    """A new controller's view: the stored state only. Replica and partition states, the
+    deletion-started and ineligible sets and the shutting-down set are Kafka's memory, so
+    they start empty (the new controller's startup rebuilds them)."""
+    fresh = load(context.cluster, dump(context))
+    fresh.dirty_partitions |= context.dirty_partitions
+    fresh.dirty_replicas |= context.dirty_replicas
+    fresh.dirty_brokers |= context.dirty_brokers
+    fresh.dirty_topics |= context.dirty_topics
+    fresh.topics_with_deletion_started.clear()
+    fresh.topics_ineligible_for_deletion.clear()
+    fresh.partitions_being_reassigned.clear()
+    fresh.event_id = context.event_id
+    for record in fresh.all_partitions():
+        for broker in list(record.replica_states):
+            fresh.remove_replica_state(record, broker)
+    return fresh
