@@ -26,24 +26,31 @@ class AlterPartitionResult:
     message: str | None = None
 
 
-def alter_partition(parts: ControllerParts, request: AlterPartitionRequest
-                    ) -> AlterPartitionResult:
+def alter_partition(parts: ControllerParts, request: AlterPartitionRequest) -> AlterPartitionResult:
     """Kafka's tryProcessAlterPartition for a request of one partition (request version 3:
     INELIGIBLE_REPLICA). The caller runs maybeCompleteReassignment afterwards."""
     context = parts.context
     registered = context.brokers.get(request.broker)
     if registered is None or not context.is_registered(request.broker):
-        return AlterPartitionResult("STALE_BROKER_EPOCH",
-                                    message=f"broker {request.broker} is not registered")
+        return AlterPartitionResult(
+            "STALE_BROKER_EPOCH", message=f"broker {request.broker} is not registered"
+        )
     if registered.epoch != request.broker_epoch:
-        return AlterPartitionResult("STALE_BROKER_EPOCH",
-                                    message=f"broker epoch {request.broker_epoch} is not the "
-                                    f"registered epoch {registered.epoch}")
+        return AlterPartitionResult(
+            "STALE_BROKER_EPOCH",
+            message=f"broker epoch {request.broker_epoch} is not the "
+            f"registered epoch {registered.epoch}",
+        )
     result = _validate(parts, request)
     record = context.partition(request.tp)
     if result is None and record is not None and record.leadership is not None:
-        proposed = LeaderAndIsr(request.broker, request.leader_epoch, request.isr,
-                                record.leadership.partition_epoch, request.recovery)
+        proposed = LeaderAndIsr(
+            request.broker,
+            request.leader_epoch,
+            request.isr,
+            record.leadership.partition_epoch,
+            request.recovery,
+        )
         written = proposed.written(context.epoch)  # the leader epoch is not bumped
         context.set_leadership(record, written)
         result = AlterPartitionResult(None, written)
@@ -52,38 +59,52 @@ def alter_partition(parts: ControllerParts, request: AlterPartitionRequest
     return result
 
 
-def _validate(parts: ControllerParts, request: AlterPartitionRequest
-              ) -> AlterPartitionResult | None:
+def _validate(
+    parts: ControllerParts, request: AlterPartitionRequest
+) -> AlterPartitionResult | None:
     """The first matching rule of §13.1; None means accepted."""
     context = parts.context
     current = context.leadership(request.tp)
     if current is None:
         return AlterPartitionResult("UNKNOWN_TOPIC_OR_PARTITION")
-    if (request.partition_epoch > current.partition_epoch
-            or request.leader_epoch > current.leader_epoch):
-        return AlterPartitionResult("NOT_CONTROLLER",
-                                    message="the request is ahead of the controller's state")
+    if (
+        request.partition_epoch > current.partition_epoch
+        or request.leader_epoch > current.leader_epoch
+    ):
+        return AlterPartitionResult(
+            "NOT_CONTROLLER", message="the request is ahead of the controller's state"
+        )
     if request.leader_epoch < current.leader_epoch:
-        return AlterPartitionResult("FENCED_LEADER_EPOCH",
-                                    message=f"leader epoch {request.leader_epoch} is older than "
-                                    f"{current.leader_epoch}")
-    if (request.broker == current.leader and request.isr == current.isr
-            and request.recovery is current.recovery):
+        return AlterPartitionResult(
+            "FENCED_LEADER_EPOCH",
+            message=f"leader epoch {request.leader_epoch} is older than {current.leader_epoch}",
+        )
+    if (
+        request.broker == current.leader
+        and request.isr == current.isr
+        and request.recovery is current.recovery
+    ):
         # an idempotent retry: success, no write (partition epoch may be stale)
         return AlterPartitionResult(None, current)
     if request.partition_epoch < current.partition_epoch:
-        return AlterPartitionResult("INVALID_UPDATE_VERSION",
-                                    message=f"partition epoch {request.partition_epoch} is older "
-                                    f"than {current.partition_epoch}")
+        return AlterPartitionResult(
+            "INVALID_UPDATE_VERSION",
+            message=f"partition epoch {request.partition_epoch} is older "
+            f"than {current.partition_epoch}",
+        )
     if request.recovery is RecoveryState.RECOVERING and len(request.isr) > 1:
-        return AlterPartitionResult("INVALID_REQUEST",
-                                    message="leader is recovering and ISR is greater than 1")
+        return AlterPartitionResult(
+            "INVALID_REQUEST", message="leader is recovering and ISR is greater than 1"
+        )
     if current.recovery is RecoveryState.RECOVERED and request.recovery is RecoveryState.RECOVERING:
-        return AlterPartitionResult("INVALID_REQUEST", message="the leader recovery state cannot "
-                                    "change from RECOVERED to RECOVERING")
+        return AlterPartitionResult(
+            "INVALID_REQUEST",
+            message="the leader recovery state cannot change from RECOVERED to RECOVERING",
+        )
     ineligible = sorted(set(request.isr) - set(context.live_broker_ids()))
     if ineligible:
-        return AlterPartitionResult("INELIGIBLE_REPLICA",
-                                    message=f"ineligible replicas {ineligible} in the new ISR "
-                                    f"{list(request.isr)}")
+        return AlterPartitionResult(
+            "INELIGIBLE_REPLICA",
+            message=f"ineligible replicas {ineligible} in the new ISR {list(request.isr)}",
+        )
     return None

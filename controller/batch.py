@@ -60,8 +60,10 @@ class RequestBatch:
             or self._update_metadata_brokers
             or self._update_metadata_partitions
         ):
-            raise RuntimeError("Controller to broker state change requests batch is not empty "
-                               "while creating a new one")
+            raise RuntimeError(
+                "Controller to broker state change requests batch is not empty "
+                "while creating a new one"
+            )
 
     def add_leader_and_isr(
         self,
@@ -139,8 +141,9 @@ class RequestBatch:
         epoch = context.epoch
         for broker in sorted(self._leader_and_isr):
             states = list(self._leader_and_isr[broker].values())
-            journal.request(epoch, LEADER_AND_ISR, broker, context.is_registered(broker), states,
-                            None)
+            journal.request(
+                epoch, LEADER_AND_ISR, broker, context.is_registered(broker), states, None
+            )
         self._leader_and_isr.clear()
 
         if self._update_metadata_brokers:
@@ -148,8 +151,14 @@ class RequestBatch:
             states = list(self._update_metadata_partitions.values())
             live_brokers = context.registered_broker_ids()
             for broker in sorted(self._update_metadata_brokers):
-                journal.request(epoch, UPDATE_METADATA, broker, context.is_registered(broker),
-                                states, live_brokers)
+                journal.request(
+                    epoch,
+                    UPDATE_METADATA,
+                    broker,
+                    context.is_registered(broker),
+                    states,
+                    live_brokers,
+                )
         self._update_metadata_brokers.clear()
         self._update_metadata_partitions.clear()
 
@@ -157,14 +166,19 @@ class RequestBatch:
         for broker in sorted(self._stop_replica):
             per_broker = self._stop_replica[broker]
             delivered = context.is_registered(broker)
-            journal.request(epoch, STOP_REPLICA, broker, delivered, list(per_broker.values()),
-                            None)
-            deleting = [tp for tp, e in per_broker.items()
-                        if e["delete_partition"] and tp.topic in started]
+            journal.request(epoch, STOP_REPLICA, broker, delivered, list(per_broker.values()), None)
+            deleting = [
+                tp for tp, e in per_broker.items() if e["delete_partition"] and tp.topic in started
+            ]
             if delivered and deleting:
                 self.deletion_deliveries.append((broker, deleting))
         self._stop_replica.clear()
 
 
-__all__ = ["EPOCH_DURING_DELETE", "LEADER_AND_ISR", "STOP_REPLICA", "UPDATE_METADATA",
-           "RequestBatch"]
+__all__ = [
+    "EPOCH_DURING_DELETE",
+    "LEADER_AND_ISR",
+    "STOP_REPLICA",
+    "UPDATE_METADATA",
+    "RequestBatch",
+]

@@ -131,7 +131,9 @@ class ControllerContext:
         return None if record is None else record.leadership
 
     def all_partitions(self) -> list[Partition]:
-        return [p for t in sorted(self.topics) for _, p in sorted(self.topics[t].partitions.items())]
+        return [
+            p for t in sorted(self.topics) for _, p in sorted(self.topics[t].partitions.items())
+        ]
 
     def partitions_of_topic(self, topic: str) -> list[TopicPartition]:
         info = self.topics.get(topic)
@@ -257,8 +259,7 @@ class ControllerContext:
         return sorted(
             tp
             for tp in self._led_by.get(broker, ())
-            if tp.topic not in self.topics_to_be_deleted
-            and len(self.assignment(tp).replicas) > 1
+            if tp.topic not in self.topics_to_be_deleted and len(self.assignment(tp).replicas) > 1
         )
 
     def partitions_with_leaders(self) -> list[TopicPartition]:
@@ -287,8 +288,12 @@ class ControllerContext:
         record = self.partition(tp)
         return None if record is None else record.replica_states.get(broker)
 
-    def replicas_in_state(self, topic: str, state: ReplicaState) -> list[tuple[TopicPartition, int]]:
-        return [(tp, b) for tp, b in self.replicas_of_topic(topic) if self.replica_state(tp, b) is state]
+    def replicas_in_state(
+        self, topic: str, state: ReplicaState
+    ) -> list[tuple[TopicPartition, int]]:
+        return [
+            (tp, b) for tp, b in self.replicas_of_topic(topic) if self.replica_state(tp, b) is state
+        ]
 
     def are_all_replicas_in_state(self, topic: str, state: ReplicaState) -> bool:
         return all(self.replica_state(tp, b) is state for tp, b in self.replicas_of_topic(topic))

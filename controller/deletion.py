@@ -35,7 +35,8 @@ class TopicDeletionManager:
         context = self._context
         context.topics_to_be_deleted.update(queued)
         context.topics_ineligible_for_deletion.update(
-            set(ineligible) & context.topics_to_be_deleted)
+            set(ineligible) & context.topics_to_be_deleted
+        )
 
     def try_topic_deletion(self) -> None:
         if self.enabled:
@@ -67,8 +68,9 @@ class TopicDeletionManager:
             self.resume_deletions()
 
     def complete_replica_deletion(self, replicas: Iterable[Replica]) -> None:
-        succeeded = [r for r in replicas
-                     if self.enabled and self._context.is_queued_for_deletion(r[0].topic)]
+        succeeded = [
+            r for r in replicas if self.enabled and self._context.is_queued_for_deletion(r[0].topic)
+        ]
         self._replicas.handle_state_changes(succeeded, RS.DELETION_SUCCESSFUL)
         self.resume_deletions()
 
@@ -95,7 +97,9 @@ class TopicDeletionManager:
                 eligible.append(topic)
         if retry:
             # reset Ineligible -> Offline, even while the topic is still ineligible (§19.14)
-            failed = [r for t in retry for r in context.replicas_in_state(t, RS.DELETION_INELIGIBLE)]
+            failed = [
+                r for t in retry for r in context.replicas_in_state(t, RS.DELETION_INELIGIBLE)
+            ]
             self._replicas.handle_state_changes(failed, RS.OFFLINE)
         if eligible:
             self._on_topic_deletion(eligible)

@@ -60,8 +60,9 @@ def leader_for_offline(
         return ElectionResult(current.new_leader_and_isr(leader, new_isr), live)
     if unclean_enabled and live:
         leader = live[0]
-        return ElectionResult(current.new_recovering_leader_and_isr(leader, (leader,)), live,
-                              unclean=True)
+        return ElectionResult(
+            current.new_recovering_leader_and_isr(leader, (leader,)), live, unclean=True
+        )
     return ElectionResult(None, live)
 
 

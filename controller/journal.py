@@ -45,19 +45,21 @@ class Journal:
         live_brokers: list[int] | None,
     ) -> None:
         self.request_seq += 1
-        self.requests.append({
-            "cluster": self.cluster,
-            "controller_epoch": controller_epoch,
-            "event_id": self.event_id,
-            "seq": self.seq,
-            "request_seq": self.request_seq,
-            "type": request_type,
-            "broker": broker,
-            "delivered": delivered,
-            "partitions": partitions,
-            "live_brokers": live_brokers,
-            "ts": self.ts,
-        })
+        self.requests.append(
+            {
+                "cluster": self.cluster,
+                "controller_epoch": controller_epoch,
+                "event_id": self.event_id,
+                "seq": self.seq,
+                "request_seq": self.request_seq,
+                "type": request_type,
+                "broker": broker,
+                "delivered": delivered,
+                "partitions": partitions,
+                "live_brokers": live_brokers,
+                "ts": self.ts,
+            }
+        )
 
     def state_change(
         self,
@@ -70,24 +72,26 @@ class Journal:
         error: str | None = None,
         unclean: bool = False,
     ) -> None:
-        self.state_changes.append({
-            "cluster": self.cluster,
-            "event_id": self.event_id,
-            "seq": self.seq,
-            "entity": entity,
-            "topic": tp.topic,
-            "partition": tp.partition,
-            "broker": broker,
-            "from_state": from_state,
-            "to_state": to_state,
-            "ok": error is None,
-            "error": error,
-            "leader": None if leadership is None else leadership.leader,
-            "leader_epoch": None if leadership is None else leadership.leader_epoch,
-            "isr": None if leadership is None else list(leadership.isr),
-            "unclean": unclean,
-            "ts": self.ts,
-        })
+        self.state_changes.append(
+            {
+                "cluster": self.cluster,
+                "event_id": self.event_id,
+                "seq": self.seq,
+                "entity": entity,
+                "topic": tp.topic,
+                "partition": tp.partition,
+                "broker": broker,
+                "from_state": from_state,
+                "to_state": to_state,
+                "ok": error is None,
+                "error": error,
+                "leader": None if leadership is None else leadership.leader,
+                "leader_epoch": None if leadership is None else leadership.leader_epoch,
+                "isr": None if leadership is None else list(leadership.isr),
+                "unclean": unclean,
+                "ts": self.ts,
+            }
+        )
 
     def result(
         self,
@@ -97,17 +101,19 @@ class Journal:
         message: str | None = None,
         leadership: LeaderAndIsr | None = None,
     ) -> None:
-        self.results.append({
-            "cluster": self.cluster,
-            "event_id": self.event_id,
-            "seq": self.seq,
-            "topic": topic,
-            "partition": partition,
-            "error": error,
-            "message": message,
-            "leader": None if leadership is None else leadership.leader,
-            "leader_epoch": None if leadership is None else leadership.leader_epoch,
-            "isr": None if leadership is None else list(leadership.isr),
-            "partition_epoch": None if leadership is None else leadership.partition_epoch,
-            "ts": self.ts,
-        })
+        self.results.append(
+            {
+                "cluster": self.cluster,
+                "event_id": self.event_id,
+                "seq": self.seq,
+                "topic": topic,
+                "partition": partition,
+                "error": error,
+                "message": message,
+                "leader": None if leadership is None else leadership.leader,
+                "leader_epoch": None if leadership is None else leadership.leader_epoch,
+                "isr": None if leadership is None else list(leadership.isr),
+                "partition_epoch": None if leadership is None else leadership.partition_epoch,
+                "ts": self.ts,
+            }
+        )

@@ -7,6 +7,7 @@ expansions, in `kcsim.simulate.brokers` mode) are queued and run after it, in or
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from controller.model import (
     TopicPartition,
 )
 from controller.parts import ControllerParts
-from controller.reassignment import ReassignmentError, Reassignments
+from controller.reassignment import ReassignmentError, ReassignmentFailed, Reassignments
 
 PS = PartitionState
 RS = ReplicaState
@@ -79,11 +80,19 @@ class KafkaController:
         know where one is required (CONTRACT §1). Runs before anything changes."""
         context = self.context
         broker = getattr(body, "broker", None)
-        if isinstance(body, ev.BrokerFailure | ev.ControlledShutdown | ev.StopReplicaResponse):
-            if broker not in context.brokers:
-                raise EventRejected(f"unknown broker {broker}: the cluster has never seen it")
-        if isinstance(body, ev.PartitionCreation | ev.TopicDeletion | ev.StopReplicaResponse
-                      | ev.TopicConfigChange) and body.topic not in context.topics:
+        needs_broker = ev.BrokerFailure | ev.ControlledShutdown | ev.StopReplicaResponse
+        if isinstance(body, needs_broker) and broker not in context.brokers:
+            raise EventRejected(f"unknown broker {broker}: the cluster has never seen it")
+        if (
+            isinstance(
+                body,
+                ev.PartitionCreation
+                | ev.TopicDeletion
+                | ev.StopReplicaResponse
+                | ev.TopicConfigChange,
+            )
+            and body.topic not in context.topics
+        ):
             raise EventRejected(f"unknown topic '{body.topic}'")
         if isinstance(body, ev.TopicCreation):
             self._check_topic_creation(body)
@@ -120,7 +129,8 @@ class KafkaController:
             # a live broker deletes at once and answers NONE
             for broker, tps in deliveries:
                 self._follow_ups.append(
-                    _StopReplicaResponse(broker, tuple((tp, None) for tp in tps)))
+                    _StopReplicaResponse(broker, tuple((tp, None) for tp in tps))
+                )
         deliveries.clear()
 
     # ---- brokers (§8, §9, §11) -----------------------------------------------------------
@@ -157,7 +167,9 @@ class KafkaController:
         for tp in sorted(context.partitions_being_reassigned):
             if any(r in new for r in context.assignment(tp).target):
                 self._resume_reassignment(tp)
-        deleting = sorted({tp.topic for tp, _ in replicas if context.is_queued_for_deletion(tp.topic)})
+        deleting = sorted(
+            {tp.topic for tp, _ in replicas if context.is_queued_for_deletion(tp.topic)}
+        )
         if deleting:
             parts.deletion.resume_deletion_for_topics(deleting)
         if self.settings.simulate_brokers:
@@ -173,8 +185,7 @@ class KafkaController:
         replicas = context.replicas_on_brokers(dead_brokers)
         for_deletion = [r for r in replicas if context.is_queued_for_deletion(r[0].topic)]
         not_for_deletion = [r for r in replicas if not context.is_queued_for_deletion(r[0].topic)]
-        parts.partitions.handle_state_changes(context.partitions_with_offline_leader(),
-                                              PS.OFFLINE)
+        parts.partitions.handle_state_changes(context.partitions_with_offline_leader(), PS.OFFLINE)
         results = self._trigger_online_partition_state_change()
         parts.replicas.handle_state_changes(not_for_deletion, RS.OFFLINE)
         if for_deletion:
@@ -184,7 +195,8 @@ class KafkaController:
 
     def _trigger_online_partition_state_change(self, topic: str | None = None) -> dict:
         return self.parts.partitions.handle_state_changes(
-            self.context.new_or_offline_partitions(topic), PS.ONLINE, offline_strategy(False))
+            self.context.new_or_offline_partitions(topic), PS.ONLINE, offline_strategy(False)
+        )
 
     def _controlled_shutdown(self, body: ev.ControlledShutdown) -> None:
         """processControlledShutdown (§11); the answer is event_results rows."""
@@ -193,23 +205,33 @@ class KafkaController:
         broker = body.broker
         if body.broker_epoch is not None and body.broker_epoch != -1:
             if not context.is_registered(broker):
-                journal.result(None, None, "UNKNOWN_SERVER_ERROR",
-                               f"NoSuchElementException: key not found: {broker}")
+                journal.result(
+                    None,
+                    None,
+                    "UNKNOWN_SERVER_ERROR",
+                    f"NoSuchElementException: key not found: {broker}",
+                )
                 return
             cached = context.brokers[broker].epoch
             if body.broker_epoch < cached:
-                journal.result(None, None, "STALE_BROKER_EPOCH",
-                               f"Received controlled shutdown request from an old broker epoch "
-                               f"{body.broker_epoch} for broker {broker}. Current broker epoch "
-                               f"is {cached}.")
+                journal.result(
+                    None,
+                    None,
+                    "STALE_BROKER_EPOCH",
+                    f"Received controlled shutdown request from an old broker epoch "
+                    f"{body.broker_epoch} for broker {broker}. Current broker epoch "
+                    f"is {cached}.",
+                )
                 return
         if not context.is_registered(broker):
-            journal.result(None, None, "BROKER_NOT_AVAILABLE",
-                           f"Broker id {broker} does not exist.")
+            journal.result(
+                None, None, "BROKER_NOT_AVAILABLE", f"Broker id {broker} does not exist."
+            )
             return
         context.set_broker_status(broker, BrokerStatus.SHUTTING_DOWN)
         to_act_on = [
-            tp for tp in context.partitions_on_broker(broker)
+            tp
+            for tp in context.partitions_on_broker(broker)
             if len(context.assignment(tp).replicas) > 1
             and context.leadership(tp) is not None
             and not context.is_queued_for_deletion(tp.topic)
@@ -225,8 +247,13 @@ class KafkaController:
         self.parts.replicas.handle_state_changes([(tp, broker) for tp in followed], RS.OFFLINE)
         remaining = context.partition_leaders_on_broker(broker)
         for tp in remaining:
-            journal.result(tp.topic, tp.partition, None,
-                           f"partition still led by broker {broker}", context.leadership(tp))
+            journal.result(
+                tp.topic,
+                tp.partition,
+                None,
+                f"partition still led by broker {broker}",
+                context.leadership(tp),
+            )
         if not remaining:
             journal.result(None, None, None, "no partitions remaining")
 
@@ -260,8 +287,9 @@ class KafkaController:
         if assignment is None:
             registered = {b: context.brokers[b].rack for b in context.registered_broker_ids()}
             try:
-                assignment = assign_replicas(registered, body.partitions or 0,
-                                             body.replication_factor or 0)
+                assignment = assign_replicas(
+                    registered, body.partitions or 0, body.replication_factor or 0
+                )
             except AssignmentError as error:
                 raise EventRejected(str(error)) from error
         context.add_topic(body.topic, body.configs or {})
@@ -332,10 +360,8 @@ class KafkaController:
             self._follow_ups.append(_IsrExpansion(tp))
 
     def _resume_reassignment(self, tp: TopicPartition) -> None:
-        try:
+        with contextlib.suppress(ReassignmentFailed):  # Kafka logs it and carries on
             self.reassignments.resume(tp)
-        except Exception:
-            pass
 
     def _isr_change(self, body: ev.IsrChange) -> None:
         """An AlterPartition from the partition's current leader (§13.1)."""
@@ -343,8 +369,12 @@ class KafkaController:
         tp = TopicPartition(body.topic, body.partition)
         current = context.leadership(tp)
         if current is None:
-            self.journal.result(tp.topic, tp.partition, "UNKNOWN_TOPIC_OR_PARTITION",
-                                "The partition does not exist.")
+            self.journal.result(
+                tp.topic,
+                tp.partition,
+                "UNKNOWN_TOPIC_OR_PARTITION",
+                "The partition does not exist.",
+            )
             return
         leader = context.brokers.get(current.leader)
         request = AlterPartitionRequest(
@@ -353,21 +383,19 @@ class KafkaController:
             tp=tp,
             leader_epoch=current.leader_epoch if body.leader_epoch is None else body.leader_epoch,
             isr=body.isr,
-            partition_epoch=(current.partition_epoch if body.partition_epoch is None
-                             else body.partition_epoch),
+            partition_epoch=(
+                current.partition_epoch if body.partition_epoch is None else body.partition_epoch
+            ),
         )
         self._alter_partition(request)
 
     def _alter_partition(self, request: AlterPartitionRequest) -> None:
         result = alter_partition(self.parts, request)
         tp = request.tp
-        self.journal.result(tp.topic, tp.partition, result.error, result.message,
-                            result.leadership)
+        self.journal.result(tp.topic, tp.partition, result.error, result.message, result.leadership)
         if result.error is None and tp in self.context.partitions_being_reassigned:
-            try:
+            with contextlib.suppress(ReassignmentFailed):  # Kafka logs it and carries on
                 self.reassignments.maybe_complete(tp)
-            except Exception:
-                pass
 
     def _expand_isr(self, tp: TopicPartition) -> None:
         """Simulated brokers: a live leader adds its caught-up live replicas to the ISR."""
@@ -379,15 +407,24 @@ class KafkaController:
         if not context.is_live(current.leader) or context.is_queued_for_deletion(tp.topic):
             return
         joining = tuple(
-            r for r in record.assignment.replicas
-            if r not in current.isr and context.is_live(r)
+            r
+            for r in record.assignment.replicas
+            if r not in current.isr
+            and context.is_live(r)
             and record.replica_states.get(r) in (RS.ONLINE, RS.NEW)
         )
         if not joining:
             return
-        self._alter_partition(AlterPartitionRequest(
-            current.leader, context.brokers[current.leader].epoch, tp, current.leader_epoch,
-            current.isr + joining, current.partition_epoch))
+        self._alter_partition(
+            AlterPartitionRequest(
+                current.leader,
+                context.brokers[current.leader].epoch,
+                tp,
+                current.leader_epoch,
+                current.isr + joining,
+                current.partition_epoch,
+            )
+        )
 
     def _leader_election(self, body: ev.LeaderElection) -> None:
         self.elections.admin_election(body.election, body.partitions)
@@ -416,7 +453,8 @@ class KafkaController:
         queued = sorted(context.topics_to_be_deleted)
         context.topics_to_be_deleted.clear()
         ineligible = {
-            tp.topic for tp, b in (r for t in queued for r in context.replicas_of_topic(t))
+            tp.topic
+            for tp, b in (r for t in queued for r in context.replicas_of_topic(t))
             if not context.is_live(b)
         } | {tp.topic for tp in context.partitions_being_reassigned}
         parts.deletion.init(queued, ineligible)

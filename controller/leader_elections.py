@@ -25,9 +25,11 @@ class LeaderElections:
         journal = self._parts.journal
         all_requested = requested is None
         partitions = (
-            sorted(tp for p in context.all_partitions() if p.leadership is not None
-                   for tp in (p.tp,))
-            if requested is None else list(dict.fromkeys(requested))
+            sorted(
+                tp for p in context.all_partitions() if p.leadership is not None for tp in (p.tp,)
+            )
+            if requested is None
+            else list(dict.fromkeys(requested))
         )
         unknown = [tp for tp in partitions if context.partition(tp) is None]
         known = [tp for tp in partitions if context.partition(tp) is not None]
@@ -37,15 +39,22 @@ class LeaderElections:
             # Kafka's `partitionLeadershipInfo(tp).get` throws: the event fails and the
             # callback never runs, so the client's request times out.
             for tp in partitions:
-                journal.result(tp.topic, tp.partition, "REQUEST_TIMED_OUT",
-                               "the controller failed the election request: a partition has "
-                               "no leader and ISR yet")
+                journal.result(
+                    tp.topic,
+                    tp.partition,
+                    "REQUEST_TIMED_OUT",
+                    "the controller failed the election request: a partition has "
+                    "no leader and ISR yet",
+                )
             return
         electable = [tp for tp in live if self._is_electable(tp, election)]
         not_needed = [tp for tp in live if tp not in set(electable)]
         outcomes = self.on_replica_election(electable, election, admin=True)
-        failure_code = ("PREFERRED_LEADER_NOT_AVAILABLE" if election == PREFERRED_ELECTION
-                        else "ELIGIBLE_LEADERS_NOT_AVAILABLE")
+        failure_code = (
+            "PREFERRED_LEADER_NOT_AVAILABLE"
+            if election == PREFERRED_ELECTION
+            else "ELIGIBLE_LEADERS_NOT_AVAILABLE"
+        )
         for tp, outcome in outcomes.items():
             if isinstance(outcome, StateChangeFailed):
                 journal.result(tp.topic, tp.partition, failure_code, str(outcome))
@@ -53,14 +62,23 @@ class LeaderElections:
                 journal.result(tp.topic, tp.partition, None, None, outcome)
         if not all_requested:
             for tp in not_needed:
-                journal.result(tp.topic, tp.partition, "ELECTION_NOT_NEEDED",
-                               "Leader election not needed for topic partition.")
+                journal.result(
+                    tp.topic,
+                    tp.partition,
+                    "ELECTION_NOT_NEEDED",
+                    "Leader election not needed for topic partition.",
+                )
         for tp in deleting:
-            journal.result(tp.topic, tp.partition, "INVALID_TOPIC_EXCEPTION",
-                           "The topic is being deleted")
+            journal.result(
+                tp.topic, tp.partition, "INVALID_TOPIC_EXCEPTION", "The topic is being deleted"
+            )
         for tp in unknown:
-            journal.result(tp.topic, tp.partition, "UNKNOWN_TOPIC_OR_PARTITION",
-                           "The partition does not exist.")
+            journal.result(
+                tp.topic,
+                tp.partition,
+                "UNKNOWN_TOPIC_OR_PARTITION",
+                "The partition does not exist.",
+            )
 
     def _is_electable(self, tp: TopicPartition, election: str) -> bool:
         context = self._parts.context
@@ -70,11 +88,13 @@ class LeaderElections:
             return leadership.leader != context.assignment(tp).replicas[0]
         return leadership.leader == NO_LEADER or not context.is_live(leadership.leader)
 
-    def on_replica_election(self, partitions: list[TopicPartition], election: str, admin: bool
-                            ) -> dict[TopicPartition, ElectionOutcome]:
+    def on_replica_election(
+        self, partitions: list[TopicPartition], election: str, admin: bool
+    ) -> dict[TopicPartition, ElectionOutcome]:
         strategy = PREFERRED if election == PREFERRED_ELECTION else offline_strategy(admin)
-        return self._parts.partitions.handle_state_changes(partitions, PartitionState.ONLINE,
-                                                           strategy)
+        return self._parts.partitions.handle_state_changes(
+            partitions, PartitionState.ONLINE, strategy
+        )
 
     def auto_rebalance(self) -> None:
         """checkAndTriggerAutoLeaderRebalance (§12.3, 3.4+: runs during reassignments)."""

@@ -255,7 +255,7 @@ def _check_config_values(name: str, configs: Mapping[str, str]) -> None:
 
 def _election(name: str, value: object) -> str:
     if value not in ("preferred", "unclean"):
-        raise FieldError(f"field '{name}' must be \"preferred\" or \"unclean\", got {show(value)}")
+        raise FieldError(f'field \'{name}\' must be "preferred" or "unclean", got {show(value)}')
     return value  # type: ignore[return-value]
 
 
@@ -418,8 +418,10 @@ def _load_json(raw: str) -> object:
     try:
         return json.loads(raw, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constant)
     except json.JSONDecodeError as error:
-        where = f"line {error.lineno} column {error.colno}" if error.lineno > 1 else (
-            f"column {error.colno}"
+        where = (
+            f"line {error.lineno} column {error.colno}"
+            if error.lineno > 1
+            else (f"column {error.colno}")
         )
         raise FieldError(f"not valid JSON: {error.msg} at {where}") from None
     except RecursionError:
@@ -431,13 +433,17 @@ def _load_json(raw: str) -> object:
 
 
 def _check_text(raw: str) -> None:
-    for index, char in enumerate(raw):
-        if "\ud800" <= char <= "\udfff":
-            if "\udc80" <= char <= "\udcff":  # an undecodable byte kept by surrogateescape
-                detail = f"byte 0x{ord(char) - 0xDC00:02x}"
-            else:
-                detail = f"lone surrogate U+{ord(char):04X}"
-            raise FieldError(f"line is not valid UTF-8 text: {detail} at column {index + 1}")
+    try:
+        raw.encode("utf-8")  # fast path, in C
+    except UnicodeEncodeError as error:
+        char = raw[error.start]
+        if "\udc80" <= char <= "\udcff":  # an undecodable byte kept by surrogateescape
+            detail = f"byte 0x{ord(char) - 0xDC00:02x}"
+        else:
+            detail = f"lone surrogate U+{ord(char):04X}"
+        raise FieldError(
+            f"line is not valid UTF-8 text: {detail} at column {error.start + 1}"
+        ) from None
 
 
 def _cluster(obj: Mapping[str, Any]) -> str:
@@ -477,7 +483,8 @@ def parse_event(raw: str, source: str) -> Event | Rejection:
         event_type = _event_type(obj)
         common = _read_fields(obj, _HEADER_FIELDS, event_type)
         values = _read_fields(obj, EVENT_FIELDS[event_type], event_type)
-        CROSS_CHECKS.get(event_type, _no_check)(values)
+        if check := CROSS_CHECKS.get(event_type):
+            check(values)
     except FieldError as error:
         return Rejection(cluster, displayable(raw), str(error), source)
     header = Header(
@@ -490,7 +497,3 @@ def parse_event(raw: str, source: str) -> Event | Rejection:
         source=source,
     )
     return Event(header, BODIES[event_type](**values))
-
-
-def _no_check(values: dict[str, Any]) -> None:
-    del values

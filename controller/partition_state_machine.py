@@ -43,7 +43,10 @@ ElectionOutcome = LeaderAndIsr | StateChangeFailed
 
 class PartitionStateMachine:
     def __init__(
-        self, context: ControllerContext, journal: Journal, batch: RequestBatch,
+        self,
+        context: ControllerContext,
+        journal: Journal,
+        batch: RequestBatch,
         settings: Settings,
     ) -> None:
         self._context = context
@@ -88,15 +91,15 @@ class PartitionStateMachine:
             if not to_elect:
                 return {}
             if strategy is None:
-                raise ValueError("Election strategy is a required field when the target state "
-                                 "is OnlinePartition")
+                raise ValueError(
+                    "Election strategy is a required field when the target state is OnlinePartition"
+                )
             return self._elect(to_elect, strategy)
 
         for record in valid:
             current = record.state
             context.set_partition_state(record, target)
-            self._journal.state_change(ENTITY, record.tp, None, current, target,
-                                       record.leadership)
+            self._journal.state_change(ENTITY, record.tp, None, current, target, record.leadership)
         return {}
 
     def _initialize(self, records: list[Partition]) -> None:
@@ -108,7 +111,12 @@ class PartitionStateMachine:
             live = tuple(r for r in replicas if context.is_live(r))
             if not live:
                 self._journal.state_change(
-                    ENTITY, record.tp, None, PS.NEW, PS.ONLINE, None,
+                    ENTITY,
+                    record.tp,
+                    None,
+                    PS.NEW,
+                    PS.ONLINE,
+                    None,
                     error=f"Controller {context.controller_id} epoch {epoch} encountered error "
                     f"during state change of partition {record.tp} from New to Online, assigned "
                     f"replicas are [{','.join(map(str, replicas))}], live brokers are "
@@ -118,8 +126,9 @@ class PartitionStateMachine:
                 continue
             leadership = LeaderAndIsr(live[0], 0, live, 0, controller_epoch=epoch)
             context.set_leadership(record, leadership)
-            self._batch.add_leader_and_isr(live, record.tp, leadership, record.assignment,
-                                           is_new=True)
+            self._batch.add_leader_and_isr(
+                live, record.tp, leadership, record.assignment, is_new=True
+            )
             context.set_partition_state(record, PS.ONLINE)
             self._journal.state_change(ENTITY, record.tp, None, PS.NEW, PS.ONLINE, leadership)
 
@@ -135,24 +144,28 @@ class PartitionStateMachine:
             if leadership is None:
                 failure = StateChangeFailed(
                     f"LeaderAndIsr information doesn't exist for partition {record.tp} in "
-                    f"{current_state} state")
+                    f"{current_state} state"
+                )
                 results[record.tp] = failure
                 self._log_failed(record, current_state, failure)
                 continue
             election = self._run_election(record, leadership, strategy)
             if election.leadership is None:
                 failure = StateChangeFailed(
-                    f"Failed to elect leader for partition {record.tp} under strategy {strategy}")
+                    f"Failed to elect leader for partition {record.tp} under strategy {strategy}"
+                )
                 results[record.tp] = failure
                 self._log_failed(record, current_state, failure)
                 continue
             written = election.leadership.written(context.epoch)
             context.set_leadership(record, written)
-            self._batch.add_leader_and_isr(election.recipients, record.tp, written,
-                                           record.assignment, is_new=False)
+            self._batch.add_leader_and_isr(
+                election.recipients, record.tp, written, record.assignment, is_new=False
+            )
             context.set_partition_state(record, PS.ONLINE)
-            self._journal.state_change(ENTITY, record.tp, None, current_state, PS.ONLINE,
-                                       written, unclean=election.unclean)
+            self._journal.state_change(
+                ENTITY, record.tp, None, current_state, PS.ONLINE, written, unclean=election.unclean
+            )
             results[record.tp] = written
         return results
 
@@ -166,8 +179,9 @@ class PartitionStateMachine:
         if strategy is PREFERRED:
             return leader_for_preferred(replicas, leadership, context.is_live)
         if strategy is CONTROLLED_SHUTDOWN:
-            return leader_for_controlled_shutdown(replicas, leadership, context.is_registered,
-                                                  context.shutting_down)
+            return leader_for_controlled_shutdown(
+                replicas, leadership, context.is_registered, context.shutting_down
+            )
         # Offline: unclean only matters when no ISR member is live; then an admin-triggered
         # election allows it outright, otherwise the topic's config (or the default) decides.
         no_live_isr = not any(context.is_live(r) for r in leadership.isr)
@@ -181,16 +195,24 @@ class PartitionStateMachine:
             return self._settings.unclean_leader_election_enable
         return parse_bool(UNCLEAN_KEY, override)
 
-    def _log_failed(self, record: Partition, current: PartitionState,
-                    failure: StateChangeFailed) -> None:
-        self._journal.state_change(ENTITY, record.tp, None, current, PS.ONLINE,
-                                   record.leadership, error=str(failure))
+    def _log_failed(
+        self, record: Partition, current: PartitionState, failure: StateChangeFailed
+    ) -> None:
+        self._journal.state_change(
+            ENTITY, record.tp, None, current, PS.ONLINE, record.leadership, error=str(failure)
+        )
 
-    def _log_invalid(self, tp: TopicPartition, current: PartitionState,
-                     target: PartitionState) -> None:
+    def _log_invalid(
+        self, tp: TopicPartition, current: PartitionState, target: PartitionState
+    ) -> None:
         valid = ",".join(s.value for s in VALID_PREVIOUS[target])
         self._journal.state_change(
-            ENTITY, tp, None, current, target, self._context.leadership(tp),
+            ENTITY,
+            tp,
+            None,
+            current,
+            target,
+            self._context.leadership(tp),
             error=f"Partition {tp} should be in one of {valid} states before moving to {target} "
             f"state. Instead it is in {current} state",
         )

@@ -26,8 +26,9 @@ class ControllerParts:
     deletion: TopicDeletionManager
 
     @classmethod
-    def wire(cls, context: ControllerContext, journal: Journal, settings: Settings
-             ) -> ControllerParts:
+    def wire(
+        cls, context: ControllerContext, journal: Journal, settings: Settings
+    ) -> ControllerParts:
         # Kafka gives each state machine and the controller a batch of its own; none of
         # them nests a batch in another, so one shared batch sends the same requests.
         batch = RequestBatch(context, journal)
@@ -37,17 +38,21 @@ class ControllerParts:
         def send_update_metadata(tps: Iterable[TopicPartition]) -> None:
             send_update_metadata_request(context, batch, context.registered_broker_ids(), tps)
 
-        deletion = TopicDeletionManager(context, replicas, partitions, send_update_metadata,
-                                        settings.delete_topic_enable)
+        deletion = TopicDeletionManager(
+            context, replicas, partitions, send_update_metadata, settings.delete_topic_enable
+        )
         return cls(context, journal, settings, batch, replicas, partitions, deletion)
 
-    def send_update_metadata(self, brokers: Iterable[int],
-                             tps: Iterable[TopicPartition] = ()) -> None:
+    def send_update_metadata(
+        self, brokers: Iterable[int], tps: Iterable[TopicPartition] = ()
+    ) -> None:
         send_update_metadata_request(self.context, self.batch, brokers, tps)
 
 
 def send_update_metadata_request(
-    context: ControllerContext, batch: RequestBatch, brokers: Iterable[int],
+    context: ControllerContext,
+    batch: RequestBatch,
+    brokers: Iterable[int],
     tps: Iterable[TopicPartition],
 ) -> None:
     """KafkaController.sendUpdateMetadataRequest: a batch of its own."""

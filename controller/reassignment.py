@@ -41,8 +41,9 @@ class Reassignments:
         elif target is not None:
             reassignment = current.reassign_to(target)
         else:
-            raise ReassignmentError("NO_REASSIGNMENT_IN_PROGRESS",
-                                    f"No reassignment is in progress for partition {tp}")
+            raise ReassignmentError(
+                "NO_REASSIGNMENT_IN_PROGRESS", f"No reassignment is in progress for partition {tp}"
+            )
         # maybeTriggerPartitionReassignment
         if context.is_queued_for_deletion(tp.topic) or not current.replicas:
             raise ReassignmentError("UNKNOWN_TOPIC_OR_PARTITION", "The partition does not exist.")
@@ -53,28 +54,35 @@ class Reassignments:
 
     def _validate(self, current: ReplicaAssignment, target: tuple[int, ...]) -> None:
         if not target:
-            raise ReassignmentError("INVALID_REPLICA_ASSIGNMENT",
-                                    "Empty replica list specified in partition reassignment.")
+            raise ReassignmentError(
+                "INVALID_REPLICA_ASSIGNMENT",
+                "Empty replica list specified in partition reassignment.",
+            )
         if len(set(target)) != len(target):
-            raise ReassignmentError("INVALID_REPLICA_ASSIGNMENT",
-                                    "Duplicate replica ids in partition reassignment replica "
-                                    f"list: {list(target)}")
+            raise ReassignmentError(
+                "INVALID_REPLICA_ASSIGNMENT",
+                f"Duplicate replica ids in partition reassignment replica list: {list(target)}",
+            )
         if any(r < 0 for r in target):
-            raise ReassignmentError("INVALID_REPLICA_ASSIGNMENT",
-                                    f"Invalid broker id in replica list: {list(target)}")
+            raise ReassignmentError(
+                "INVALID_REPLICA_ASSIGNMENT", f"Invalid broker id in replica list: {list(target)}"
+            )
         adding = current.reassign_to(target).adding
         context = self._parts.context
         not_live = [r for r in adding if not context.is_live(r)]
         if not_live:
-            raise ReassignmentError("INVALID_REPLICA_ASSIGNMENT",
-                                    "Replica assignment has brokers that are not alive. Replica "
-                                    f"list: {list(adding)}, live broker list: "
-                                    f"{context.live_broker_ids()}")
+            raise ReassignmentError(
+                "INVALID_REPLICA_ASSIGNMENT",
+                "Replica assignment has brokers that are not alive. Replica "
+                f"list: {list(adding)}, live broker list: "
+                f"{context.live_broker_ids()}",
+            )
 
     # ---- onPartitionReassignment (§14.3) -------------------------------------------------
 
-    def on_partition_reassignment(self, tp: TopicPartition, reassignment: ReplicaAssignment
-                                  ) -> None:
+    def on_partition_reassignment(
+        self, tp: TopicPartition, reassignment: ReplicaAssignment
+    ) -> None:
         parts = self._parts
         context = parts.context
         parts.deletion.mark_ineligible((tp.topic,))
@@ -106,8 +114,9 @@ class Reassignments:
     def resume(self, tp: TopicPartition) -> None:
         self.on_partition_reassignment(tp, self._parts.context.assignment(tp))
 
-    def _update_current_reassignment(self, tp: TopicPartition, reassignment: ReplicaAssignment
-                                     ) -> None:
+    def _update_current_reassignment(
+        self, tp: TopicPartition, reassignment: ReplicaAssignment
+    ) -> None:
         context = self._parts.context
         record = context.partition(tp)
         assert record is not None
@@ -125,8 +134,7 @@ class Reassignments:
         leadership = self._parts.context.leadership(tp)
         return leadership is not None and set(assignment.target) <= set(leadership.isr)
 
-    def _move_leader_if_required(self, tp: TopicPartition, assignment: ReplicaAssignment
-                                 ) -> None:
+    def _move_leader_if_required(self, tp: TopicPartition, assignment: ReplicaAssignment) -> None:
         context = self._parts.context
         leadership = context.leadership(tp)
         if leadership is None:
@@ -138,15 +146,17 @@ class Reassignments:
             # an election failure is only logged (state_changes); the flow goes on
             self._parts.partitions.handle_state_changes([tp], PartitionState.ONLINE, REASSIGN)
 
-    def _update_leader_epoch_and_send(self, tp: TopicPartition, assignment: ReplicaAssignment
-                                      ) -> None:
+    def _update_leader_epoch_and_send(
+        self, tp: TopicPartition, assignment: ReplicaAssignment
+    ) -> None:
         parts = self._parts
         context = parts.context
         record = context.partition(tp)
         if record is None or record.leadership is None:
             raise ReassignmentFailed(
                 f"Cannot update leader epoch for partition {tp} as leaderAndIsr path is empty. "
-                "This could mean we somehow tried to reassign a partition that doesn't exist")
+                "This could mean we somehow tried to reassign a partition that doesn't exist"
+            )
         updated = record.leadership.new_epoch().written(context.epoch)
         context.set_leadership(record, updated)
         batch = parts.batch

@@ -35,7 +35,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("events", type=Path, help="JSON-lines file, or a directory of them")
     parser.add_argument("--out", type=Path, required=True, help="directory for <table>.jsonl")
     parser.add_argument(
-        "--batch-size", type=_positive_int, default=DEFAULT_BATCH_SIZE,
+        "--batch-size",
+        type=_positive_int,
+        default=DEFAULT_BATCH_SIZE,
         help=f"events per Simulator.apply call (default {DEFAULT_BATCH_SIZE}); "
         "results do not depend on it",
     )

@@ -80,13 +80,19 @@ class ReplicaStateMachine:
             if leadership is not None:
                 if leadership.leader == broker:
                     self._journal.state_change(
-                        ENTITY, record.tp, broker, current, target, leadership,
+                        ENTITY,
+                        record.tp,
+                        broker,
+                        current,
+                        target,
+                        leadership,
                         error=f"Replica {broker} for partition {record.tp} cannot be moved to "
                         "NewReplica state as it is being requested to become leader",
                     )
                     continue
-                self._batch.add_leader_and_isr((broker,), record.tp, leadership,
-                                               record.assignment, is_new=True)
+                self._batch.add_leader_and_isr(
+                    (broker,), record.tp, leadership, record.assignment, is_new=True
+                )
             self._set(record, broker, current, target)
 
     def _to_online(self, broker: int, records: list[Partition], target: ReplicaState) -> None:
@@ -95,12 +101,17 @@ class ReplicaStateMachine:
             if current is RS.NEW:
                 assignment = record.assignment
                 if broker not in assignment.replicas:
-                    self._context.set_assignment(record, type(assignment)(
-                        (*assignment.replicas, broker), assignment.adding, assignment.removing))
+                    self._context.set_assignment(
+                        record,
+                        type(assignment)(
+                            (*assignment.replicas, broker), assignment.adding, assignment.removing
+                        ),
+                    )
             elif record.leadership is not None:
                 # the replica's broker is not checked for liveness (SPEC §6.2)
-                self._batch.add_leader_and_isr((broker,), record.tp, record.leadership,
-                                               record.assignment, is_new=False)
+                self._batch.add_leader_and_isr(
+                    (broker,), record.tp, record.leadership, record.assignment, is_new=False
+                )
             self._set(record, broker, current, target)
 
     def _to_offline(self, broker: int, records: list[Partition], target: ReplicaState) -> None:
@@ -115,8 +126,9 @@ class ReplicaStateMachine:
             leadership = self._remove_from_isr(record, broker)
             if not context.is_queued_for_deletion(record.tp.topic):
                 recipients = [r for r in record.assignment.replicas if r != broker]
-                batch.add_leader_and_isr(recipients, record.tp, leadership, record.assignment,
-                                         is_new=False)
+                batch.add_leader_and_isr(
+                    recipients, record.tp, leadership, record.assignment, is_new=False
+                )
             self._set(record, broker, current, target)
         registered = context.registered_broker_ids()
         for record in without_leadership:
@@ -139,8 +151,9 @@ class ReplicaStateMachine:
             current = record.replica_states.get(broker, RS.NON_EXISTENT)
             if target is RS.NON_EXISTENT:
                 context.set_assignment(record, record.assignment.remove_replica(broker))
-                self._journal.state_change(ENTITY, record.tp, broker, current, target,
-                                           record.leadership)
+                self._journal.state_change(
+                    ENTITY, record.tp, broker, current, target, record.leadership
+                )
                 context.remove_replica_state(record, broker)
             else:
                 self._set(record, broker, current, target)
@@ -155,24 +168,34 @@ class ReplicaStateMachine:
         assert current is not None
         if broker in current.isr:
             leader = -1 if current.leader == broker else current.leader
-            isr = current.isr if len(current.isr) == 1 else tuple(
-                r for r in current.isr if r != broker)
+            isr = (
+                current.isr
+                if len(current.isr) == 1
+                else tuple(r for r in current.isr if r != broker)
+            )
             updated = current.new_leader_and_isr(leader, isr).written(context.epoch)
         else:
             updated = current.stamped(context.epoch)  # no write; cache re-stamped
         context.set_leadership(record, updated)
         return updated
 
-    def _set(self, record: Partition, broker: int, current: ReplicaState,
-             target: ReplicaState) -> None:
+    def _set(
+        self, record: Partition, broker: int, current: ReplicaState, target: ReplicaState
+    ) -> None:
         self._context.set_replica_state(record, broker, target)
         self._journal.state_change(ENTITY, record.tp, broker, current, target, record.leadership)
 
-    def _log_invalid(self, tp: TopicPartition, broker: int, current: ReplicaState,
-                     target: ReplicaState) -> None:
+    def _log_invalid(
+        self, tp: TopicPartition, broker: int, current: ReplicaState, target: ReplicaState
+    ) -> None:
         valid = ",".join(s.value for s in _ORDER if s in VALID_PREVIOUS[target])
         self._journal.state_change(
-            ENTITY, tp, broker, current, target, self._context.leadership(tp),
+            ENTITY,
+            tp,
+            broker,
+            current,
+            target,
+            self._context.leadership(tp),
             error=f"Replica {broker} for partition {tp} cannot move to {target} state. It should "
             f"be in one of {valid} states. Instead it is in {current} state",
         )

@@ -59,8 +59,10 @@ class Simulator:
             context = snapshot.load(cluster, tables)
             runner = ClusterRunner(context, settings)
             runner.seen_event_ids.update(
-                row["event_id"] for row in tables.get("applied_events", ())
-                if row["cluster"] == cluster)
+                row["event_id"]
+                for row in tables.get("applied_events", ())
+                if row["cluster"] == cluster
+            )
             simulator._clusters[cluster] = runner
         return simulator
 
@@ -139,8 +141,9 @@ class ClusterRunner:
         if event_id in self.seen_event_ids:
             return reject(f"duplicate event_id '{event_id}': already applied")
         if seq <= context.last_seq:
-            return reject(f"seq {seq} goes backwards: the cluster's last applied seq is "
-                          f"{context.last_seq}")
+            return reject(
+                f"seq {seq} goes backwards: the cluster's last applied seq is {context.last_seq}"
+            )
         try:
             self.controller.check(event.body)
         except EventRejected as error:
@@ -158,10 +161,15 @@ class ClusterRunner:
         context.last_event_id = event_id
         context.dirty_cluster = True
         self.seen_event_ids.add(event_id)
-        self._applied.append({
-            "cluster": context.cluster, "event_id": event_id, "seq": seq,
-            "type": header.type, "ts": header.ts,
-        })
+        self._applied.append(
+            {
+                "cluster": context.cluster,
+                "event_id": event_id,
+                "seq": seq,
+                "type": header.type,
+                "ts": header.ts,
+            }
+        )
         return None
 
     def _failover(self, body: ControllerFailover) -> None:
@@ -185,18 +193,25 @@ class ClusterRunner:
             record = context.partition(tp)
             if record is None:
                 output.deletes["partition_state"].append(
-                    {"cluster": cluster, "topic": tp.topic, "partition": tp.partition})
+                    {"cluster": cluster, "topic": tp.topic, "partition": tp.partition}
+                )
             else:
                 output.upserts["partition_state"].append(snapshot.partition_row(cluster, record))
         for tp, broker in sorted(context.dirty_replicas):
             record = context.partition(tp)
             if record is None or broker not in record.replica_states:
                 output.deletes["replica_state"].append(
-                    {"cluster": cluster, "topic": tp.topic, "partition": tp.partition,
-                     "broker": broker})
+                    {
+                        "cluster": cluster,
+                        "topic": tp.topic,
+                        "partition": tp.partition,
+                        "broker": broker,
+                    }
+                )
             else:
-                output.upserts["replica_state"].append(snapshot.replica_row(cluster, record,
-                                                                            broker))
+                output.upserts["replica_state"].append(
+                    snapshot.replica_row(cluster, record, broker)
+                )
         for broker in sorted(context.dirty_brokers):
             output.upserts["brokers"].append(snapshot.broker_row(context, broker))
         queued_now = set(context.topics_to_be_deleted)

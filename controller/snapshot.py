@@ -29,6 +29,7 @@ INELIGIBLE = "ineligible"
 
 # ---- context -> rows ---------------------------------------------------------------------
 
+
 def partition_row(cluster: str, record: Partition) -> Row:
     leadership = record.leadership
     assignment = record.assignment
@@ -113,6 +114,7 @@ def dump(context: ControllerContext) -> dict[str, list[Row]]:
 
 # ---- rows -> context ---------------------------------------------------------------------
 
+
 def load(cluster: str, tables: Mapping[str, Iterable[Mapping[str, Any]]]) -> ControllerContext:
     """Rebuild one cluster's context from its rows (rows of other clusters are ignored)."""
     context = ControllerContext(cluster)
@@ -153,13 +155,23 @@ def _load_partition(context: ControllerContext, row: Mapping[str, Any]) -> None:
     if tp.topic not in context.topics:
         return
     assignment = ReplicaAssignment(
-        tuple(row["replicas"]), tuple(row["adding_replicas"] or ()),
-        tuple(row["removing_replicas"] or ()))
+        tuple(row["replicas"]),
+        tuple(row["adding_replicas"] or ()),
+        tuple(row["removing_replicas"] or ()),
+    )
     record = context.add_partition(tp, assignment)
     if row["leader_epoch"] is not None:
-        context.set_leadership(record, LeaderAndIsr(
-            row["leader"], row["leader_epoch"], tuple(row["isr"]), row["partition_epoch"],
-            RecoveryState(row["leader_recovery_state"]), row["controller_epoch"]))
+        context.set_leadership(
+            record,
+            LeaderAndIsr(
+                row["leader"],
+                row["leader_epoch"],
+                tuple(row["isr"]),
+                row["partition_epoch"],
+                RecoveryState(row["leader_recovery_state"]),
+                row["controller_epoch"],
+            ),
+        )
     context.set_partition_state(record, PartitionState(row["state"]))
     record.last_event_id = row["last_event_id"]
 
