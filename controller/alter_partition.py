@@ -9,14 +9,21 @@ from controller.parts import ControllerParts
 
 
 @dataclass(frozen=True, slots=True)
-class AlterPartitionRequest:
-    broker: int
-    broker_epoch: int
+class PartitionChange:
+    """One partition of an AlterPartition request: what its leader proposes."""
+
     tp: TopicPartition
     leader_epoch: int
     isr: tuple[int, ...]
     partition_epoch: int
     recovery: RecoveryState = RecoveryState.RECOVERED
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionRequest:
+    broker: int
+    broker_epoch: int
+    partitions: tuple[PartitionChange, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,41 +33,50 @@ class AlterPartitionResult:
     message: str | None = None
 
 
-def alter_partition(parts: ControllerParts, request: AlterPartitionRequest) -> AlterPartitionResult:
-    """Kafka's tryProcessAlterPartition for a request of one partition (request version 3:
-    INELIGIBLE_REPLICA). The caller runs maybeCompleteReassignment afterwards."""
+def alter_partition(
+    parts: ControllerParts, request: AlterPartitionRequest
+) -> dict[TopicPartition, AlterPartitionResult]:
+    """Kafka's tryProcessAlterPartition (request version 3: INELIGIBLE_REPLICA). A top-level
+    error answers every partition. The caller runs maybeCompleteReassignment afterwards."""
     context = parts.context
     registered = context.brokers.get(request.broker)
+    stale: AlterPartitionResult | None = None
     if registered is None or not context.is_registered(request.broker):
-        return AlterPartitionResult(
+        stale = AlterPartitionResult(
             "STALE_BROKER_EPOCH", message=f"broker {request.broker} is not registered"
         )
-    if registered.epoch != request.broker_epoch:
-        return AlterPartitionResult(
+    elif registered.epoch != request.broker_epoch:
+        stale = AlterPartitionResult(
             "STALE_BROKER_EPOCH",
-            message=f"broker epoch {request.broker_epoch} is not the "
-            f"registered epoch {registered.epoch}",
+            message=f"broker epoch {request.broker_epoch} is not the registered epoch "
+            f"{registered.epoch}",
         )
-    result = _validate(parts, request)
-    record = context.partition(request.tp)
-    if result is None and record is not None and record.leadership is not None:
-        proposed = LeaderAndIsr(
-            request.broker,
-            request.leader_epoch,
-            request.isr,
-            record.leadership.partition_epoch,
-            request.recovery,
-        )
-        written = proposed.written(context.epoch)  # the leader epoch is not bumped
-        context.set_leadership(record, written)
-        result = AlterPartitionResult(None, written)
+    if stale is not None:
+        return {change.tp: stale for change in request.partitions}
+    results: dict[TopicPartition, AlterPartitionResult] = {}
+    for change in request.partitions:
+        result = _validate(parts, request.broker, change)
+        record = context.partition(change.tp)
+        if result is None and record is not None and record.leadership is not None:
+            proposed = LeaderAndIsr(
+                request.broker,
+                change.leader_epoch,
+                change.isr,
+                record.leadership.partition_epoch,
+                change.recovery,
+            )
+            written = proposed.written(context.epoch)  # the leader epoch is not bumped
+            context.set_leadership(record, written)
+            result = AlterPartitionResult(None, written)
+        assert result is not None
+        results[change.tp] = result
     # every partition of the request, accepted or not, is re-announced
-    parts.send_update_metadata(context.registered_broker_ids(), (request.tp,))
-    return result
+    parts.send_update_metadata(context.registered_broker_ids(), list(results))
+    return results
 
 
 def _validate(
-    parts: ControllerParts, request: AlterPartitionRequest
+    parts: ControllerParts, broker: int, request: PartitionChange
 ) -> AlterPartitionResult | None:
     """The first matching rule of §13.1; None means accepted."""
     context = parts.context
@@ -80,7 +96,7 @@ def _validate(
             message=f"leader epoch {request.leader_epoch} is older than {current.leader_epoch}",
         )
     if (
-        request.broker == current.leader
+        broker == current.leader
         and request.isr == current.isr
         and request.recovery is current.recovery
     ):

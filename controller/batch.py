@@ -48,6 +48,9 @@ class RequestBatch:
         self._leader_and_isr: dict[int, dict[TopicPartition, Row]] = {}
         self._stop_replica: dict[int, dict[TopicPartition, Row]] = {}
         self._update_metadata_brokers: set[int] = set()
+        # "every registered broker", resolved at send time; broker registrations never
+        # change while a batch is open, so this equals adding them one by one
+        self._update_metadata_all_registered = False
         self._update_metadata_partitions: dict[TopicPartition, Row] = {}
         # StopReplica(delete=true) deliveries for topics whose deletion has started: the
         # brokers' answers become TopicDeletionStopReplicaResponseReceived events
@@ -58,6 +61,7 @@ class RequestBatch:
             self._leader_and_isr
             or self._stop_replica
             or self._update_metadata_brokers
+            or self._update_metadata_all_registered
             or self._update_metadata_partitions
         ):
             raise RuntimeError(
@@ -92,7 +96,8 @@ class RequestBatch:
             entry["is_new"] = is_new or (previous is not None and previous["is_new"])
             per_broker[tp] = entry
         # any LeaderAndIsr implies an UpdateMetadata of the partition to every registered broker
-        self.add_update_metadata(self._context.registered_broker_ids(), (tp,))
+        self._update_metadata_all_registered = True
+        self.add_update_metadata((), (tp,))
 
     def add_stop_replica(self, brokers: Iterable[int], tp: TopicPartition, delete: bool) -> None:
         leader_epoch = self._context.leader_epoch_for_stop_replica(tp)
@@ -146,20 +151,23 @@ class RequestBatch:
             )
         self._leader_and_isr.clear()
 
-        if self._update_metadata_brokers:
+        recipients = self._update_metadata_brokers
+        if self._update_metadata_all_registered:
+            recipients.update(context.registered_broker_ids())
+        if recipients:
             # one payload, shared by every recipient
             states = list(self._update_metadata_partitions.values())
-            live_brokers = context.registered_broker_ids()
-            for broker in sorted(self._update_metadata_brokers):
-                journal.request(
-                    epoch,
-                    UPDATE_METADATA,
-                    broker,
-                    context.is_registered(broker),
-                    states,
-                    live_brokers,
-                )
-        self._update_metadata_brokers.clear()
+            live_brokers = list(context.registered_broker_ids())
+            journal.fan_out(
+                epoch,
+                UPDATE_METADATA,
+                sorted(recipients),
+                context.is_registered,
+                states,
+                live_brokers,
+            )
+        recipients.clear()
+        self._update_metadata_all_registered = False
         self._update_metadata_partitions.clear()
 
         started = context.topics_with_deletion_started

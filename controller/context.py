@@ -61,7 +61,10 @@ class ControllerContext:
         self.last_seq = 0
         self.last_event_id: str | None = None
         self.event_id: str | None = None  # the event being applied: stamped on changed rows
-        self.brokers: dict[int, Broker] = {}
+        self.brokers: dict[int, Broker] = {}  # every broker ever seen; change via methods
+        self._live: set[int] = set()
+        self._registered: set[int] = set()
+        self._registered_sorted: tuple[int, ...] = ()
         self.shutting_down: set[int] = set()
         self.topics: dict[str, Topic] = {}
         self.topics_to_be_deleted: set[str] = set()
@@ -83,20 +86,26 @@ class ControllerContext:
 
     def is_registered(self, broker: int) -> bool:
         """liveOrShuttingDown: has a registration."""
-        info = self.brokers.get(broker)
-        return info is not None and info.status is not BrokerStatus.DEAD
+        return broker in self._registered
 
     def is_live(self, broker: int) -> bool:
         """liveBrokerIds: registered and not shutting down (also `isReplicaOnline`, since
         kcsim does not model log-directory failures)."""
-        info = self.brokers.get(broker)
-        return info is not None and info.status is BrokerStatus.LIVE
+        return broker in self._live
 
     def live_broker_ids(self) -> list[int]:
-        return sorted(b for b, info in self.brokers.items() if info.status is BrokerStatus.LIVE)
+        return sorted(self._live)
 
-    def registered_broker_ids(self) -> list[int]:
-        return sorted(b for b, info in self.brokers.items() if info.status is not BrokerStatus.DEAD)
+    def registered_broker_ids(self) -> tuple[int, ...]:
+        return self._registered_sorted
+
+    def _refresh_broker_views(self) -> None:
+        # membership tests run for every replica of every touched partition: keep them O(1)
+        self._live = {b for b, info in self.brokers.items() if info.status is BrokerStatus.LIVE}
+        self._registered = {
+            b for b, info in self.brokers.items() if info.status is not BrokerStatus.DEAD
+        }
+        self._registered_sorted = tuple(sorted(self._registered))
 
     def next_broker_epoch(self) -> int:
         # a broker epoch is its registration znode's czxid: cluster-wide increasing
@@ -106,6 +115,7 @@ class ControllerContext:
         self.brokers[broker] = Broker(broker, rack, epoch, BrokerStatus.LIVE)
         self.shutting_down.discard(broker)
         self.dirty_brokers.add(broker)
+        self._refresh_broker_views()
 
     def set_broker_status(self, broker: int, status: BrokerStatus) -> None:
         info = self.brokers[broker]
@@ -115,6 +125,7 @@ class ControllerContext:
         else:
             self.shutting_down.discard(broker)
         self.dirty_brokers.add(broker)
+        self._refresh_broker_views()
 
     # ---- topics and partitions -----------------------------------------------------------
 

@@ -6,6 +6,7 @@ answers to requests that events carry. Rows are plain dicts in `schemas.tables` 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from controller.model import LeaderAndIsr, TopicPartition
@@ -60,6 +61,41 @@ class Journal:
                 "ts": self.ts,
             }
         )
+
+    def fan_out(
+        self,
+        controller_epoch: int,
+        request_type: str,
+        brokers: list[int],
+        is_registered: Callable[[int], bool],
+        partitions: list[Row],
+        live_brokers: list[int] | None,
+    ) -> None:
+        """The same request to many brokers (UpdateMetadata): rows copied from one
+        template, which matters when every batch reaches hundreds of brokers."""
+        template = {
+            "cluster": self.cluster,
+            "controller_epoch": controller_epoch,
+            "event_id": self.event_id,
+            "seq": self.seq,
+            "request_seq": 0,
+            "type": request_type,
+            "broker": 0,
+            "delivered": True,
+            "partitions": partitions,
+            "live_brokers": live_brokers,
+            "ts": self.ts,
+        }
+        append = self.requests.append
+        request_seq = self.request_seq
+        for broker in brokers:
+            request_seq += 1
+            row = template.copy()
+            row["request_seq"] = request_seq
+            row["broker"] = broker
+            row["delivered"] = is_registered(broker)
+            append(row)
+        self.request_seq = request_seq
 
     def state_change(
         self,

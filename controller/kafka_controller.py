@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from controller import events as ev
-from controller.alter_partition import AlterPartitionRequest, alter_partition
+from controller.alter_partition import AlterPartitionRequest, PartitionChange, alter_partition
 from controller.assignment import AssignmentError, assign_replicas
 from controller.config import Settings
 from controller.context import ControllerContext
@@ -47,7 +47,7 @@ class _StopReplicaResponse:
 
 @dataclass(frozen=True, slots=True)
 class _IsrExpansion:
-    tp: TopicPartition
+    partitions: tuple[TopicPartition, ...]
 
 
 class KafkaController:
@@ -119,7 +119,7 @@ class KafkaController:
             if isinstance(follow_up, _StopReplicaResponse):
                 self._on_stop_replica_response(follow_up.broker, follow_up.errors)
             else:
-                self._expand_isr(follow_up.tp)
+                self._expand_isr(follow_up.partitions)
 
     def _queue_stop_replica_responses(self) -> None:
         deliveries = self.parts.batch.deletion_deliveries
@@ -173,8 +173,7 @@ class KafkaController:
         if deleting:
             parts.deletion.resume_deletion_for_topics(deleting)
         if self.settings.simulate_brokers:
-            for tp in dict.fromkeys(tp for tp, _ in replicas):
-                self._follow_ups.append(_IsrExpansion(tp))
+            self._follow_ups.append(_IsrExpansion(tuple(dict.fromkeys(tp for tp, _ in replicas))))
 
     def _on_broker_failure(self, dead_brokers: list[int]) -> None:
         """onBrokerFailure (§8.3) -> onReplicasBecomeOffline (§9.1)."""
@@ -357,7 +356,7 @@ class KafkaController:
             return
         self.journal.result(tp.topic, tp.partition, None, None, self.context.leadership(tp))
         if self.settings.simulate_brokers:
-            self._follow_ups.append(_IsrExpansion(tp))
+            self._follow_ups.append(_IsrExpansion((tp,)))
 
     def _resume_reassignment(self, tp: TopicPartition) -> None:
         with contextlib.suppress(ReassignmentFailed):  # Kafka logs it and carries on
@@ -377,9 +376,7 @@ class KafkaController:
             )
             return
         leader = context.brokers.get(current.leader)
-        request = AlterPartitionRequest(
-            broker=current.leader,
-            broker_epoch=-1 if leader is None else leader.epoch,
+        change = PartitionChange(
             tp=tp,
             leader_epoch=current.leader_epoch if body.leader_epoch is None else body.leader_epoch,
             isr=body.isr,
@@ -387,44 +384,48 @@ class KafkaController:
                 current.partition_epoch if body.partition_epoch is None else body.partition_epoch
             ),
         )
-        self._alter_partition(request)
+        broker_epoch = -1 if leader is None else leader.epoch
+        self._alter_partition(AlterPartitionRequest(current.leader, broker_epoch, (change,)))
 
     def _alter_partition(self, request: AlterPartitionRequest) -> None:
-        result = alter_partition(self.parts, request)
-        tp = request.tp
-        self.journal.result(tp.topic, tp.partition, result.error, result.message, result.leadership)
-        if result.error is None and tp in self.context.partitions_being_reassigned:
-            with contextlib.suppress(ReassignmentFailed):  # Kafka logs it and carries on
-                self.reassignments.maybe_complete(tp)
-
-    def _expand_isr(self, tp: TopicPartition) -> None:
-        """Simulated brokers: a live leader adds its caught-up live replicas to the ISR."""
-        context = self.context
-        record = context.partition(tp)
-        if record is None or record.leadership is None:
-            return
-        current = record.leadership
-        if not context.is_live(current.leader) or context.is_queued_for_deletion(tp.topic):
-            return
-        joining = tuple(
-            r
-            for r in record.assignment.replicas
-            if r not in current.isr
-            and context.is_live(r)
-            and record.replica_states.get(r) in (RS.ONLINE, RS.NEW)
-        )
-        if not joining:
-            return
-        self._alter_partition(
-            AlterPartitionRequest(
-                current.leader,
-                context.brokers[current.leader].epoch,
-                tp,
-                current.leader_epoch,
-                current.isr + joining,
-                current.partition_epoch,
+        results = alter_partition(self.parts, request)
+        for tp, result in results.items():
+            self.journal.result(
+                tp.topic, tp.partition, result.error, result.message, result.leadership
             )
-        )
+        for tp, result in results.items():
+            if result.error is None and tp in self.context.partitions_being_reassigned:
+                with contextlib.suppress(ReassignmentFailed):  # Kafka logs it and carries on
+                    self.reassignments.maybe_complete(tp)
+
+    def _expand_isr(self, partitions: tuple[TopicPartition, ...]) -> None:
+        """Simulated brokers: each live leader adds its caught-up live replicas to the ISR,
+        in one AlterPartition for all the partitions it leads (as a broker batches them)."""
+        context = self.context
+        by_leader: dict[int, list[PartitionChange]] = {}
+        for tp in partitions:
+            record = context.partition(tp)
+            if record is None or record.leadership is None:
+                continue
+            current = record.leadership
+            if not context.is_live(current.leader) or context.is_queued_for_deletion(tp.topic):
+                continue
+            joining = tuple(
+                r
+                for r in record.assignment.replicas
+                if r not in current.isr
+                and context.is_live(r)
+                and record.replica_states.get(r) in (RS.ONLINE, RS.NEW)
+            )
+            if joining:
+                by_leader.setdefault(current.leader, []).append(
+                    PartitionChange(
+                        tp, current.leader_epoch, current.isr + joining, current.partition_epoch
+                    )
+                )
+        for leader in sorted(by_leader):
+            epoch = context.brokers[leader].epoch
+            self._alter_partition(AlterPartitionRequest(leader, epoch, tuple(by_leader[leader])))
 
     def _leader_election(self, body: ev.LeaderElection) -> None:
         self.elections.admin_election(body.election, body.partitions)
