@@ -157,6 +157,7 @@ class ClusterRunner:
                 self.controller.apply(event.body)
         except EventRejected as error:
             return reject(str(error))
+        context = self.context  # a failover replaces it
         context.last_seq = seq
         context.last_event_id = event_id
         context.dirty_cluster = True
