@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from controller import events as ev
 from controller.alter_partition import AlterPartitionRequest, PartitionChange, alter_partition
 from controller.assignment import AssignmentError, assign_replicas
-from controller.config import Settings
+from controller.config import UNCLEAN_KEY, Settings, parse_bool
 from controller.context import ControllerContext
 from controller.election import CONTROLLED_SHUTDOWN, offline_strategy
 from controller.journal import Journal
@@ -337,12 +337,14 @@ class KafkaController:
             deletion.complete_replica_deletion(succeeded)
 
     def _topic_config_change(self, body: ev.TopicConfigChange) -> None:
-        """§16: a topic config change; turning unclean election on triggers elections."""
+        """§16: a topic config change. Kafka's TopicConfigHandler enqueues
+        TopicUncleanLeaderElectionEnable after every change that leaves the topic's own
+        override reading true (not only when it flips; the broker default is not read)."""
         context = self.context
-        before = self.parts.partitions.unclean_enabled(body.topic)
         merged = {**context.topics[body.topic].configs, **body.configs}
         context.set_topic_configs(body.topic, merged)
-        if not before and self.parts.partitions.unclean_enabled(body.topic):
+        override = merged.get(UNCLEAN_KEY)
+        if override is not None and parse_bool(UNCLEAN_KEY, override):
             self._trigger_online_partition_state_change(body.topic)
 
     # ---- reassignment, ISR changes, elections (§12-§14) ----------------------------------

@@ -1,0 +1,214 @@
+"""`kcsim replay` (controller.replay) through the public CLI, plus its reader and writer."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from controller import replay
+from controller.events import BrokerStartup, Rejection
+from controller.parse import parse_event
+from controller.replay import event_files, read_events, write_tables
+from controller.simulator import BatchOutput, RawEvent
+from schemas import TABLES
+from streaming.cli import main
+
+SCENARIO = [
+    '{"type": "broker_startup", "broker": 1}',
+    '{"type": "broker_startup", "broker": 2}',
+    '{"type": "topic_creation", "topic": "orders", "assignment": {"0": [1, 2]}}',
+    '{"type": "broker_startup", "broker": oops}',
+    "",
+]
+
+
+def read_table(out: Path, table: str) -> list[dict[str, Any]]:
+    lines = (out / f"{table}.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(text) for text in lines]
+
+
+def write_scenario(tmp_path: Path, lines: list[str]) -> Path:
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_replay_writes_every_table_and_reports_the_bad_line(tmp_path: Path) -> None:
+    events = write_scenario(tmp_path, SCENARIO)
+    out = tmp_path / "out"
+
+    status = main(["replay", str(events), "--out", str(out), "--quiet"])
+
+    assert status == 1  # something was rejected
+    assert sorted(p.name for p in out.iterdir()) == sorted(f"{t}.jsonl" for t in TABLES)
+    for table in TABLES.values():
+        for row in read_table(out, table.name):
+            assert tuple(row) == table.column_names
+    assert read_table(out, "rejected_events") == [
+        {
+            "cluster": None,
+            "raw": SCENARIO[3],
+            "reason": "not valid JSON: Expecting value at column 38",
+            "source": f"{events}:4",
+        }
+    ]
+    [partition] = read_table(out, "partition_state")
+    assert (partition["topic"], partition["partition"], partition["state"]) == (
+        "orders",
+        0,
+        "OnlinePartition",
+    )
+    assert (partition["leader"], partition["isr"], partition["leader_epoch"]) == (1, [1, 2], 0)
+    assert sorted(row["broker"] for row in read_table(out, "brokers")) == [1, 2]
+
+
+def test_results_do_not_depend_on_the_batch_size(tmp_path: Path) -> None:
+    events = write_scenario(tmp_path, SCENARIO)
+    outputs = []
+    for size in ("1", "2", "10000"):
+        out = tmp_path / f"out-{size}"
+        assert (
+            main(["replay", str(events), "--out", str(out), "--batch-size", size, "--quiet"]) == 1
+        )
+        outputs.append({t: (out / f"{t}.jsonl").read_text(encoding="utf-8") for t in TABLES})
+    assert outputs[0] == outputs[1] == outputs[2]
+
+
+def test_exit_status_zero_without_rejections(tmp_path: Path, capsys: Any) -> None:
+    events = write_scenario(tmp_path, SCENARIO[:3])
+    out = tmp_path / "out"
+    assert main(["replay", str(events), "--out", str(out)]) == 0
+    assert read_table(out, "rejected_events") == []
+    summary = capsys.readouterr().err
+    assert "3 events, 0 rejected" in summary
+
+
+def test_missing_input(tmp_path: Path, capsys: Any) -> None:
+    assert main(["replay", str(tmp_path / "nope"), "--out", str(tmp_path / "out")]) == 2
+    assert "no such file or directory" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------- reader and writer
+
+
+def test_read_events_lines_and_sources(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    path.write_bytes(b'{"a": 1}\r\n\n   \t\n{"b": 2}  \n\xff{}\n{"c": 3}')
+    assert list(read_events(path)) == [
+        RawEvent('{"a": 1}', f"{path}:1"),
+        RawEvent('{"b": 2}  ', f"{path}:4"),
+        RawEvent("\udcff{}", f"{path}:5"),  # kept so the parser can name the byte
+        RawEvent('{"c": 3}', f"{path}:6"),
+    ]
+
+
+def test_read_events_from_a_directory(tmp_path: Path) -> None:
+    for name, text in [
+        ("b.json", "2\n"),
+        ("a.json", "1\n"),
+        ("_SUCCESS", "x\n"),
+        (".a.json.crc", "x\n"),
+        ("_hidden", "x\n"),
+        ("part-0.crc", "x\n"),
+        ("c.json._COPYING_", "x\n"),
+    ]:
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "0.json").write_text("x\n", encoding="utf-8")
+    assert [p.name for p in event_files(tmp_path)] == ["a.json", "b.json"]
+    assert [e.raw for e in read_events(tmp_path)] == ["1", "2"]
+    assert [e.source for e in read_events(tmp_path)] == [
+        f"{tmp_path / 'a.json'}:1",
+        f"{tmp_path / 'b.json'}:1",
+    ]
+
+
+def test_write_tables_keeps_column_order(tmp_path: Path) -> None:
+    row = {"source": "f:1", "raw": "r\udcff", "cluster": "c", "reason": "why"}
+    write_tables(tmp_path, {"rejected_events": [row], "topics": []})
+    text = (tmp_path / "rejected_events.jsonl").read_text(encoding="utf-8")
+    assert text == '{"cluster":"c","raw":"r\\udcff","reason":"why","source":"f:1"}\n'
+    assert (tmp_path / "topics.jsonl").read_text(encoding="utf-8") == ""
+
+
+# ------------------------------------------------ the plumbing, with a stand-in simulator
+
+
+class FakeSimulator:
+    """Rejects what the parser rejects, records the rest in applied_events, and keeps one
+    brokers row per broker_startup — enough to check what replay does with the rows."""
+
+    def __init__(self, settings: object) -> None:
+        del settings
+        self.brokers: dict[int, dict[str, Any]] = {}
+        self.batch_sizes: list[int] = []
+
+    def apply(self, events: Iterable[RawEvent]) -> BatchOutput:
+        batch = list(events)
+        self.batch_sizes.append(len(batch))
+        output = BatchOutput(appends={"rejected_events": [], "applied_events": []})
+        for raw in batch:
+            result = parse_event(raw.raw, raw.source)
+            if isinstance(result, Rejection):
+                output.appends["rejected_events"].append(
+                    {
+                        "cluster": result.cluster,
+                        "raw": result.raw,
+                        "reason": result.reason,
+                        "source": result.source,
+                    }
+                )
+                continue
+            output.appends["applied_events"].append(
+                {
+                    "cluster": result.header.cluster,
+                    "event_id": raw.source,
+                    "seq": None,
+                    "type": result.header.type,
+                    "ts": result.header.ts,
+                }
+            )
+            if isinstance(result.body, BrokerStartup):
+                broker = result.body.broker
+                self.brokers[broker] = {
+                    "cluster": "default",
+                    "broker": broker,
+                    "rack": None,
+                    "status": "live",
+                    "broker_epoch": 1,
+                }
+        return output
+
+    def table_rows(self, table: str) -> Iterator[dict[str, Any]]:
+        return iter(self.brokers.values() if table == "brokers" else ())
+
+
+def test_replay_plumbing(tmp_path: Path, monkeypatch: Any) -> None:
+    made: list[FakeSimulator] = []
+
+    def make(settings: object) -> FakeSimulator:
+        made.append(FakeSimulator(settings))
+        return made[-1]
+
+    monkeypatch.setattr(replay, "Simulator", make)
+    events = write_scenario(tmp_path, SCENARIO)
+    texts = []
+    for size in ("1", "3"):
+        out = tmp_path / f"out-{size}"
+        assert (
+            main(["replay", str(events), "--out", str(out), "--batch-size", size, "--quiet"]) == 1
+        )
+        assert made[-1].batch_sizes == ([1, 1, 1, 1] if size == "1" else [3, 1])
+        assert sorted(p.name for p in out.iterdir()) == sorted(f"{t}.jsonl" for t in TABLES)
+        texts.append({t: (out / f"{t}.jsonl").read_text(encoding="utf-8") for t in TABLES})
+    assert texts[0] == texts[1]
+    out = tmp_path / "out-1"
+    assert [r["source"] for r in read_table(out, "rejected_events")] == [f"{events}:4"]
+    assert [r["type"] for r in read_table(out, "applied_events")] == [
+        "broker_startup",
+        "broker_startup",
+        "topic_creation",
+    ]
+    assert [r["broker"] for r in read_table(out, "brokers")] == [1, 2]

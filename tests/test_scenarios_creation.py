@@ -1,0 +1,146 @@
+"""Topic creation and partition expansion (SPEC §10, §19.5, §19.6)."""
+
+from __future__ import annotations
+
+from scenario import Cluster, entries, lai
+
+LAI, UM, SR = "LeaderAndIsr", "UpdateMetadata", "StopReplica"
+
+
+def test_topic_creation_all_live() -> None:
+    """§10.3: leader = first live replica, ISR = live replicas, epochs 0; LeaderAndIsr
+    isNew=true to the ISR; UpdateMetadata to all; partition and replicas Online."""
+    c = Cluster(brokers=[1, 2, 3])
+    out = c.create("t", {0: [2, 3], 1: [3, 1]})
+    assert c.state("t", 0) == ("OnlinePartition", 2, [2, 3], 0, 0)
+    assert c.state("t", 1) == ("OnlinePartition", 3, [3, 1], 0, 0)
+    assert c.replicas("t", 0) == {2: "OnlineReplica", 3: "OnlineReplica"}
+    assert c.partition("t", 0)["controller_epoch"] == 1
+    assert c.partition("t", 0)["leader_recovery_state"] == "RECOVERED"
+    assert out.sent() == [
+        (LAI, 1, True),
+        (LAI, 2, True),
+        (LAI, 3, True),
+        (UM, 1, True),
+        (UM, 2, True),
+        (UM, 3, True),
+    ]
+    to_3 = entries(out.of(LAI, 3)[0])
+    assert set(to_3) == {("t", 0), ("t", 1)}
+    assert all(e["is_new"] is True for e in to_3.values())
+    assert lai(to_3[("t", 1)]) == (3, 0, [3, 1], 0)
+    assert to_3[("t", 1)]["controller_epoch"] == 1
+    assert len(out.of(UM, 1)[0]["partitions"]) == 2
+    transitions = [(s["entity"], s["from_state"], s["to_state"]) for s in out.state_changes]
+    # four batches: New partitions, New replicas, Online partitions, Online replicas
+    assert transitions[:2] == [
+        ("partition", "NonExistentPartition", "NewPartition"),
+        ("partition", "NonExistentPartition", "NewPartition"),
+    ]
+    assert [t for t in transitions if t[0] == "replica"][:4] == [
+        ("replica", "NonExistentReplica", "NewReplica")
+    ] * 4
+    assert transitions[-4:] == [("replica", "NewReplica", "OnlineReplica")] * 4
+
+
+def test_creation_with_dead_replica() -> None:
+    """§19.5 / §19.6: the initial LeaderAndIsr (isNew=true) goes only to live replicas; the
+    replica on a dead broker still becomes OnlineReplica; when its broker starts it gets a
+    LeaderAndIsr with isNew=false."""
+    c = Cluster(brokers=[1, 2, 3])
+    c.fail(3)
+    out = c.create("t", {0: [3, 1, 2]})
+    assert c.state("t", 0) == ("OnlinePartition", 1, [1, 2], 0, 0)
+    assert c.replica("t", 0, 3) == "OnlineReplica"
+    assert out.sent() == [(LAI, 1, True), (LAI, 2, True), (UM, 1, True), (UM, 2, True)]
+    assert entries(out.of(UM, 1)[0])[("t", 0)]["offline_replicas"] == [3]
+
+    out = c.start(3)
+    (request,) = out.of(LAI, 3)
+    entry = entries(request)[("t", 0)]
+    assert entry["is_new"] is False
+    assert lai(entry) == (1, 0, [1, 2], 0)
+    # no election, no ISR change by the controller
+    assert c.state("t", 0) == ("OnlinePartition", 1, [1, 2], 0, 0)
+
+
+def test_creation_with_no_live_replica_stays_new_until_a_broker_starts() -> None:
+    """§10.3 step 4 / §4.3: no live replica -> NewPartition, retried by the next
+    triggerOnlinePartitionStateChange (broker startup): then leader = the started broker,
+    epochs 0, isNew=true."""
+    c = Cluster(brokers=[1, 2, 3])
+    c.fail(2)
+    c.fail(3)
+    out = c.create("t", {0: [2, 3]})
+    row = c.partition("t", 0)
+    assert (row["state"], row["leader"], row["leader_epoch"], row["isr"]) == (
+        "NewPartition",
+        -1,
+        None,
+        None,
+    )
+    assert c.replicas("t", 0) == {2: "OnlineReplica", 3: "OnlineReplica"}
+    failed = out.changes("partition", ok=False)
+    assert len(failed) == 1 and "No assigned replica is alive" in failed[0]["error"]
+    assert out.requests == []
+
+    out = c.start(3)
+    assert c.state("t", 0) == ("OnlinePartition", 3, [3], 0, 0)
+    entry = entries(out.of(LAI, 3)[0])[("t", 0)]
+    assert entry["is_new"] is True
+    # batch 2 of onBrokerStartup: no partition has leadership yet
+    assert out.of(UM, 3)[0]["partitions"] == []
+    assert out.sent() == [
+        (UM, 1, True),
+        (UM, 3, True),
+        (LAI, 3, True),
+        (UM, 1, True),
+        (UM, 3, True),
+    ]
+
+
+def test_partition_creation_adds_partitions() -> None:
+    """§10.2 / §10.3: new partitions of an existing topic are created like a new topic's."""
+    c = Cluster(brokers=[1, 2])
+    c.create("t", {0: [1, 2]})
+    out = c.send({"type": "partition_creation", "topic": "t", "assignment": {"1": [2, 1]}})
+    assert c.state("t", 1) == ("OnlinePartition", 2, [2, 1], 0, 0)
+    assert out.sent() == [(LAI, 1, True), (LAI, 2, True), (UM, 1, True), (UM, 2, True)]
+    assert list(entries(out.of(UM, 1)[0])) == [("t", 1)]
+
+
+def test_partition_creation_for_topic_being_deleted_is_discarded() -> None:
+    """§10.2: additions to a topic queued for deletion are discarded."""
+    c = Cluster(brokers=[1, 2])
+    c.create("t", {0: [1, 2]})
+    c.fail(2)  # keeps the deletion from completing
+    c.delete("t")
+    out = c.send({"type": "partition_creation", "topic": "t", "assignment": {"1": [1]}})
+    assert c.partition("t", 1) is None
+    assert out.requests == []
+
+
+def test_creation_of_existing_topic_is_rejected() -> None:
+    """CONTRACT §1: a topic that already exists is refused as Kafka refuses it."""
+    c = Cluster(brokers=[1])
+    c.create("t", {0: [1]})
+    out = c.create("t", {0: [1]})
+    assert len(out.rejected) == 1 and out.requests == []
+
+
+def test_creation_with_replication_factor_uses_live_brokers() -> None:
+    """CONTRACT topic_creation: partitions + replication_factor -> Kafka's assignment over the
+    registered brokers; every partition is Online with epochs 0."""
+    c = Cluster(brokers=[1, 2, 3])
+    c.send({"type": "topic_creation", "topic": "t", "partitions": 3, "replication_factor": 2})
+    for p in range(3):
+        row = c.partition("t", p)
+        assert row is not None
+        assert len(row["replicas"]) == 2
+        assert row["state"] == "OnlinePartition"
+        assert (row["leader"], row["isr"], row["leader_epoch"], row["partition_epoch"]) == (
+            row["replicas"][0],
+            row["replicas"],
+            0,
+            0,
+        )
