@@ -1,0 +1,151 @@
+"""Where the JVM jars live, and how to fetch them (pure stdlib; imports no Spark).
+
+Two Maven poms under `jars/` describe them:
+
+* `jars/pom.xml` -> `.jars/spark/`: Delta Lake and the Spark Kafka connector, the jars
+  Spark needs on top of the ones the pyspark wheel ships;
+* `jars/kafka/pom.xml` -> `.kafka/libs/`: an Apache Kafka broker for `kcsim kafka-local`.
+
+`python -m streaming.jars` resolves both with `mvn` when a directory is missing or was
+built from another version of its pom (a stamp file holds the pom's hash).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+STAMP = ".pom.sha256"
+INSTALL_HINT = "run `bash scripts/install.sh` (or `python -m streaming.jars`) first"
+
+
+class JarsMissingError(RuntimeError):
+    """The jar directory has not been resolved yet, or is stale."""
+
+
+@dataclass(frozen=True)
+class JarSet:
+    pom: Path
+    target: Path
+
+    def pom_hash(self) -> str:
+        return hashlib.sha256(self.pom.read_bytes()).hexdigest()
+
+    def jars(self) -> list[Path]:
+        return sorted(self.target.glob("*.jar")) if self.target.is_dir() else []
+
+    def is_current(self) -> bool:
+        stamp = self.target / STAMP
+        return (
+            bool(self.jars()) and stamp.is_file() and stamp.read_text().strip() == self.pom_hash()
+        )
+
+
+def project_root() -> Path:
+    """The checkout (the directory holding `jars/`); KCSIM_HOME overrides it."""
+    override = os.environ.get("KCSIM_HOME")
+    if override:
+        return Path(override).resolve()
+    return Path(__file__).resolve().parent.parent
+
+
+def spark_jar_set(root: Path | None = None) -> JarSet:
+    root = root or project_root()
+    return JarSet(root / "jars" / "pom.xml", root / ".jars" / "spark")
+
+
+def kafka_jar_set(root: Path | None = None) -> JarSet:
+    root = root or project_root()
+    return JarSet(root / "jars" / "kafka" / "pom.xml", root / ".kafka" / "libs")
+
+
+def spark_jars(root: Path | None = None) -> list[str]:
+    """Absolute paths of the extra Spark jars (Delta, Kafka connector)."""
+    found = spark_jar_set(root).jars()
+    if not any(p.name.startswith("delta-spark_") for p in found) or not any(
+        p.name.startswith("spark-sql-kafka-") for p in found
+    ):
+        raise JarsMissingError(
+            f"Delta/Kafka jars for Spark not found in {spark_jar_set(root).target}: {INSTALL_HINT}"
+        )
+    return [str(p) for p in found]
+
+
+def kafka_libs_dir(root: Path | None = None) -> Path:
+    """The directory whose `*` is the classpath of the local Kafka broker."""
+    jar_set = kafka_jar_set(root)
+    if not any(p.name.startswith("kafka_2.13-") for p in jar_set.jars()):
+        raise JarsMissingError(f"Apache Kafka jars not found in {jar_set.target}: {INSTALL_HINT}")
+    return jar_set.target
+
+
+def resolve(jar_set: JarSet, *, repo_local: Path | None = None) -> None:
+    """Run Maven to fill `jar_set.target` with exactly the pom's runtime jars."""
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise JarsMissingError("`mvn` (Apache Maven 3.8+) is not on PATH; install it first")
+    # Resolve into a fresh sibling directory, then swap, so a failed run never leaves
+    # a half-filled or mixed-version directory behind.
+    staging = jar_set.target.with_name(jar_set.target.name + ".tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    cmd = [
+        mvn,
+        "-B",
+        "--no-transfer-progress",
+        "-f",
+        str(jar_set.pom),
+        "dependency:copy-dependencies",
+        f"-DoutputDirectory={staging}",
+        "-DincludeScope=runtime",
+    ]
+    if repo_local is not None:
+        cmd.append(f"-Dmaven.repo.local={repo_local}")
+    # Output is kept for failures only (Maven 3.8's -q still prints colour codes).
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise JarsMissingError(
+            f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stdout[-6000:]}{done.stderr}"
+        )
+    (staging / STAMP).write_text(jar_set.pom_hash() + "\n")
+    shutil.rmtree(jar_set.target, ignore_errors=True)
+    staging.rename(jar_set.target)
+
+
+def ensure(
+    root: Path | None = None, *, force: bool = False, repo_local: Path | None = None
+) -> list[Path]:
+    """Resolve every jar set that is missing or stale; returns the directories touched."""
+    touched = []
+    for jar_set in (spark_jar_set(root), kafka_jar_set(root)):
+        if force or not jar_set.is_current():
+            resolve(jar_set, repo_local=repo_local)
+            touched.append(jar_set.target)
+    return touched
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m streaming.jars", description="Fetch the JVM jars with Maven."
+    )
+    parser.add_argument("--force", action="store_true", help="re-resolve even if current")
+    parser.add_argument("--repo-local", type=Path, help="Maven local repository to use")
+    args = parser.parse_args(argv)
+    try:
+        touched = ensure(force=args.force, repo_local=args.repo_local)
+    except JarsMissingError as error:
+        print(f"streaming.jars: {error}", file=sys.stderr)
+        return 1
+    for jar_set in (spark_jar_set(), kafka_jar_set()):
+        state = "resolved" if jar_set.target in touched else "up to date"
+        print(f"{jar_set.target}: {len(jar_set.jars())} jars, {state}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

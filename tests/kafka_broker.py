@@ -1,0 +1,29 @@
+"""pytest fixture: one real Apache Kafka broker (KRaft) for the whole test session.
+
+tests/conftest.py imports `kafka_bootstrap` from here. The broker runs from the jars
+in .kafka/libs (scripts/install.sh fetches them) with its data in a temp dir. Set
+KCSIM_KAFKA_BOOTSTRAP=HOST:PORT to use a broker that is already running instead.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from streaming import kafka_local
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    external = os.environ.get("KCSIM_KAFKA_BOOTSTRAP")
+    if external:
+        yield external
+        return
+    data_dir = tmp_path_factory.mktemp("kafka")
+    bootstrap = kafka_local.start(data_dir)
+    try:
+        yield bootstrap
+    finally:
+        kafka_local.stop(data_dir)
