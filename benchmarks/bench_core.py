@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from controller.config import Settings  # noqa: E402
-from controller.simulator import RawEvent, Simulator  # noqa: E402
+from controller.config import Settings
+from controller.simulator import RawEvent, Simulator
 
 CLUSTER = "bench"
 PARTITIONS_PER_TOPIC = 1000
@@ -41,37 +41,65 @@ def cluster_rows(brokers: int, partitions: int, rf: int) -> dict[str, list[dict]
         topic = f"topic-{index // PARTITIONS_PER_TOPIC:05d}"
         partition = index % PARTITIONS_PER_TOPIC
         if partition == 0:
-            topic_rows.append({"cluster": CLUSTER, "topic": topic, "configs": {},
-                               "deletion": None})
+            topic_rows.append({"cluster": CLUSTER, "topic": topic, "configs": {}, "deletion": None})
         first = index % brokers
         shift = 1 + (index // brokers) % (brokers - 1)
         replicas = [first] + [(first + shift * k) % brokers for k in range(1, rf)]
         replicas = list(dict.fromkeys(replicas))
-        partition_rows.append({
-            "cluster": CLUSTER, "topic": topic, "partition": partition,
-            "state": "OnlinePartition", "leader": replicas[0], "leader_epoch": 0,
-            "isr": replicas, "partition_epoch": 0, "leader_recovery_state": "RECOVERED",
-            "controller_epoch": 1, "replicas": replicas, "adding_replicas": [],
-            "removing_replicas": [], "last_event_id": None,
-        })
+        partition_rows.append(
+            {
+                "cluster": CLUSTER,
+                "topic": topic,
+                "partition": partition,
+                "state": "OnlinePartition",
+                "leader": replicas[0],
+                "leader_epoch": 0,
+                "isr": replicas,
+                "partition_epoch": 0,
+                "leader_recovery_state": "RECOVERED",
+                "controller_epoch": 1,
+                "replicas": replicas,
+                "adding_replicas": [],
+                "removing_replicas": [],
+                "last_event_id": None,
+            }
+        )
         for broker in replicas:
-            replica_rows.append({"cluster": CLUSTER, "topic": topic, "partition": partition,
-                                 "broker": broker, "state": "OnlineReplica",
-                                 "last_event_id": None})
+            replica_rows.append(
+                {
+                    "cluster": CLUSTER,
+                    "topic": topic,
+                    "partition": partition,
+                    "broker": broker,
+                    "state": "OnlineReplica",
+                    "last_event_id": None,
+                }
+            )
     return {
         "partition_state": partition_rows,
         "replica_state": replica_rows,
         "topics": topic_rows,
-        "brokers": [{"cluster": CLUSTER, "broker": b, "rack": None, "status": "live",
-                     "broker_epoch": b + 1} for b in range(brokers)],
-        "clusters": [{"cluster": CLUSTER, "controller_epoch": 1, "controller": 0,
-                      "last_seq": 0, "last_event_id": None}],
+        "brokers": [
+            {"cluster": CLUSTER, "broker": b, "rack": None, "status": "live", "broker_epoch": b + 1}
+            for b in range(brokers)
+        ],
+        "clusters": [
+            {
+                "cluster": CLUSTER,
+                "controller_epoch": 1,
+                "controller": 0,
+                "last_seq": 0,
+                "last_event_id": None,
+            }
+        ],
     }
 
 
 def events(items: list[dict]) -> list[RawEvent]:
-    return [RawEvent(json.dumps({"cluster": CLUSTER, **e}), f"bench:{i + 1}")
-            for i, e in enumerate(items)]
+    return [
+        RawEvent(json.dumps({"cluster": CLUSTER, **e}), f"bench:{i + 1}")
+        for i, e in enumerate(items)
+    ]
 
 
 def broker_failure(args: argparse.Namespace) -> list[dict]:
@@ -81,9 +109,11 @@ def broker_failure(args: argparse.Namespace) -> list[dict]:
 def rolling_restart(args: argparse.Namespace) -> list[dict]:
     out: list[dict] = []
     for broker in range(min(args.brokers, args.restart_brokers)):
-        out += [{"type": "controlled_shutdown", "broker": broker},
-                {"type": "broker_failure", "broker": broker},
-                {"type": "broker_startup", "broker": broker}]
+        out += [
+            {"type": "controlled_shutdown", "broker": broker},
+            {"type": "broker_failure", "broker": broker},
+            {"type": "broker_startup", "broker": broker},
+        ]
     return out
 
 
@@ -96,10 +126,17 @@ def reassignment_wave(args: argparse.Namespace) -> list[dict]:
     for index in range(min(args.reassignments, args.partitions)):
         topic = f"topic-{index // PARTITIONS_PER_TOPIC:05d}"
         first = (index + 7) % args.brokers
-        target = list(dict.fromkeys([first, (first + 1) % args.brokers,
-                                     (first + 2) % args.brokers]))[:args.rf]
-        moves.append({"type": "partition_reassignment", "topic": topic,
-                      "partition": index % PARTITIONS_PER_TOPIC, "replicas": target})
+        target = list(
+            dict.fromkeys([first, (first + 1) % args.brokers, (first + 2) % args.brokers])
+        )[: args.rf]
+        moves.append(
+            {
+                "type": "partition_reassignment",
+                "topic": topic,
+                "partition": index % PARTITIONS_PER_TOPIC,
+                "replicas": target,
+            }
+        )
     return moves
 
 
@@ -107,8 +144,14 @@ def topic_churn(args: argparse.Namespace) -> list[dict]:
     out: list[dict] = []
     for n in range(args.churn_topics):
         topic = f"churn-{n}"
-        out.append({"type": "topic_creation", "topic": topic, "partitions": 100,
-                    "replication_factor": min(3, args.brokers)})
+        out.append(
+            {
+                "type": "topic_creation",
+                "topic": topic,
+                "partitions": 100,
+                "replication_factor": min(3, args.brokers),
+            }
+        )
         out.append({"type": "topic_deletion", "topic": topic})
     return out
 
@@ -133,8 +176,10 @@ def run(args: argparse.Namespace) -> Iterator[str]:
     gc.collect()
     build_seconds = time.perf_counter() - started
     per_partition = (rss_bytes() - before) / args.partitions
-    yield (f"cluster: {args.brokers} brokers, {args.partitions:,} partitions, RF {args.rf}; "
-           f"built in {build_seconds:.1f} s; {per_partition:,.0f} bytes/partition resident")
+    yield (
+        f"cluster: {args.brokers} brokers, {args.partitions:,} partitions, RF {args.rf}; "
+        f"built in {build_seconds:.1f} s; {per_partition:,.0f} bytes/partition resident"
+    )
     for name in args.workloads:
         batch = events(WORKLOADS[name](args))
         started = time.perf_counter()
@@ -145,11 +190,14 @@ def run(args: argparse.Namespace) -> Iterator[str]:
         replica_changes = len(changes) - partition_changes
         requests = output.appends["controller_requests"]
         entries = sum(len(r["partitions"]) for r in requests)
-        yield (f"{name:20s} events {len(batch):7,d}  {seconds:8.3f} s  "
-               f"{len(batch) / seconds:10,.0f} events/s  "
-               f"partition transitions {partition_changes:9,d} ({partition_changes / seconds:10,.0f}/s)  "
-               f"replica transitions {replica_changes:9,d} ({replica_changes / seconds:10,.0f}/s)  "
-               f"requests {len(requests):7,d} ({entries:,} partition entries)")
+        yield (
+            f"{name:20s} events {len(batch):7,d}  {seconds:8.3f} s  "
+            f"{len(batch) / seconds:10,.0f} events/s  "
+            f"partition transitions {partition_changes:9,d} "
+            f"({partition_changes / seconds:10,.0f}/s)  "
+            f"replica transitions {replica_changes:9,d} ({replica_changes / seconds:10,.0f}/s)  "
+            f"requests {len(requests):7,d} ({entries:,} partition entries)"
+        )
         del output
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     yield f"peak RSS {peak / 2**20:,.0f} MiB ({peak / args.partitions:,.0f} bytes/partition)"
@@ -163,8 +211,7 @@ def main() -> None:
     parser.add_argument("--restart-brokers", type=int, default=5)
     parser.add_argument("--reassignments", type=int, default=1000)
     parser.add_argument("--churn-topics", type=int, default=20)
-    parser.add_argument("--workloads", nargs="+", choices=list(WORKLOADS),
-                        default=list(WORKLOADS))
+    parser.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS))
     args = parser.parse_args()
     for line in run(args):
         print(line, flush=True)
