@@ -24,10 +24,10 @@ class LeaderElections:
         context = self._parts.context
         journal = self._parts.journal
         all_requested = requested is None
+        # "all" is what the brokers' metadata caches hold: partitions with a leader, minus
+        # those of topics being deleted (the UpdateMetadata with leader -2 removed them)
         partitions = (
-            sorted(
-                tp for p in context.all_partitions() if p.leadership is not None for tp in (p.tp,)
-            )
+            context.partitions_with_leaders()
             if requested is None
             else list(dict.fromkeys(requested))
         )

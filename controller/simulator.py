@@ -127,7 +127,9 @@ class ClusterRunner:
         self.controller = KafkaController(context, self.journal, settings)
         self.seen_event_ids: set[str] = set()
         self._applied: list[Row] = []
-        self._queued_topics: set[str] = set(context.topics_to_be_deleted)
+        # each queued topic's `deletion` column as last output: a failover recomputes the
+        # deletion sets without marking topics dirty, so drain compares against this
+        self._deletion_status = _deletion_statuses(context)
 
     def apply(self, event: Event) -> Rejection | None:
         header = event.header
@@ -215,13 +217,18 @@ class ClusterRunner:
                 )
         for broker in sorted(context.dirty_brokers):
             output.upserts["brokers"].append(snapshot.broker_row(context, broker))
-        queued_now = set(context.topics_to_be_deleted)
-        for topic in sorted(context.dirty_topics | queued_now | self._queued_topics):
+        statuses = _deletion_statuses(context)
+        changed = {
+            topic
+            for topic in statuses.keys() | self._deletion_status.keys()
+            if statuses.get(topic) != self._deletion_status.get(topic)
+        }
+        for topic in sorted(context.dirty_topics | changed):
             if topic in context.topics:
                 output.upserts["topics"].append(snapshot.topic_row(context, topic))
             else:
                 output.deletes["topics"].append({"cluster": cluster, "topic": topic})
-        self._queued_topics = queued_now
+        self._deletion_status = statuses
         if context.dirty_cluster:
             output.upserts["clusters"].append(snapshot.cluster_row(context))
         context.dirty_partitions.clear()
@@ -229,6 +236,10 @@ class ClusterRunner:
         context.dirty_brokers.clear()
         context.dirty_topics.clear()
         context.dirty_cluster = False
+
+
+def _deletion_statuses(context: ControllerContext) -> dict[str, str | None]:
+    return {t: snapshot.deletion_status(context, t) for t in context.topics_to_be_deleted}
 
 
 STATE_TABLE_NAMES = tuple(t.name for t in STATE_TABLES)

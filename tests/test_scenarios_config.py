@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scenario import Cluster, entries, lai
+from scenario import Cluster, Output, entries, lai
 
 from controller.config import Settings
 
@@ -21,7 +21,7 @@ def stuck_offline(settings: Settings | None = None) -> Cluster:
     return c
 
 
-def config_change(c: Cluster, configs: dict) -> object:
+def config_change(c: Cluster, configs: dict[str, str]) -> Output:
     return c.send({"type": "topic_config_change", "topic": "t", "configs": configs})
 
 
@@ -90,7 +90,7 @@ def test_config_change_with_unclean_already_on_triggers_again() -> None:
     c.fail(2)
     c.fail(1)
     out = config_change(c, {"retention.ms": "1000"})
-    failed = out.changes("partition", ok=False)  # type: ignore[attr-defined]
+    failed = out.changes("partition", ok=False)
     assert [(s["from_state"], s["to_state"]) for s in failed] == [
         ("OfflinePartition", "OnlinePartition")
     ]

@@ -180,3 +180,24 @@ def test_unclean_admin_election_treats_shutting_down_leader_as_dead() -> None:
     assert c.partition("t", 0)["leader_recovery_state"] == "RECOVERING"
     assert out.sent() == [(LAI, 1, True), (UM, 0, True), (UM, 1, True)]
     assert out.changes("partition")[0]["unclean"] is True
+
+
+def test_partition_led_by_shutting_down_broker_counts_as_offline_leader() -> None:
+    """§1.2 partitionsWithOfflineLeader / §9.1 step 2-4 / §19.4: a shutting-down leader is not
+    online, so any later broker failure moves its partition to OfflinePartition and tries an
+    offline election (fails: no live ISR member, unclean off); then the broker-only
+    UpdateMetadata of step 7 is sent."""
+    c = three_replica_cluster()
+    c.shutdown(2)
+    c.shutdown(1)
+    c.shutdown(0)
+    c.start(3)
+    out = c.fail(3)
+    assert c.state("t", 0) == ("OfflinePartition", 0, [0], 2, 2)
+    changes = [(s["from_state"], s["to_state"], s["ok"]) for s in out.changes("partition")]
+    assert changes == [
+        ("OnlinePartition", "OfflinePartition", True),
+        ("OfflinePartition", "OnlinePartition", False),
+    ]
+    assert out.sent() == [(UM, 0, True), (UM, 1, True), (UM, 2, True)]
+    assert all(r["partitions"] == [] for r in out.requests)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from scenario import Cluster, entries
+from scenario import Cluster, Output, entries
 
 from controller.config import Settings
 
 LAI, UM, SR = "LeaderAndIsr", "UpdateMetadata", "StopReplica"
 
 
-def stops(out, delete: bool) -> list[tuple[int, bool, int]]:  # type: ignore[no-untyped-def]
+def stops(out: Output, delete: bool) -> list[tuple[int, bool, int]]:
     """(broker, delivered, leader_epoch) of the StopReplica requests with that delete flag."""
     found = []
     for request in out.of(SR):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from scenario import Cluster, entries, lai
 
 from controller.config import Settings
+from controller.model import ReplicaAssignment, TopicPartition
 
 LAI, UM, SR = "LeaderAndIsr", "UpdateMetadata", "StopReplica"
 PREFERRED_FAILURE = (
@@ -228,3 +229,31 @@ def test_auto_rebalance_skips_candidates_whose_preferred_is_not_in_isr() -> None
     c.start(1)  # 1 is not in the ISR
     out = c.send({"type": "auto_rebalance_check"})
     assert out.requests == [] and out.results == []
+
+
+def test_admin_election_of_all_partitions_leaves_out_deleting_topics() -> None:
+    """§12.2 broker side / §3.4: "all partitions" are those in the broker's metadata cache;
+    the UpdateMetadata with leader -2 sent when deletion starts removed the deleting topic's
+    partitions from it, so they get no answer at all (not INVALID_TOPIC_EXCEPTION)."""
+    c = not_preferred_cluster()
+    c.create("d", {0: [1, 3]})
+    c.fail(3)  # keeps d's deletion from completing
+    c.delete("d")
+    out = c.elect("preferred")
+    assert [(r["topic"], r["partition"], r["error"]) for r in out.results] == [("t", 0, None)]
+
+
+def test_auto_rebalance_denominator_counts_partitions_without_leadership() -> None:
+    """§12.3 / §19.18: `total` includes partitions without leadership info. Such a partition
+    with a live preferred replica cannot arise from events (it would be initialized), so it
+    is planted in the context: 1 not preferred of 9 + 1 leaderless = 1/10, no election."""
+    c = imbalanced(1, 9)
+    c.context.add_topic("c", {})
+    c.context.add_partition(TopicPartition("c", 0), ReplicaAssignment((1, 2)))
+    out = c.send({"type": "auto_rebalance_check"})
+    assert out.requests == []
+    assert c.state("a", 0)[1] == 2
+    # without it: 1/9 > 0.10
+    control = imbalanced(1, 9)
+    control.send({"type": "auto_rebalance_check"})
+    assert control.state("a", 0)[1] == 1
