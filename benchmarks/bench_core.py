@@ -30,11 +30,6 @@ CLUSTER = "bench"
 PARTITIONS_PER_TOPIC = 1000
 
 
-def rss_bytes() -> int:
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * resource.getpagesize()
-
-
 def cluster_rows(brokers: int, partitions: int, rf: int) -> dict[str, list[dict]]:
     """Round-robin assignment (Kafka's rack-unaware placement with start index 0)."""
     partition_rows, replica_rows, topic_rows = [], [], []
