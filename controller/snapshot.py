@@ -95,6 +95,9 @@ def cluster_row(context: ControllerContext) -> Row:
         "controller": context.controller_id,
         "last_seq": context.last_seq,
         "last_event_id": context.last_event_id,
+        "ineligible_deleted_topics": sorted(
+            context.topics_ineligible_for_deletion - context.topics_to_be_deleted
+        ),
     }
 
 
@@ -127,6 +130,7 @@ def load(cluster: str, tables: Mapping[str, Iterable[Mapping[str, Any]]]) -> Con
         context.controller_id = row["controller"]
         context.last_seq = row["last_seq"]
         context.last_event_id = row["last_event_id"]
+        context.topics_ineligible_for_deletion.update(row.get("ineligible_deleted_topics") or ())
     for row in rows("brokers"):
         status = BrokerStatus(row["status"])
         context.register_broker(row["broker"], row["rack"], row["broker_epoch"])

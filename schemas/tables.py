@@ -106,6 +106,9 @@ CLUSTERS = _table(
     ("controller", INT),
     ("last_seq", LONG),
     ("last_event_id", STRING),
+    # deleted topics Kafka's controller still holds as ineligible for deletion (removeTopic
+    # does not clear them, SPEC §15.2): a re-created topic of that name starts ineligible
+    ("ineligible_deleted_topics", ArrayOf(STRING)),
 )
 APPLIED_EVENTS = _table(
     "applied_events",

@@ -1,0 +1,174 @@
+"""Spark benchmark: `kcsim run` end to end vs the core alone, on one large cluster.
+
+Run by hand (not a test):
+
+    python benchmarks/bench_spark.py --partitions 100000 --batches 1000 10000 100000
+
+A lake is seeded with a cluster of `--partitions` partitions (all online, RF 3, through
+the job's own Delta writer), then one event file per batch size is written (AlterPartition
+ISR shrink/expand cycles over the partitions: one partition row, one result row and an
+UpdateMetadata fan-out per event, the bulk of what a shadow controller sees). The job runs
+them with `--once --max-files-per-trigger 1`, one micro-batch per file, and its per-batch
+log lines (total and read/apply/write split) are reported next to the core alone applying
+the same batches from the same starting state.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from controller.config import Settings
+from controller.simulator import BatchOutput, RawEvent, Simulator
+
+CLUSTER = "bench"
+PER_TOPIC = 1000
+
+
+def cluster_rows(brokers: int, partitions: int) -> dict[str, list[dict]]:
+    parts, replicas_rows, topics = [], [], []
+    for index in range(partitions):
+        topic = f"topic-{index // PER_TOPIC:04d}"
+        partition = index % PER_TOPIC
+        if partition == 0:
+            topics.append({"cluster": CLUSTER, "topic": topic, "configs": {}, "deletion": None})
+        replicas = [(index + k) % brokers for k in range(3)]
+        parts.append(
+            {
+                "cluster": CLUSTER,
+                "topic": topic,
+                "partition": partition,
+                "state": "OnlinePartition",
+                "leader": replicas[0],
+                "leader_epoch": 0,
+                "isr": replicas,
+                "partition_epoch": 0,
+                "leader_recovery_state": "RECOVERED",
+                "controller_epoch": 1,
+                "replicas": replicas,
+                "adding_replicas": [],
+                "removing_replicas": [],
+                "last_event_id": None,
+            }
+        )
+        replicas_rows += [
+            {"cluster": CLUSTER, "topic": topic, "partition": partition, "broker": b,
+             "state": "OnlineReplica", "last_event_id": None}
+            for b in replicas
+        ]  # fmt: skip
+    return {
+        "partition_state": parts,
+        "replica_state": replicas_rows,
+        "topics": topics,
+        "brokers": [
+            {"cluster": CLUSTER, "broker": b, "rack": None, "status": "live", "broker_epoch": b + 1}
+            for b in range(brokers)
+        ],
+        "clusters": [
+            {"cluster": CLUSTER, "controller_epoch": 1, "controller": 0, "last_seq": 0,
+             "last_event_id": None}
+        ],
+        "applied_events": [],
+    }  # fmt: skip
+
+
+def isr_events(count: int, start: int, brokers: int, partitions: int) -> list[str]:
+    """ISR shrink then expand, partition after partition; event k of the whole run is
+    `start + k`, so consecutive batches continue the cycle."""
+    lines = []
+    for k in range(start, start + count):
+        index = (k // 2) % partitions
+        replicas = [(index + j) % brokers for j in range(3)]
+        cycle = (k // 2) // partitions
+        isr = replicas[:2] if k % 2 == 0 else replicas
+        event = {
+            "type": "isr_change", "cluster": CLUSTER, "topic": f"topic-{index // PER_TOPIC:04d}",
+            "partition": index % PER_TOPIC, "isr": isr, "leader_epoch": 0,
+            "partition_epoch": 2 * cycle + k % 2,
+        }  # fmt: skip
+        lines.append(json.dumps(event, separators=(",", ":")))
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--partitions", type=int, default=100_000)
+    parser.add_argument("--brokers", type=int, default=6)
+    parser.add_argument("--batches", type=int, nargs="+", default=[1, 1_000, 10_000, 100_000])
+    parser.add_argument("--dir", type=Path, default=Path("/tmp/kcsim-bench-spark"))
+    parser.add_argument("--skip-core", action="store_true")
+    args = parser.parse_args()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    shutil.rmtree(args.dir, ignore_errors=True)
+    events_dir = args.dir / "events"
+    events_dir.mkdir(parents=True)
+    lake_dir = args.dir / "lake"
+    settings = Settings()
+
+    files: list[list[str]] = []
+    start = 0
+    for index, size in enumerate(args.batches):
+        lines = isr_events(size, start, args.brokers, args.partitions)
+        start += size
+        path = events_dir / f"batch-{index:02d}-{size}.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        os.utime(path, (1_000_000 + index, 1_000_000 + index))
+        files.append(lines)
+
+    if not args.skip_core:
+        simulator = Simulator.from_tables(settings, cluster_rows(args.brokers, args.partitions))
+        for size, lines in zip(args.batches, files, strict=True):
+            batch = [RawEvent(line, f"f:{i}") for i, line in enumerate(lines)]
+            began = time.perf_counter()
+            output = simulator.apply(batch)
+            seconds = time.perf_counter() - began
+            requests = len(output.appends["controller_requests"])
+            rejected = len(output.appends["rejected_events"])
+            print(
+                f"core  batch {size:>9,d} events: {seconds:8.3f} s "
+                f"{size / seconds:12,.0f} events/s  ({requests:,} requests, {rejected} rejected)",
+                flush=True,
+            )
+
+    from streaming.job import FileSource, Options, run
+    from streaming.lake import Lake
+    from streaming.session import build_session
+
+    began = time.perf_counter()
+    spark = build_session("kcsim-bench")
+    print(f"spark session: {time.perf_counter() - began:.1f} s", flush=True)
+    lake = Lake(spark, str(lake_dir))
+    began = time.perf_counter()
+    lake.create_tables()
+    rows = cluster_rows(args.brokers, args.partitions)
+    lake.write(BatchOutput(upserts=rows), "seed", 0)
+    print(f"seeded lake ({args.partitions:,} partitions): {time.perf_counter() - began:.1f} s")
+    log: list[str] = []
+
+    def record(line: str) -> None:
+        log.append(line)
+        print("spark " + line, flush=True)
+
+    options = Options(
+        settings=settings,
+        source=FileSource(str(events_dir), 1),
+        lake=str(lake_dir),
+        checkpoint=str(lake_dir / "_checkpoints" / "run"),
+        once=True,
+    )
+    began = time.perf_counter()
+    run(spark, options, log=record)
+    total = time.perf_counter() - began
+    print(f"spark total (query start, restore, {len(args.batches)} batches): {total:.1f} s")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,581 @@
+"""`kcsim run`: the Spark Structured Streaming job (CONTRACT §3, issue #3).
+
+A streaming query over event files (or a Kafka topic) whose `foreachBatch` orders the
+micro-batch's events, applies them through the core and writes the outputs to the Delta
+lake (`streaming.lake`), one commit per changed table, exactly once per batch.
+
+Sources. Files are read with the binaryFile source (whole files as bytes), split into
+lines exactly as `kcsim replay` splits them, so line numbers are exact for any file size;
+within a batch files go in name order, lines in order, and `source` is
+"<file name relative to the source directory>:<line>". Across batches files go in the
+order Spark picks them up (modification time), which is name order when files arrive in
+name order. Kafka records go in (topic, partition, offset) order with `source`
+"<topic>/<partition>/<offset>"; producers key events by cluster, so a cluster's events
+share a partition. A record with a null value (a tombstone) is given to the core as
+`raw = ""` and so lands in `rejected_events` ("not valid JSON") with its coordinates; a
+value is one event, never split into lines.
+
+Two ways to apply a batch:
+
+* driver (default): ONE long-lived `Simulator` in the driver holds every cluster; it is
+  rebuilt from Delta when the query starts (`Simulator.from_tables`) and then only fed
+  the batches, so per-batch work is proportional to the batch, not to the clusters.
+* fleet (`--fleet`): the batch's events are grouped by cluster and cogrouped with those
+  clusters' state rows (read from Delta, only the clusters present in the batch), and
+  `applyInPandas` rebuilds each cluster's `Simulator` on an executor, applies its events
+  and returns the output rows; the driver writes them. Clusters are independent in the
+  core, so this equals per-cluster replays; it scales out over executors, and needs no
+  state anywhere between batches (a restart is the same as any batch). The price: a
+  batch costs in proportion to the size of the clusters it touches (their state is
+  reloaded and shipped every batch), so it suits fleets of many small or medium
+  clusters; one huge cluster is served better by the driver mode. Keeping per-cluster
+  contexts alive on executors (transformWithStateInPandas) would remove the reload but
+  serialize each touched context into the state store every batch and tie the
+  checkpoint to the context's pickled form; not done.
+
+Exactly once (see `streaming.lake`): every commit is tagged with the query id and batch
+id; at (re)start the first batch looks up the tables that already hold its commit, loads
+the state as of just before them (time travel), recomputes the batch and skips those
+tables. A batch whose commits all landed is therefore recomputed but writes nothing; a
+half-written one completes. Rebuilding from the latest versions instead would double-
+apply a half-written batch. The Kafka sink is at-least-once: a re-run batch produces its
+requests again, each with a stable `request_id` = "<cluster>:<event_id>:<request_seq>".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from controller.config import Settings
+from controller.simulator import BatchOutput, RawEvent, Simulator
+from schemas import APPEND_TABLES, STATE_TABLES
+from streaming.lake import RESTORE_TABLES, Lake
+
+DEFAULT_TRIGGER_SECONDS = 5
+# As controller.replay: JSON's own whitespace (a line of only these holds no event), and
+# the names Hadoop/Spark treat as hidden or in-flight, which neither engine reads.
+_JSON_BLANKS = " \t\r"
+_SKIPPED_SUFFIXES = (".crc", "_SUCCESS", "._COPYING_")
+# The binaryFile source's fixed schema (a streaming source must be given one).
+BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length long, content binary"
+
+
+# ------------------------------------------------------------------------------ CLI
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--source",
+        required=True,
+        metavar="file:DIR|kafka:HOST:PORT/TOPIC",
+        help="where events come from",
+    )
+    parser.add_argument("--lake", required=True, help="Delta lake directory")
+    parser.add_argument("--once", action="store_true", help="process what is there and stop")
+    parser.add_argument(
+        "--checkpoint", help="checkpoint directory (default <lake>/_checkpoints/run)"
+    )
+    parser.add_argument(
+        "--trigger-seconds",
+        type=float,
+        default=DEFAULT_TRIGGER_SECONDS,
+        help=f"processing-time trigger interval (default {DEFAULT_TRIGGER_SECONDS})",
+    )
+    parser.add_argument("--max-files-per-trigger", type=int, help="file source: files per batch")
+    parser.add_argument(
+        "--starting-offsets",
+        default="earliest",
+        choices=("earliest", "latest"),
+        help="Kafka source: where a new query starts (default earliest)",
+    )
+    parser.add_argument(
+        "--max-offsets-per-trigger", type=int, help="Kafka source: records per batch"
+    )
+    parser.add_argument(
+        "--sink", metavar="kafka:HOST:PORT/TOPIC", help="also produce requests to Kafka"
+    )
+    parser.add_argument(
+        "--fleet", action="store_true", help="apply clusters in parallel on executors"
+    )
+    parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    parser.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark conf (repeatable)"
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        options = Options.from_args(args)
+    except ValueError as error:
+        print(f"kcsim run: {error}", file=sys.stderr)
+        return 2
+    from streaming.session import build_session
+
+    spark = build_session("kcsim-run", options.master, options.spark_conf)
+    try:
+        return run(spark, options)
+    finally:
+        spark.stop()
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    settings: Settings
+    source: FileSource | KafkaSource
+    lake: str
+    checkpoint: str
+    once: bool = False
+    trigger_seconds: float = DEFAULT_TRIGGER_SECONDS
+    sink: KafkaSink | None = None
+    fleet: bool = False
+    master: str = "local[2]"
+    spark_conf: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Options:
+        kind, _, where = args.source.partition(":")
+        source: FileSource | KafkaSource
+        if kind == "file" and where:
+            source = FileSource(where, args.max_files_per_trigger)
+        elif kind == "kafka":
+            bootstrap, topic = parse_endpoint(where)
+            source = KafkaSource(
+                bootstrap, topic, args.starting_offsets, args.max_offsets_per_trigger
+            )
+        else:
+            raise ValueError(
+                f"--source expects file:DIR or kafka:HOST:PORT/TOPIC, got {args.source!r}"
+            )
+        sink = None
+        if args.sink:
+            kind, _, where = args.sink.partition(":")
+            if kind != "kafka":
+                raise ValueError(f"--sink expects kafka:HOST:PORT/TOPIC, got {args.sink!r}")
+            sink = KafkaSink(*parse_endpoint(where))
+        conf: dict[str, str] = {}
+        for item in args.conf:
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise ValueError(f"--conf expects key=value, got {item!r}")
+            conf[key.strip()] = value.strip()
+        lake = args.lake.rstrip("/")
+        return cls(
+            settings=args.settings,
+            source=source,
+            lake=lake,
+            checkpoint=args.checkpoint or f"{lake}/_checkpoints/run",
+            once=args.once,
+            trigger_seconds=args.trigger_seconds,
+            sink=sink,
+            fleet=args.fleet,
+            master=args.master,
+            spark_conf=conf,
+        )
+
+
+def parse_endpoint(text: str) -> tuple[str, str]:
+    """Parse "HOST:PORT[,HOST:PORT...]/TOPIC" into (bootstrap servers, topic)."""
+    bootstrap, sep, topic = text.rpartition("/")
+    if not sep or not bootstrap or not topic:
+        raise ValueError(f"expected HOST:PORT/TOPIC, got {text!r}")
+    return bootstrap, topic
+
+
+# -------------------------------------------------------------------------- the query
+
+
+def run(spark: SparkSession, options: Options, log: Callable[[str], None] | None = None) -> int:
+    """Start the query and wait for it (for `--once`, until the data present is done)."""
+    log = log or _stderr
+    lake = Lake(spark, options.lake)
+    lake.create_tables()
+    total_files = options.source.known_files() if options.once else None
+    batcher = BatchRunner(spark, lake, options, log, total_files)
+    writer = (
+        options.source.stream(spark)
+        .writeStream.foreachBatch(batcher)
+        .option("checkpointLocation", options.checkpoint)
+        .queryName("kcsim_run")
+    )
+    if options.once:
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=f"{options.trigger_seconds} seconds")
+    query = writer.start()
+    batcher.started(str(query.id))
+    try:
+        query.awaitTermination()
+    except KeyboardInterrupt:
+        query.stop()
+    return 0
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+class BatchRunner:
+    """The foreachBatch function, with the state it keeps between batches."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        lake: Lake,
+        options: Options,
+        log: Callable[[str], None],
+        total_files: int | None,
+    ) -> None:
+        self.spark = spark
+        self.lake = lake
+        self.options = options
+        self.log = log
+        self.total_files = total_files
+        self.files_done = 0
+        self._query_id = threading.Event()
+        self.run_id = ""
+        self.simulator: Simulator | None = None
+        self.skip: dict[str, int] = {}  # tables already holding the first batch's commit
+        self.first_batch: int | None = None
+
+    def started(self, query_id: str) -> None:
+        self.run_id = query_id
+        self._query_id.set()
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        clock = Stopwatch()
+        self._query_id.wait()
+        if self.first_batch is None:
+            self._restore(batch_id)
+            clock.lap("restore")
+        skip = self.skip if batch_id == self.first_batch else {}
+        events, files = self.options.source.events(batch)
+        clock.lap("read")
+        if self.options.fleet:
+            output = apply_fleet(self.spark, self.lake, self.options.settings, events, skip)
+        else:
+            assert self.simulator is not None
+            output = self.simulator.apply(events)
+        clock.lap("apply")
+        self.lake.write(output, self.run_id, batch_id, skip)
+        clock.lap("write")
+        if self.options.sink is not None:
+            self.options.sink.send(self.spark, output.appends.get("controller_requests") or [])
+            clock.lap("sink")
+        self.files_done += files
+        self.log(self._line(batch_id, events, output, clock))
+
+    def _restore(self, batch_id: int) -> None:
+        """Before the first batch of this process: find what a crashed run of it wrote,
+        and rebuild the controller as of just before that."""
+        self.first_batch = batch_id
+        self.skip = self.lake.pending_commits(self.run_id, batch_id)
+        if self.skip:
+            self.log(
+                f"batch {batch_id}: re-run after a restart; already written: "
+                + ", ".join(sorted(self.skip))
+            )
+        if not self.options.fleet:
+            tables = self.lake.load_rows(RESTORE_TABLES, before=self.skip)
+            self.simulator = Simulator.from_tables(self.options.settings, tables)
+
+    def _line(
+        self, batch_id: int, events: Sequence[RawEvent], output: BatchOutput, clock: Stopwatch
+    ) -> str:
+        appends = output.appends
+        clusters = {r["cluster"] for r in appends.get("applied_events") or []}
+        clusters.update(r["cluster"] for r in appends.get("rejected_events") or [] if r["cluster"])
+        line = (
+            f"batch {batch_id}: {len(events)} events, {len(clusters)} clusters, "
+            f"{len(appends.get('rejected_events') or [])} rejected, "
+            f"{len(appends.get('controller_requests') or [])} requests, "
+            f"{clock.total():.2f} s ({clock.laps()})"
+        )
+        if self.total_files:
+            line += " " + progress_bar(self.files_done, self.total_files)
+        return line
+
+
+class Stopwatch:
+    def __init__(self) -> None:
+        self._start = self._last = time.monotonic()
+        self._laps: list[tuple[str, float]] = []
+
+    def lap(self, name: str) -> None:
+        now = time.monotonic()
+        self._laps.append((name, now - self._last))
+        self._last = now
+
+    def total(self) -> float:
+        return time.monotonic() - self._start
+
+    def laps(self) -> str:
+        return ", ".join(f"{name} {seconds:.2f}" for name, seconds in self._laps)
+
+
+def progress_bar(done: int, total: int, width: int = 20) -> str:
+    done = min(done, total)
+    filled = round(width * done / total) if total else width
+    return f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} files"
+
+
+# -------------------------------------------------------------------------- sources
+
+
+@dataclass(frozen=True, slots=True)
+class FileSource:
+    directory: str
+    max_files_per_trigger: int | None = None
+
+    def stream(self, spark: SparkSession) -> DataFrame:
+        reader = spark.readStream.format("binaryFile").schema(BINARY_FILE_SCHEMA)
+        if self.max_files_per_trigger:
+            reader = reader.option("maxFilesPerTrigger", str(self.max_files_per_trigger))
+        return reader.load(self.directory)
+
+    def events(self, batch: DataFrame) -> tuple[list[RawEvent], int]:
+        """The batch's events in order, and how many event files it held."""
+        data = batch.select("path", "content").toArrow()
+        files = sorted(
+            (self.relative_name(path), content)
+            for path, content in zip(
+                data.column("path").to_pylist(), data.column("content").to_pylist(), strict=True
+            )
+            if is_event_file(os.path.basename(_uri_path(path)))
+        )
+        events: list[RawEvent] = []
+        for name, content in files:
+            events.extend(split_lines(content or b"", name))
+        return events, len(files)
+
+    def relative_name(self, path: str) -> str:
+        """`path` (a URI as Spark lists it) relative to the source directory."""
+        file_path = _uri_path(path)
+        base = _uri_path(self.directory).rstrip("/") + "/"
+        return file_path[len(base) :] if file_path.startswith(base) else os.path.basename(file_path)
+
+    def known_files(self) -> int | None:
+        """How many event files the directory holds now (local directories only)."""
+        if urlparse(self.directory).scheme not in ("", "file"):
+            return None
+        local = _uri_path(self.directory)
+        if not os.path.isdir(local):
+            return None
+        return sum(1 for e in os.scandir(local) if e.is_file() and is_event_file(e.name))
+
+
+def _uri_path(path: str) -> str:
+    parsed = urlparse(path)
+    if parsed.scheme == "file":
+        return os.path.normpath(unquote(parsed.path))
+    if parsed.scheme == "":
+        return os.path.abspath(path)
+    return unquote(parsed.path)
+
+
+def is_event_file(name: str) -> bool:
+    return not name.startswith((".", "_")) and not name.endswith(_SKIPPED_SUFFIXES)
+
+
+def split_lines(content: bytes, name: str) -> Iterator[RawEvent]:
+    """A file's events as `kcsim replay` reads them: lines without "\\n" or "\\r\\n",
+    numbered from 1 counting every line, blank lines skipped, undecodable bytes kept as
+    surrogate escapes (the core rejects such a line, naming the byte)."""
+    for number, data in enumerate(content.split(b"\n"), start=1):
+        line = data.decode("utf-8", "surrogateescape").removesuffix("\r")
+        if line.strip(_JSON_BLANKS):
+            yield RawEvent(line, f"{name}:{number}")
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaSource:
+    bootstrap: str
+    topic: str
+    starting_offsets: str = "earliest"
+    max_offsets_per_trigger: int | None = None
+
+    def stream(self, spark: SparkSession) -> DataFrame:
+        reader = (
+            spark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", self.bootstrap)
+            .option("subscribe", self.topic)
+            .option("startingOffsets", self.starting_offsets)
+        )
+        if self.max_offsets_per_trigger:
+            reader = reader.option("maxOffsetsPerTrigger", str(self.max_offsets_per_trigger))
+        return reader.load()
+
+    def events(self, batch: DataFrame) -> tuple[list[RawEvent], int]:
+        return records_to_events(batch.select("topic", "partition", "offset", "value").toArrow()), 0
+
+    def known_files(self) -> int | None:
+        return None
+
+
+def records_to_events(data: pa.Table) -> list[RawEvent]:
+    """Kafka records in (topic, partition, offset) order; a null value reads as ""."""
+    records = sorted(
+        zip(
+            data.column("topic").to_pylist(),
+            data.column("partition").to_pylist(),
+            data.column("offset").to_pylist(),
+            data.column("value").to_pylist(),
+            strict=True,
+        ),
+        key=lambda r: (r[0], r[1], r[2]),
+    )
+    return [
+        RawEvent(
+            "" if value is None else bytes(value).decode("utf-8", "surrogateescape"),
+            f"{topic}/{partition}/{offset}",
+        )
+        for topic, partition, offset, value in records
+    ]
+
+
+# ----------------------------------------------------------------------------- sink
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaSink:
+    """Each controller request as one JSON record keyed "<cluster>:<broker>".
+
+    At-least-once (a re-run batch produces again): consumers drop duplicates by
+    `request_id` = "<cluster>:<event_id>:<request_seq>", stable across re-runs."""
+
+    bootstrap: str
+    topic: str
+
+    def send(self, spark: SparkSession, requests: Sequence[dict[str, Any]]) -> None:
+        if not requests:
+            return
+        keys = [f"{r['cluster']}:{r['broker']}" for r in requests]
+        values = [json.dumps(request_record(r), separators=(",", ":")) for r in requests]
+        data = pa.table(
+            {"key": pa.array(keys, pa.string()), "value": pa.array(values, pa.string())}
+        )
+        (
+            spark.createDataFrame(data)
+            .write.format("kafka")
+            .option("kafka.bootstrap.servers", self.bootstrap)
+            .option("topic", self.topic)
+            .save()
+        )
+
+
+def request_id(row: dict[str, Any]) -> str:
+    return f"{row['cluster']}:{row['event_id']}:{row['request_seq']}"
+
+
+def request_record(row: dict[str, Any]) -> dict[str, Any]:
+    return {"request_id": request_id(row), **row}
+
+
+# ---------------------------------------------------------------------------- fleet
+
+_FLEET_OUT = "table string, kind string, row string"
+_GROUP = "_kcsim_cluster"
+
+
+def apply_fleet(
+    spark: SparkSession,
+    lake: Lake,
+    settings: Settings,
+    events: Sequence[RawEvent],
+    before: dict[str, int],
+) -> BatchOutput:
+    """Apply a batch per cluster on the executors; see the module docstring."""
+    output = BatchOutput(
+        appends={t.name: [] for t in APPEND_TABLES},
+        upserts={t.name: [] for t in STATE_TABLES},
+        deletes={t.name: [] for t in STATE_TABLES},
+    )
+    if not events:
+        return output
+    frame = spark.createDataFrame(
+        pa.table(
+            {
+                "ord": pa.array(range(len(events)), pa.int64()),
+                "raw": pa.array([e.raw.encode("utf-8", "surrogateescape") for e in events]),
+                "source": pa.array([e.source for e in events], pa.string()),
+            }
+        )
+    )
+    # The group is the cluster as the core reads it for every valid event (the parser
+    # refuses duplicate keys, so get_json_object cannot disagree); lines that are not JSON
+    # objects group under null and are rejected whatever the state.
+    text = F.col("raw").cast("string")
+    frame = frame.withColumn(
+        _GROUP,
+        F.when(
+            F.ltrim(text).startswith("{"),
+            F.coalesce(F.get_json_object(text, "$.cluster"), F.lit("default")),
+        ),
+    )
+    clusters = frame.select(_GROUP).distinct()
+    state = None
+    for name, columns in RESTORE_TABLES.items():
+        version = before.get(name)
+        table = lake.read(name, None if version is None else version - 1)
+        if columns is not None:
+            table = table.select(*columns)
+        rows = table.join(
+            clusters.withColumnRenamed(_GROUP, "cluster"), "cluster", "left_semi"
+        ).select(
+            F.col("cluster").alias(_GROUP),
+            F.lit(name).alias("table"),
+            F.to_json(F.struct(*table.columns), {"ignoreNullFields": "false"}).alias("row"),
+        )
+        state = rows if state is None else state.unionByName(rows)
+    assert state is not None
+    result = (
+        frame.groupBy(_GROUP)
+        .cogroup(state.groupBy(_GROUP))
+        .applyInPandas(_cluster_function(settings), _FLEET_OUT)
+        .toArrow()
+    )
+    for table, kind, row in zip(
+        result.column("table").to_pylist(),
+        result.column("kind").to_pylist(),
+        result.column("row").to_pylist(),
+        strict=True,
+    ):
+        getattr(output, kind)[table].append(json.loads(row))
+    return output
+
+
+def _cluster_function(settings: Settings) -> Callable[[pd.DataFrame, pd.DataFrame], pd.DataFrame]:
+    def apply_cluster(events: pd.DataFrame, state: pd.DataFrame) -> pd.DataFrame:
+        tables: dict[str, list[dict[str, Any]]] = {name: [] for name in RESTORE_TABLES}
+        for name, row in zip(state["table"], state["row"], strict=True):
+            tables[name].append(json.loads(row))
+        simulator = Simulator.from_tables(settings, tables)
+        events = events.sort_values("ord")
+        batch = [
+            RawEvent(bytes(raw).decode("utf-8", "surrogateescape"), source)
+            for raw, source in zip(events["raw"], events["source"], strict=True)
+        ]
+        output = simulator.apply(batch)
+        out: dict[str, list[str]] = {"table": [], "kind": [], "row": []}
+        for kind in ("appends", "upserts", "deletes"):
+            for name, rows in getattr(output, kind).items():
+                for row in rows:
+                    out["table"].append(name)
+                    out["kind"].append(kind)
+                    out["row"].append(json.dumps(row, separators=(",", ":")))
+        return pd.DataFrame(out)
+
+    return apply_cluster

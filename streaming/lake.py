@@ -1,0 +1,300 @@
+"""The Delta lake: one table per `schemas.TABLES` entry at `<lake>/<table>`.
+
+Writes are exactly-once per (run, batch) without a marker table:
+
+* every commit a batch makes carries `userMetadata = "kcsim:<run_id>:<batch_id>"`
+  (`run_id` is the streaming query's id, stable across restarts of one checkpoint);
+* appends also carry `txnAppId=<run_id>`, `txnVersion=<batch_id>`, so Delta itself drops
+  a repeated append;
+* a batch makes at most one commit per table (one append, or one MERGE holding the
+  batch's upserts and deletes together).
+
+Spark re-runs a batch only when it crashed before the batch's entry reached the
+checkpoint's commit log, i.e. only the first batch after a restart, and only batches
+whose writes may be partial. So at restart (`pending_commits`) the job looks up, per
+table, the commit tagged with that batch: the state is loaded as of the version
+*before* it (time travel, so the rebuilt controller is exactly the one that ran the
+batch the first time, never a mix of before and after), the batch is recomputed
+(the core is deterministic), and every table that already holds the batch's commit
+is skipped. Loading the latest versions instead would be wrong: a crash between two
+tables' commits leaves the lake half-way through a batch.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import pyarrow as pa
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from controller.simulator import BatchOutput
+from schemas import APPEND_TABLES, STATE_TABLES, TABLES, Table
+from streaming.spark_schemas import arrow_to_rows, rows_to_arrow, table_schema
+
+# What `Simulator.from_tables` is given at start and restart (table -> columns, None for
+# all): the state tables, and the ids of applied events for duplicate detection.
+RESTORE_TABLES: dict[str, tuple[str, ...] | None] = {
+    **{t.name: None for t in STATE_TABLES},
+    "applied_events": ("cluster", "event_id"),
+}
+PENDING_LOOKBACK = 5
+STATE_TABLE_PROPERTIES = {
+    "delta.enableChangeDataFeed": "true",
+    "delta.enableDeletionVectors": "true",
+}
+APPEND_TABLE_PROPERTIES = {"delta.appendOnly": "true"}
+OP_COLUMN = "_kcsim_op"  # MERGE source: "U" upsert, "D" delete
+_TAG = re.compile(r"^kcsim:(?P<run>[^:]+):(?P<batch>\d+)$")
+WRITE_THREADS = 4
+
+
+def commit_tag(run_id: str, batch_id: int) -> str:
+    return f"kcsim:{run_id}:{batch_id}"
+
+
+def parse_tag(user_metadata: str | None) -> tuple[str, int] | None:
+    match = _TAG.match(user_metadata or "")
+    return (match["run"], int(match["batch"])) if match else None
+
+
+@dataclass(frozen=True, slots=True)
+class WriteStats:
+    rows: dict[str, int]  # table -> rows appended / merged by this batch
+    skipped: tuple[str, ...]  # tables that already held this batch's commit
+
+
+class Lake:
+    def __init__(self, spark: SparkSession, root: str) -> None:
+        self.spark = spark
+        self.root = root.rstrip("/")
+
+    def path(self, table: str) -> str:
+        return f"{self.root}/{table}"
+
+    # --- creation -------------------------------------------------------------------
+
+    def create_tables(self) -> None:
+        """Create every missing table (idempotent)."""
+        for table in STATE_TABLES + APPEND_TABLES:
+            builder = (
+                DeltaTable.createIfNotExists(self.spark)
+                .location(self.path(table.name))
+                .addColumns(table_schema(table))
+            )
+            props = STATE_TABLE_PROPERTIES if not table.append_only else APPEND_TABLE_PROPERTIES
+            for key, value in props.items():
+                builder = builder.property(key, value)
+            builder.execute()
+
+    # --- reading --------------------------------------------------------------------
+
+    def read(self, table: str, version: int | None = None) -> DataFrame:
+        reader = self.spark.read.format("delta")
+        if version is not None:
+            reader = reader.option("versionAsOf", version)
+        return reader.load(self.path(table))
+
+    def pending_commits(self, run_id: str, batch_id: int) -> dict[str, int]:
+        """Tables already holding a commit of (run_id, batch_id), with its version.
+
+        Only the last commits are looked at: the batch being re-run is the last one
+        that wrote, so its commit is a table's latest (a few spare for maintenance
+        commits such as OPTIMIZE made since)."""
+        tag = commit_tag(run_id, batch_id)
+
+        def find(name: str) -> int | None:
+            rows = (
+                DeltaTable.forPath(self.spark, self.path(name))
+                .history(PENDING_LOOKBACK)
+                .where(F.col("userMetadata") == tag)
+                .select("version")
+                .collect()
+            )
+            return min(r["version"] for r in rows) if rows else None
+
+        with ThreadPoolExecutor(WRITE_THREADS) as pool:
+            found = dict(zip(TABLES, pool.map(find, TABLES), strict=True))
+        return {name: version for name, version in found.items() if version is not None}
+
+    def load_rows(
+        self,
+        tables: Mapping[str, Sequence[str] | None] = RESTORE_TABLES,
+        before: Mapping[str, int] | None = None,
+        clusters: Collection[str] | None = None,
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Rows of `tables` (name -> the columns wanted, None for all), each as of the
+        version before `before[table]` when given, optionally only of `clusters`; maps
+        come back as dicts."""
+        before = before or {}
+
+        def load(name: str) -> list[dict[str, Any]]:
+            version = before.get(name)
+            frame = self.read(name, None if version is None else version - 1)
+            if clusters is not None:
+                frame = frame.where(F.col("cluster").isin(list(clusters)))
+            columns = tables[name]
+            if columns is not None:
+                return frame.select(*columns).toArrow().to_pylist()
+            return arrow_to_rows(frame.toArrow(), name)
+
+        with ThreadPoolExecutor(WRITE_THREADS) as pool:
+            return dict(zip(tables, pool.map(load, tables), strict=True))
+
+    def history(self, table: str) -> list[tuple[int, float, str | None]]:
+        """(version, commit time in epoch seconds, userMetadata) of every commit, oldest
+        first."""
+        rows = (
+            DeltaTable.forPath(self.spark, self.path(table))
+            .history()
+            .select("version", F.col("timestamp").cast("double").alias("timestamp"), "userMetadata")
+            .orderBy("version")
+            .collect()
+        )
+        return [(r["version"], r["timestamp"], r["userMetadata"]) for r in rows]
+
+    def versions_as_of(self, as_of: str, tables: Iterable[str]) -> dict[str, int]:
+        """A consistent cut of the lake: `as_of` is a version of partition_state (the
+        lake's reference table) or a timestamp; every table is taken as of the end of
+        the batch that wrote that version (commit tags tell which commits a batch made;
+        the next batch commits only after them)."""
+        reference = self.history("partition_state")
+        if as_of.isdigit():
+            chosen = [c for c in reference if c[0] == int(as_of)]
+            if not chosen:
+                raise ValueError(
+                    f"partition_state has no version {as_of} (latest is {reference[-1][0]})"
+                )
+        else:
+            moment = _timestamp(as_of)
+            chosen = [c for c in reference if c[1] <= moment][-1:]
+            if not chosen:
+                raise ValueError(f"the lake did not exist yet at {as_of}")
+        _, cut, tag = chosen[0]
+        histories = {name: self.history(name) for name in tables}
+        if tag is not None:
+            cut = max([cut] + [ts for h in histories.values() for _, ts, meta in h if meta == tag])
+        return {
+            name: max((v for v, ts, _ in history if ts <= cut), default=history[0][0])
+            for name, history in histories.items()
+        }
+
+    # --- writing --------------------------------------------------------------------
+
+    def write(
+        self,
+        output: BatchOutput,
+        run_id: str,
+        batch_id: int,
+        skip: Collection[str] = (),
+    ) -> WriteStats:
+        """One commit per table the batch changes, tables written concurrently."""
+        tag = commit_tag(run_id, batch_id)
+        jobs: list[tuple[str, int, Any]] = []
+        skipped: list[str] = []
+        for table in APPEND_TABLES:
+            rows = output.appends.get(table.name) or []
+            if rows:
+                if table.name in skip:
+                    skipped.append(table.name)
+                else:
+                    jobs.append((table.name, len(rows), (self._append, table, rows)))
+        for table in STATE_TABLES:
+            upserts = output.upserts.get(table.name) or []
+            deletes = output.deletes.get(table.name) or []
+            if upserts or deletes:
+                if table.name in skip:
+                    skipped.append(table.name)
+                else:
+                    job = (self._merge, table, upserts, deletes)
+                    jobs.append((table.name, len(upserts) + len(deletes), job))
+        if not jobs:
+            return WriteStats({}, tuple(skipped))
+        # MERGE takes no writer options: the tag goes through the session's commitInfo
+        # conf, set for the whole batch (writes of one batch run only here).
+        conf_key = "spark.databricks.delta.commitInfo.userMetadata"
+        self.spark.conf.set(conf_key, tag)
+        try:
+            if len(jobs) == 1:
+                _, _, (fn, *fn_args) = jobs[0]
+                fn(*fn_args, run_id, batch_id, tag)
+            else:
+                with ThreadPoolExecutor(min(WRITE_THREADS, len(jobs))) as pool:
+                    futures = [
+                        pool.submit(fn, *fn_args, run_id, batch_id, tag)
+                        for _, _, (fn, *fn_args) in jobs
+                    ]
+                    for future in futures:
+                        future.result()
+        finally:
+            self.spark.conf.unset(conf_key)
+        return WriteStats({name: count for name, count, _ in jobs}, tuple(skipped))
+
+    def frame(self, rows: list[dict[str, Any]], table: Table) -> DataFrame:
+        return self.spark.createDataFrame(rows_to_arrow(rows, table), table_schema(table))
+
+    def _append(
+        self, table: Table, rows: list[dict[str, Any]], run_id: str, batch_id: int, tag: str
+    ) -> None:
+        (
+            self.frame(rows, table)
+            .write.format("delta")
+            .mode("append")
+            .option("txnAppId", run_id)
+            .option("txnVersion", batch_id)
+            .option("userMetadata", tag)
+            .save(self.path(table.name))
+        )
+
+    def _merge(
+        self,
+        table: Table,
+        upserts: list[dict[str, Any]],
+        deletes: list[dict[str, Any]],
+        run_id: str,
+        batch_id: int,
+        tag: str,
+    ) -> None:
+        source = self.spark.createDataFrame(merge_source(table, upserts, deletes))
+        columns = table.column_names
+        condition = " AND ".join(f"t.`{k}` = s.`{k}`" for k in table.key)
+        values = {c: f"s.`{c}`" for c in columns}
+        (
+            DeltaTable.forPath(self.spark, self.path(table.name))
+            .alias("t")
+            .merge(source.alias("s"), condition)
+            .whenMatchedDelete(condition=f"s.{OP_COLUMN} = 'D'")
+            .whenMatchedUpdate(condition=f"s.{OP_COLUMN} = 'U'", set=values)
+            .whenNotMatchedInsert(condition=f"s.{OP_COLUMN} = 'U'", values=values)
+            .execute()
+        )
+
+
+def _timestamp(text: str) -> float:
+    """An ISO-8601 time as epoch seconds; without a zone it is UTC (the session's zone)."""
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"expected a version number or an ISO-8601 time, got {text!r}") from None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
+def merge_source(
+    table: Table, upserts: list[dict[str, Any]], deletes: list[dict[str, Any]]
+) -> pa.Table:
+    """The MERGE source: upserts (full rows) then deletes (keys), one row per key.
+
+    A key both deleted and upserted in one batch (removed then created again) keeps
+    its upsert: upserts hold every changed key's row as of the end of the batch."""
+    if upserts and deletes:
+        kept = {tuple(r[k] for k in table.key) for r in upserts}
+        deletes = [r for r in deletes if tuple(r[k] for k in table.key) not in kept]
+    data = rows_to_arrow(upserts + deletes, table)
+    ops = pa.array(["U"] * len(upserts) + ["D"] * len(deletes), pa.string())
+    return data.append_column(OP_COLUMN, ops)

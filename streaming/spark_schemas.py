@@ -1,0 +1,133 @@
+"""`schemas` types as Spark and Arrow types, and rows <-> Arrow for every table.
+
+The Spark job never spells a column: it maps `schemas.TABLES[name]` here. Arrow is the
+fast path both ways (rows -> `pa.Table` -> `spark.createDataFrame`, and
+`DataFrame.toArrow()` -> rows), so the Arrow schema mirrors the Spark one exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import types as T
+
+from schemas import TABLES, ArrayOf, DataType, MapOf, Scalar, StructOf, Table
+
+_SPARK_SCALARS: dict[str, T.DataType] = {
+    "string": T.StringType(),
+    "int": T.IntegerType(),
+    "long": T.LongType(),
+    "boolean": T.BooleanType(),
+}
+_ARROW_SCALARS: dict[str, pa.DataType] = {
+    "string": pa.string(),
+    "int": pa.int32(),
+    "long": pa.int64(),
+    "boolean": pa.bool_(),
+}
+
+
+def spark_type(data_type: DataType) -> T.DataType:
+    if isinstance(data_type, Scalar):
+        return _SPARK_SCALARS[data_type.name]
+    if isinstance(data_type, ArrayOf):
+        return T.ArrayType(spark_type(data_type.element), containsNull=True)
+    if isinstance(data_type, MapOf):
+        return T.MapType(spark_type(data_type.key), spark_type(data_type.value), True)
+    if isinstance(data_type, StructOf):
+        return T.StructType([T.StructField(n, spark_type(t), True) for n, t in data_type.fields])
+    raise TypeError(f"unknown schema type {data_type!r}")
+
+
+def arrow_type(data_type: DataType) -> pa.DataType:
+    if isinstance(data_type, Scalar):
+        return _ARROW_SCALARS[data_type.name]
+    if isinstance(data_type, ArrayOf):
+        return pa.list_(arrow_type(data_type.element))
+    if isinstance(data_type, MapOf):
+        return pa.map_(arrow_type(data_type.key), arrow_type(data_type.value))
+    if isinstance(data_type, StructOf):
+        return pa.struct([pa.field(n, arrow_type(t)) for n, t in data_type.fields])
+    raise TypeError(f"unknown schema type {data_type!r}")
+
+
+def table_schema(table: Table | str) -> T.StructType:
+    table = TABLES[table] if isinstance(table, str) else table
+    return T.StructType([T.StructField(c.name, spark_type(c.type), True) for c in table.columns])
+
+
+def arrow_schema(table: Table | str) -> pa.Schema:
+    table = TABLES[table] if isinstance(table, str) else table
+    return pa.schema([pa.field(c.name, arrow_type(c.type)) for c in table.columns])
+
+
+def key_schema(table: Table | str) -> T.StructType:
+    """Only the key columns of a keyed table."""
+    table = TABLES[table] if isinstance(table, str) else table
+    return T.StructType([f for f in table_schema(table).fields if f.name in table.key])
+
+
+def _contains_map(data_type: DataType) -> bool:
+    if isinstance(data_type, MapOf):
+        return True
+    if isinstance(data_type, ArrayOf):
+        return _contains_map(data_type.element)
+    if isinstance(data_type, StructOf):
+        return any(_contains_map(t) for _, t in data_type.fields)
+    return False
+
+
+def _maps_to_dicts(value: Any, data_type: DataType) -> Any:
+    """Arrow gives a map as [(key, value), ...]; the core's rows hold dicts."""
+    if value is None:
+        return None
+    if isinstance(data_type, MapOf):
+        return {k: _maps_to_dicts(v, data_type.value) for k, v in value}
+    if isinstance(data_type, ArrayOf):
+        return [_maps_to_dicts(v, data_type.element) for v in value]
+    if isinstance(data_type, StructOf):
+        return {n: _maps_to_dicts(value[n], t) for n, t in data_type.fields}
+    return value
+
+
+def arrow_to_rows(data: pa.Table, table: Table | str) -> list[dict[str, Any]]:
+    """Rows of `table` (dicts keyed by column name, maps as dicts) from an Arrow table."""
+    table = TABLES[table] if isinstance(table, str) else table
+    rows: list[dict[str, Any]] = data.select(list(table.column_names)).to_pylist()
+    mapped = [c for c in table.columns if _contains_map(c.type)]
+    for row in rows:
+        for column in mapped:
+            row[column.name] = _maps_to_dicts(row[column.name], column.type)
+    return rows
+
+
+def rows_to_arrow(
+    rows: Iterable[Mapping[str, Any]], table: Table | str, columns: Iterable[str] | None = None
+) -> pa.Table:
+    """An Arrow table of `table`'s schema (or only `columns` of it) from core rows."""
+    schema = arrow_schema(table)
+    if columns is not None:
+        schema = pa.schema([schema.field(c) for c in columns])
+    rows = rows if isinstance(rows, list) else list(rows)
+    columns = {f.name: [row.get(f.name) for row in rows] for f in schema}
+    try:
+        return pa.Table.from_pydict(columns, schema=schema)
+    except UnicodeEncodeError:
+        # An undecodable input byte reaches the core as a lone surrogate escape; Delta
+        # strings are UTF-8, so it is stored as the text "\\udcXX" (the byte stays known).
+        columns = {
+            name: [_escape_surrogates(v) for v in values] for name, values in columns.items()
+        }
+        return pa.Table.from_pydict(columns, schema=schema)
+
+
+def _escape_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, list):
+        return [_escape_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_escape_surrogates(k): _escape_surrogates(v) for k, v in value.items()}
+    return value

@@ -1,0 +1,343 @@
+"""`kcsim run` on real local Spark and Delta: parity with the core's own replay, exactly-once
+across kill -9, the fleet mode, and the lake inspection commands.
+
+The expected rows come from the core driven as `kcsim replay` drives it
+(`controller.replay.read_events` + `Simulator.apply`); the job's `source` names files
+relative to the source directory, so the replay's paths are made relative the same way.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from spark_session import spark  # noqa: F401  (the session-scoped fixture)
+
+from controller.config import Settings
+from controller.parse import parse_event
+from controller.replay import read_events
+from controller.simulator import RawEvent, Simulator
+from schemas import APPEND_TABLES, STATE_TABLES, TABLES
+
+pytestmark = pytest.mark.spark
+
+CORPUS = Path(__file__).parent / "data" / "corpus"
+ROOT = Path(__file__).resolve().parent.parent
+Rows = dict[str, list[dict[str, Any]]]
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def copy_corpus(target: Path, lines_per_file: int | None = None) -> Path:
+    """The corpus in `target`, files in name order with increasing modification times
+    (the order the file source picks them up); optionally re-split into small files."""
+    target.mkdir(parents=True)
+    sources = sorted(CORPUS.glob("*.jsonl"))
+    if lines_per_file is None:
+        names = [(p.name, p.read_bytes()) for p in sources]
+    else:
+        lines = [line for p in sources for line in p.read_bytes().splitlines(keepends=True)]
+        names = [
+            (f"part-{i // lines_per_file:03d}.jsonl", b"".join(lines[i : i + lines_per_file]))
+            for i in range(0, len(lines), lines_per_file)
+        ]
+    start = time.time() - 1000
+    for index, (name, data) in enumerate(names):
+        path = target / name
+        path.write_bytes(data)
+        os.utime(path, (start + index, start + index))
+    return target
+
+
+def relative(events: list[RawEvent], directory: Path) -> list[RawEvent]:
+    prefix = f"{directory}/"
+    return [RawEvent(e.raw, e.source.removeprefix(prefix)) for e in events]
+
+
+def simulate(events: list[RawEvent], batches: int = 1) -> Rows:
+    simulator = Simulator(Settings())
+    appends: Rows = {t.name: [] for t in APPEND_TABLES}
+    size = max(1, -(-len(events) // batches))
+    for start in range(0, len(events), size):
+        output = simulator.apply(events[start : start + size])
+        for name, rows in output.appends.items():
+            appends[name].extend(rows)
+    state = {t.name: list(simulator.table_rows(t.name)) for t in STATE_TABLES}
+    return {**appends, **state}
+
+
+def replay_rows(directory: Path) -> Rows:
+    return simulate(relative(list(read_events(directory)), directory))
+
+
+def lake_rows(spark, lake: Path) -> Rows:  # noqa: F811
+    from streaming.spark_schemas import arrow_to_rows
+
+    return {
+        name: arrow_to_rows(spark.read.format("delta").load(str(lake / name)).toArrow(), name)
+        for name in TABLES
+    }
+
+
+def canonical(rows: list[dict[str, Any]]) -> Counter[str]:
+    return Counter(json.dumps(r, sort_keys=True) for r in rows)
+
+
+def assert_same_tables(actual: Rows, expected: Rows) -> None:
+    for name in TABLES:
+        got, want = canonical(actual[name]), canonical(expected[name])
+        assert got == want, (
+            f"{name}: missing {list((want - got).elements())[:3]}, "
+            f"extra {list((got - want).elements())[:3]}"
+        )
+
+
+def run_once(spark, source: Path, lake: Path, *, files: int | None = None, fleet=False):  # noqa: F811
+    from streaming.job import FileSource, Options, run
+
+    lines: list[str] = []
+    options = Options(
+        settings=Settings(),
+        source=FileSource(str(source), files),
+        lake=str(lake),
+        checkpoint=str(lake / "_checkpoints" / "run"),
+        once=True,
+        fleet=fleet,
+    )
+    assert run(spark, options, log=lines.append) == 0
+    return lines
+
+
+# ----------------------------------------------------------------------------- parity
+
+
+def test_corpus_covers_every_event_type_and_bad_lines() -> None:
+    from schemas import EVENT_TYPES
+
+    seen = set()
+    rejected = 0
+    for event in read_events(CORPUS):
+        parsed = parse_event(event.raw, event.source)
+        if hasattr(parsed, "header"):
+            seen.add(parsed.header.type)
+        else:
+            rejected += 1
+    assert seen == set(EVENT_TYPES)
+    assert rejected >= 5
+
+
+def test_parity_one_batch(spark, tmp_path: Path) -> None:  # noqa: F811
+    source = copy_corpus(tmp_path / "events")
+    log = run_once(spark, source, tmp_path / "lake")
+    assert len([line for line in log if line.startswith("batch ")]) == 1
+    assert "3/3 files" in log[-1]
+    assert_same_tables(lake_rows(spark, tmp_path / "lake"), replay_rows(source))
+
+
+def test_parity_many_batches_and_lake_inspection(spark, tmp_path: Path) -> None:  # noqa: F811
+    source = copy_corpus(tmp_path / "events", lines_per_file=9)
+    lake = tmp_path / "lake"
+    log = run_once(spark, source, lake, files=1)
+    batches = [line for line in log if line.startswith("batch ")]
+    assert len(batches) == len(list(source.iterdir())) > 5
+    expected = replay_rows(source)
+    assert_same_tables(lake_rows(spark, lake), expected)
+
+    # time travel: partition_state's first tagged version is the state after batch 0
+    from streaming.inspect_state import show_state
+    from streaming.job import split_lines
+
+    first = source / sorted(os.listdir(source))[0]
+    after_first = simulate(list(split_lines(first.read_bytes(), first.name)))
+    out = io.StringIO()
+    show_state(spark, str(lake), "1", None, out)
+    text = out.getvalue()
+    for row in after_first["brokers"]:
+        assert f"{row['broker']}" in text
+    assert "partitions (0)" not in text or not after_first["partition_state"]
+    latest = io.StringIO()
+    show_state(spark, str(lake), None, "east", latest)
+    assert "clicks" in latest.getvalue() and "orders" not in latest.getvalue()
+
+    # history of orders-0: every change of leader/epoch shows, with its event id
+    from streaming.inspect_history import partition_history
+
+    changes = partition_history(spark, str(lake), "default", "orders", 0)
+    epochs = [c["leader_epoch"] for c in changes if c["change"] != "delete"]
+    assert epochs == sorted(epochs) and len(epochs) >= 3
+    final = next(
+        r for r in expected["partition_state"] if (r["topic"], r["partition"]) == ("orders", 0)
+    )
+    assert changes[-1]["leader_epoch"] == final["leader_epoch"]
+    assert changes[-1]["event_id"] == final["last_event_id"]
+    assert all(c["events"] for c in changes)
+
+
+# ------------------------------------------------------------------------------ fleet
+
+
+def test_fleet_equals_per_cluster_replays(spark, tmp_path: Path) -> None:  # noqa: F811
+    source = copy_corpus(tmp_path / "events", lines_per_file=20)
+    lake = tmp_path / "lake"
+    run_once(spark, source, lake, files=1, fleet=True)
+    events = relative(list(read_events(source)), source)
+    by_cluster: dict[str | None, list[RawEvent]] = {}
+    for event in events:
+        parsed = parse_event(event.raw, event.source)
+        cluster = parsed.header.cluster if hasattr(parsed, "header") else parsed.cluster
+        by_cluster.setdefault(cluster, []).append(event)
+    assert {"default", "east", "west"} <= set(by_cluster)
+    expected: Rows = {name: [] for name in TABLES}
+    for cluster_events in by_cluster.values():
+        for name, rows in simulate(cluster_events).items():
+            expected[name].extend(rows)
+    assert_same_tables(lake_rows(spark, lake), expected)
+
+
+# ------------------------------------------------------------------------ exactly once
+
+
+class JobProcess:
+    """`kcsim run` in its own process group, its log lines collected as they come."""
+
+    def __init__(self, args: list[str]) -> None:
+        env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(ROOT)}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "streaming.cli", "run", *args],
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            start_new_session=True,
+        )
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line.rstrip("\n"))
+
+    def batches(self) -> int:
+        return sum(1 for line in self.lines if line.startswith("batch ") and " events," in line)
+
+    def wait_batches(self, count: int, timeout: float = 240) -> None:
+        deadline = time.monotonic() + timeout
+        while self.batches() < count:
+            assert self.proc.poll() is None, "\n".join(self.lines[-30:])
+            assert time.monotonic() < deadline, "\n".join(self.lines[-30:])
+            time.sleep(0.05)
+
+    def kill(self) -> None:
+        os.killpg(self.proc.pid, signal.SIGKILL)  # the driver and its JVM, at once
+        self.proc.wait()
+        self._reader.join(5)
+
+    def finish(self, timeout: float = 900) -> int:
+        code = self.proc.wait(timeout)
+        self._reader.join(5)
+        return code
+
+
+def test_kill_9_mid_stream_then_restart_writes_everything_once(
+    spark,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    source = copy_corpus(tmp_path / "events", lines_per_file=11)
+    lake = tmp_path / "lake"
+    args = [
+        "--source",
+        f"file:{source}",
+        "--lake",
+        str(lake),
+        "--max-files-per-trigger",
+        "1",
+        "--trigger-seconds",
+        "0.2",
+    ]
+    # kill after n more batches plus a delay: inside a batch's writes, between batches
+    for batches, delay in ((1, 0.6), (1, 0.0), (2, 1.5)):
+        job = JobProcess(args)
+        job.wait_batches(batches)
+        time.sleep(delay)
+        job.kill()
+    final = JobProcess([*args, "--once"])
+    assert final.finish() == 0, "\n".join(final.lines[-30:])
+    assert_same_tables(lake_rows(spark, lake), replay_rows(source))
+    shutil.rmtree(lake / "_checkpoints")  # not compared; keeps tmp small
+
+
+# ------------------------------------------------------------------- Kafka in and out
+
+
+@pytest.mark.kafka
+def test_kafka_source_and_request_sink(spark, kafka_bootstrap: str, tmp_path: Path) -> None:  # noqa: F811
+    """Records (a tombstone among them) in, every request out as a keyed JSON record
+    whose `request_id` is stable and unique."""
+    import uuid
+
+    from kafka import KafkaConsumer, KafkaProducer
+
+    from streaming.job import KafkaSink, KafkaSource, Options, request_id, run
+
+    topic, out_topic = f"kcsim-in-{uuid.uuid4().hex[:8]}", f"kcsim-out-{uuid.uuid4().hex[:8]}"
+    lines = [e.raw for e in read_events(CORPUS / "01-startup.jsonl")]
+    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap)
+    for line in lines:
+        producer.send(topic, key=b"default", value=line.encode("utf-8"), partition=0)
+    producer.send(topic, key=b"default", value=None, partition=0)
+    producer.flush()
+    producer.close()
+    lake = tmp_path / "lake"
+    options = Options(
+        settings=Settings(),
+        source=KafkaSource(kafka_bootstrap, topic),
+        lake=str(lake),
+        checkpoint=str(lake / "_checkpoints" / "run"),
+        once=True,
+        sink=KafkaSink(kafka_bootstrap, out_topic),
+    )
+    assert run(spark, options, log=lambda line: None) == 0
+    rows = lake_rows(spark, lake)
+    expected = simulate([RawEvent(line, f"{topic}/0/{i}") for i, line in enumerate(lines)])
+    expected["rejected_events"].append(
+        {
+            "cluster": None,
+            "raw": "",
+            "reason": next(r["reason"] for r in simulate([RawEvent("", "x")])["rejected_events"]),
+            "source": f"{topic}/0/{len(lines)}",
+        }
+    )
+    assert_same_tables(rows, expected)
+
+    consumer = KafkaConsumer(
+        out_topic,
+        bootstrap_servers=kafka_bootstrap,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=10_000,
+    )
+    records = [(r.key.decode(), json.loads(r.value)) for r in consumer]
+    consumer.close()
+    requests = rows["controller_requests"]
+    assert len(records) == len(requests) > 0
+    assert sorted(v["request_id"] for _, v in records) == sorted(request_id(r) for r in requests)
+    assert len({v["request_id"] for _, v in records}) == len(records)
+    for key, value in records:
+        assert key == f"{value['cluster']}:{value['broker']}"
+        assert (
+            value["request_id"] == f"{value['cluster']}:{value['event_id']}:{value['request_seq']}"
+        )
