@@ -71,6 +71,9 @@ def _free_port() -> int:
 
 def _port_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # the broker binds with SO_REUSEADDR too: connections of a stopped broker left in
+        # TIME_WAIT must not make its old port look taken (a restart keeps its address)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
