@@ -109,7 +109,7 @@ def read_events(path: Path) -> Iterator[RawEvent]:
 
     The directory is listed when this is called; the files are read as it is iterated.
 
-    `source` is "<file>:<line>" (1-based, counting every line). A line's text is taken
+    `source` is "<file name>:<line>" (1-based, counting every line). A line's text is taken
     without its newline ("\\n" or "\\r\\n"). Lines that are empty or only JSON whitespace
     are skipped, not rejected: JSON-lines writers often end a file with one, and Spark's
     JSON source skips them too. Undecodable bytes are kept (as surrogate escapes) so the
@@ -119,12 +119,16 @@ def read_events(path: Path) -> Iterator[RawEvent]:
 
 def _read_lines(files: Iterable[Path]) -> Iterator[RawEvent]:
     for file in files:
-        with file.open("rb") as handle:
-            for number, data in enumerate(handle, start=1):
-                line = data.decode("utf-8", "surrogateescape").removesuffix("\n")
-                line = line.removesuffix("\r")
-                if line.strip(_JSON_BLANKS):
-                    yield RawEvent(line, f"{file}:{number}")
+        yield from split_lines(file.read_bytes(), file.name)
+
+
+def split_lines(content: bytes, name: str) -> Iterator[RawEvent]:
+    """One file's events; both engines read files through this, so `source` is the same:
+    "<file name>:<line>", the name relative to the events directory."""
+    for number, data in enumerate(content.split(b"\n"), start=1):
+        line = data.decode("utf-8", "surrogateescape").removesuffix("\r")
+        if line.strip(_JSON_BLANKS):
+            yield RawEvent(line, f"{name}:{number}")
 
 
 def event_files(path: Path) -> list[Path]:
@@ -132,12 +136,12 @@ def event_files(path: Path) -> list[Path]:
     if not path.is_dir():
         return [path]
     return sorted(
-        (p for p in path.iterdir() if p.is_file() and _is_event_file(p.name)),
+        (p for p in path.iterdir() if p.is_file() and is_event_file(p.name)),
         key=lambda p: p.name,
     )
 
 
-def _is_event_file(name: str) -> bool:
+def is_event_file(name: str) -> bool:
     return not name.startswith(_HIDDEN_PREFIXES) and not name.endswith(_SKIPPED_SUFFIXES)
 
 

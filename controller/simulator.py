@@ -75,11 +75,17 @@ class Simulator:
             if isinstance(parsed, Rejection):
                 rejected.append(rejection_row(parsed))
                 continue
-            runner = self._runner(parsed.header.cluster)
-            touched[parsed.header.cluster] = runner
+            cluster = parsed.header.cluster
+            runner = self._runner(cluster)
             rejection = runner.apply(parsed)
             if rejection is not None:
                 rejected.append(rejection_row(rejection))
+                if runner.context.last_event_id is None:
+                    # a cluster that has applied nothing yet has no rows: a rejected line
+                    # does not bring it into being
+                    del self._clusters[cluster]
+                continue
+            touched[cluster] = runner
         output = BatchOutput()
         output.appends = {name: [] for name in APPEND_TABLE_NAMES}
         output.upserts = {name: [] for name in STATE_TABLE_NAMES}

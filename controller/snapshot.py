@@ -98,6 +98,11 @@ def cluster_row(context: ControllerContext) -> Row:
         "ineligible_deleted_topics": sorted(
             context.topics_ineligible_for_deletion - context.topics_to_be_deleted
         ),
+        "stale_reassignments": [
+            {"topic": tp.topic, "partition": tp.partition}
+            for tp in sorted(context.partitions_being_reassigned)
+            if not context.assignment(tp).is_being_reassigned
+        ],
     }
 
 
@@ -131,6 +136,9 @@ def load(cluster: str, tables: Mapping[str, Iterable[Mapping[str, Any]]]) -> Con
         context.last_seq = row["last_seq"]
         context.last_event_id = row["last_event_id"]
         context.topics_ineligible_for_deletion.update(row.get("ineligible_deleted_topics") or ())
+        context.partitions_being_reassigned.update(
+            TopicPartition(r["topic"], r["partition"]) for r in row.get("stale_reassignments") or ()
+        )
     for row in rows("brokers"):
         status = BrokerStatus(row["status"])
         context.register_broker(row["broker"], row["rack"], row["broker_epoch"])

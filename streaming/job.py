@@ -50,7 +50,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -61,6 +61,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from controller.config import Settings
+from controller.replay import is_event_file, split_lines
 from controller.simulator import BatchOutput, RawEvent, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES
 from streaming.lake import RESTORE_TABLES, Lake
@@ -68,8 +69,6 @@ from streaming.lake import RESTORE_TABLES, Lake
 DEFAULT_TRIGGER_SECONDS = 5
 # As controller.replay: JSON's own whitespace (a line of only these holds no event), and
 # the names Hadoop/Spark treat as hidden or in-flight, which neither engine reads.
-_JSON_BLANKS = " \t\r"
-_SKIPPED_SUFFIXES = (".crc", "_SUCCESS", "._COPYING_")
 # The binaryFile source's fixed schema (a streaming source must be given one).
 BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length long, content binary"
 
@@ -384,20 +383,6 @@ def _uri_path(path: str) -> str:
     if parsed.scheme == "":
         return os.path.abspath(path)
     return unquote(parsed.path)
-
-
-def is_event_file(name: str) -> bool:
-    return not name.startswith((".", "_")) and not name.endswith(_SKIPPED_SUFFIXES)
-
-
-def split_lines(content: bytes, name: str) -> Iterator[RawEvent]:
-    """A file's events as `kcsim replay` reads them: lines without "\\n" or "\\r\\n",
-    numbered from 1 counting every line, blank lines skipped, undecodable bytes kept as
-    surrogate escapes (the core rejects such a line, naming the byte)."""
-    for number, data in enumerate(content.split(b"\n"), start=1):
-        line = data.decode("utf-8", "surrogateescape").removesuffix("\r")
-        if line.strip(_JSON_BLANKS):
-            yield RawEvent(line, f"{name}:{number}")
 
 
 @dataclass(frozen=True, slots=True)
