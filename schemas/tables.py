@@ -109,6 +109,11 @@ CLUSTERS = _table(
     # deleted topics Kafka's controller still holds as ineligible for deletion (removeTopic
     # does not clear them, SPEC §15.2): a re-created topic of that name starts ineligible
     ("ineligible_deleted_topics", ArrayOf(STRING)),
+    # partitions Kafka's controller still holds in partitionsBeingReassigned although their
+    # assignment has no adding or removing replicas (a reassignment whose phase B failed,
+    # e.g. of a partition without a leader, SPEC §14.3): broker startup and AlterPartition
+    # resume them. The others are derived from partition_state.
+    ("stale_reassignments", ArrayOf(StructOf((("topic", STRING), ("partition", INT))))),
 )
 APPLIED_EVENTS = _table(
     "applied_events",

@@ -83,6 +83,7 @@ class PartitionView:
     adding: list[int]
     removing: list[int]
     replica_states: dict[int, str]
+    recovery: str | None = None
 
 
 @dataclass
@@ -113,6 +114,7 @@ class ClusterView:
                 list(r["adding_replicas"]),
                 list(r["removing_replicas"]),
                 {},
+                r["leader_recovery_state"],
             )
         for r in rows("replica_state"):
             view = partitions.get((r["topic"], r["partition"]))

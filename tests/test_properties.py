@@ -51,6 +51,25 @@ REPLICA_STATES = {
     "ReplicaDeletionIneligible",
 }
 REQUEST_TYPES = {"LeaderAndIsr", "UpdateMetadata", "StopReplica"}
+# §4.1 and §6.1: target state -> valid previous states
+VALID_PREVIOUS = {
+    "NewPartition": {"NonExistentPartition"},
+    "OnlinePartition": {"NewPartition", "OnlinePartition", "OfflinePartition"},
+    "OfflinePartition": {"NewPartition", "OnlinePartition", "OfflinePartition"},
+    "NonExistentPartition": {"OfflinePartition"},
+    "NewReplica": {"NonExistentReplica"},
+    "OnlineReplica": {"NewReplica", "OnlineReplica", "OfflineReplica", "ReplicaDeletionIneligible"},
+    "OfflineReplica": {
+        "NewReplica",
+        "OnlineReplica",
+        "OfflineReplica",
+        "ReplicaDeletionIneligible",
+    },
+    "ReplicaDeletionStarted": {"OfflineReplica"},
+    "ReplicaDeletionSuccessful": {"ReplicaDeletionStarted"},
+    "ReplicaDeletionIneligible": {"OfflineReplica", "ReplicaDeletionStarted"},
+    "NonExistentReplica": {"ReplicaDeletionSuccessful"},
+}
 
 Row = dict[str, Any]
 
@@ -112,6 +131,11 @@ class Watch:
         self.partitions: dict[str, set[int]] = {}
         # partitions reassigned before they had a leader (see check_state)
         self.stateless_replicas_ok: set[tuple[str, int]] = set()
+        # ... and of those, the ones whose leader may have left RS without leaving the ISR
+        # (a failover gives RS its states back but does not look at replicas outside RS)
+        self.stray_leader_ok: set[tuple[str, int]] = set()
+        # the last leader epoch each broker got for each partition in a LeaderAndIsr
+        self.sent_epochs: dict[tuple[int, str, int], int] = {}
 
 
 def check_state(tables: Tables, watch: Watch) -> None:
@@ -188,7 +212,7 @@ def check_state(tables: Tables, watch: Watch) -> None:
         assert leader >= -1, row  # -2 appears only in UpdateMetadata (§3.4)
         if leader >= 0:
             assert leader in isr, row
-        if leader >= 0 and tp not in watch.stateless_replicas_ok:
+        if leader >= 0 and tp not in watch.stray_leader_ok:
             # §5: leaders are elected from RS; a replica leaving RS is first taken out of
             # the ISR (§14.5 step 1), which makes a leader -1. (Not for a partition whose
             # replicas lack states, see below: the OfflineReplica transition of a replica
@@ -208,6 +232,9 @@ def check_state(tables: Tables, watch: Watch) -> None:
     for tp in list(watch.epochs):
         if tp not in partitions:
             del watch.epochs[tp]  # the partition is gone; a new one starts over
+    for key in list(watch.sent_epochs):
+        if key[1:] not in partitions:
+            del watch.sent_epochs[key]
 
     for tp, states in replicas.items():
         assert tp in partitions, f"replica rows of {tp} outlive the partition"
@@ -242,7 +269,7 @@ def check_state(tables: Tables, watch: Watch) -> None:
 
 
 def check_requests(
-    output: BatchOutput, event: dict, before: ClusterView, after: ClusterView
+    output: BatchOutput, event: dict, before: ClusterView, after: ClusterView, watch: Watch
 ) -> None:
     """The append-only rows of one applied event."""
     applied = output.appends["applied_events"]
@@ -289,6 +316,14 @@ def check_requests(
                 # §3.2: the leader sent is the stored one (-1 allowed), with its ISR
                 assert p["leader"] >= -1 and p["is_new"] in (True, False), p
                 assert p["leader"] < 0 or p["leader"] in p["isr"], p
+                # §3.2 with the recipient lists of §4.3, §5, §6.2, §14.3: a LeaderAndIsr
+                # goes only to replicas of the assignment it carries
+                assert b in p["replicas"], (b, p)
+                # the cache a LeaderAndIsr is built from never goes back, so no broker is
+                # sent an older leader epoch than it already got (brokers fence on it)
+                key = (b, p["topic"], p["partition"])
+                assert p["leader_epoch"] >= watch.sent_epochs.get(key, 0), (p, key)
+                watch.sent_epochs[key] = p["leader_epoch"]
         if r["type"] == "StopReplica":
             for p in r["partitions"]:
                 assert p["delete_partition"] in (True, False), p
@@ -296,8 +331,13 @@ def check_requests(
         assert row["entity"] in ("partition", "replica"), row
         assert row["ok"] == (row["error"] is None), row
         assert (row["broker"] is None) == (row["entity"] == "partition"), row
+        if row["ok"]:
+            # §4.1/§6.1: a transition that happened was a valid one
+            assert row["from_state"] in VALID_PREVIOUS[row["to_state"]], row
     for row in output.appends["event_results"]:
         assert row["error"] is None or row["error"].isupper(), row
+    if event["type"] == "isr_change":
+        check_alter_partition(event, before, output.appends["event_results"][0])
     # §0: the first controller has epoch 1; each failover adds exactly one
     if event["type"] == "controller_failover":
         assert after.controller_epoch == before.controller_epoch + 1
@@ -308,6 +348,42 @@ def check_requests(
         b = event["broker"]
         assert after.brokers[b] == "live"
         assert after.broker_epochs[b] > before.broker_epochs.get(b, 0)
+
+
+def check_alter_partition(event: dict, before: ClusterView, result: Row) -> None:
+    """§13.1, as an oracle: the first matching rule decides the answer to an AlterPartition
+    from the current leader; an accepted one keeps the leader epoch and bumps the partition
+    epoch by one, an idempotent one writes nothing."""
+    tp = (event["topic"], event["partition"])
+    current = before.partitions.get(tp)
+    isr = event["isr"]
+    if current is None or current.leader_epoch is None:
+        expected, written = "UNKNOWN_TOPIC_OR_PARTITION", None
+    elif before.brokers.get(current.leader, "dead") == "dead":
+        expected, written = "STALE_BROKER_EPOCH", None  # the sender is not registered
+    else:
+        leader_epoch = event.get("leader_epoch", current.leader_epoch)
+        partition_epoch = event.get("partition_epoch", current.partition_epoch)
+        if partition_epoch > current.partition_epoch or leader_epoch > current.leader_epoch:
+            expected, written = "NOT_CONTROLLER", None
+        elif leader_epoch < current.leader_epoch:
+            expected, written = "FENCED_LEADER_EPOCH", None
+        elif isr == current.isr and current.recovery == "RECOVERED":
+            expected, written = None, current.partition_epoch  # idempotent: no write
+        elif partition_epoch < current.partition_epoch:
+            expected, written = "INVALID_UPDATE_VERSION", None
+        elif any(before.brokers.get(b) != "live" for b in isr):
+            expected, written = "INELIGIBLE_REPLICA", None
+        else:
+            expected, written = None, current.partition_epoch + 1
+    assert (result["topic"], result["partition"]) == tp, result
+    assert result["error"] == expected, (result, expected)
+    if expected is None:
+        assert current is not None
+        assert result["leader"] == current.leader, result
+        assert result["leader_epoch"] == current.leader_epoch, result  # never bumped
+        assert result["isr"] == isr, result
+        assert result["partition_epoch"] == written, result
 
 
 # ---- the state machine -----------------------------------------------------------------
@@ -330,15 +406,24 @@ class ControllerMachine(RuleBasedStateMachine):
         unclean=st.booleans(),
         rebalance=st.booleans(),
         racks=st.booleans(),
+        deletion=st.sampled_from([True, True, True, False]),
         data=st.data(),
     )
     def start(
-        self, simulate: bool, brokers: int, unclean: bool, rebalance: bool, racks: bool, data
+        self,
+        simulate: bool,
+        brokers: int,
+        unclean: bool,
+        rebalance: bool,
+        racks: bool,
+        deletion: bool,
+        data,
     ) -> None:
         self.config = Settings(
             simulate_brokers=simulate,
             unclean_leader_election_enable=unclean,
             auto_leader_rebalance_enable=rebalance,
+            delete_topic_enable=deletion,
         )
         self.simulator = Simulator(self.config)
         for b in range(brokers):
@@ -381,7 +466,7 @@ class ControllerMachine(RuleBasedStateMachine):
                     )
         self.tables.absorb(output)
         after = self.view()
-        check_requests(output, event, before, after)
+        check_requests(output, event, before, after, self.watch)
         if output.appends["applied_events"]:
             self.track_partitions(event, before, after)
         check_stream_matches_live(self.tables, self.simulator)
@@ -397,14 +482,16 @@ class ControllerMachine(RuleBasedStateMachine):
                 del expected[topic]
         kind = event["type"]
         topic = event.get("topic")
-        ok = self.watch.stateless_replicas_ok
+        ok, stray = self.watch.stateless_replicas_ok, self.watch.stray_leader_ok
         if kind == "controller_failover":
             ok.clear()  # §6.4: every replica of RS gets a state
         elif kind == "partition_reassignment":
             tp = (topic, event["partition"])
             if tp in before.partitions and before.partitions[tp].leader_epoch is None:
                 ok.add(tp)
+                stray.add(tp)
         ok &= set(after.partitions)
+        stray &= set(after.partitions)
         if kind == "topic_creation":
             count = len(event["assignment"]) if "assignment" in event else event["partitions"]
             expected[topic] = set(range(count))
