@@ -49,7 +49,7 @@ from typing import IO, Any
 from controller.config import Settings
 from controller.context import ControllerContext
 from controller.model import ReplicaState, TopicPartition
-from controller.replay import read_events
+from controller.replay import positive_int, read_events
 from controller.simulator import RawEvent, Simulator
 
 DEFAULT_CLUSTER = "default"
@@ -607,27 +607,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--scenario", type=Path, metavar="FILE|DIR", help="JSON-lines events")
     source.add_argument("--chaos", action="store_true", help="seeded random faults")
     parser.add_argument("--rate", type=_positive_float, metavar="EVENTS_PER_S")
-    parser.add_argument("--count", type=_positive_int, metavar="N", help="stop after N events")
+    parser.add_argument("--count", type=positive_int, metavar="N", help="stop after N events")
     parser.add_argument("--duration", type=_positive_float, metavar="S", help="stop after S s")
     parser.add_argument("--seed", type=int, default=1, help="chaos: random seed (default 1)")
     spec = ClusterSpec()
     parser.add_argument("--cluster", default=spec.name, help="chaos: cluster name")
-    parser.add_argument("--brokers", type=_positive_int, default=spec.brokers)
-    parser.add_argument("--topics", type=_positive_int, default=spec.topics)
-    parser.add_argument("--partitions", type=_positive_int, default=spec.partitions,
+    parser.add_argument("--brokers", type=positive_int, default=spec.brokers)
+    parser.add_argument("--topics", type=positive_int, default=spec.topics)
+    parser.add_argument("--partitions", type=positive_int, default=spec.partitions,
                         help="chaos: partitions per topic")  # fmt: skip
-    parser.add_argument("--rf", type=_positive_int, default=spec.rf, help="chaos: replication")
+    parser.add_argument("--rf", type=positive_int, default=spec.rf, help="chaos: replication")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 def _positive_float(text: str) -> float:

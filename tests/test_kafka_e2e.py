@@ -24,10 +24,10 @@ import uuid
 from collections import Counter
 from itertools import islice
 from pathlib import Path
-from typing import Any
 
 import pytest
 from kafka import KafkaConsumer, TopicPartition
+from lake_tables import Rows, assert_same_tables, lake_rows
 from spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
 from schemas import TABLES
@@ -48,7 +48,6 @@ pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "data" / "corpus"
-Rows = dict[str, list[dict[str, Any]]]
 CHUNK = 80  # chaos events per production round of the failure path
 
 
@@ -116,29 +115,6 @@ def replay_of_topic(bootstrap: str, topic: str, work: Path) -> Rows:
         _, _, line = row["source"].rpartition(":")
         row["source"] = f"{topic}/0/{int(line) - 1}"
     return rows
-
-
-def lake_rows(spark, lake: Path) -> Rows:  # noqa: F811
-    from streaming.spark_schemas import arrow_to_rows
-
-    return {
-        name: arrow_to_rows(spark.read.format("delta").load(str(lake / name)).toArrow(), name)
-        for name in TABLES
-    }
-
-
-def canonical(rows: list[dict[str, Any]]) -> Counter[str]:
-    return Counter(json.dumps(r, sort_keys=True) for r in rows)
-
-
-def assert_same_tables(actual: Rows, expected: Rows) -> None:
-    for name in TABLES:
-        got, want = canonical(actual[name]), canonical(expected[name])
-        assert got == want, (
-            f"{name}: {sum(got.values())} rows, expected {sum(want.values())}; "
-            f"missing {list((want - got).elements())[:2]}, "
-            f"extra {list((got - want).elements())[:2]}"
-        )
 
 
 def assert_written_once(rows: Rows) -> None:

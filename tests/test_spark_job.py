@@ -2,8 +2,8 @@
 across kill -9, the fleet mode, and the lake inspection commands.
 
 The expected rows come from the core driven as `kcsim replay` drives it
-(`controller.replay.read_events` + `Simulator.apply`); the job's `source` names files
-relative to the source directory, so the replay's paths are made relative the same way.
+(`controller.replay.read_events` + `Simulator.apply`); both engines name a line's
+`source` "<file name>:<line>" through the same splitter (`controller.replay.split_lines`).
 """
 
 from __future__ import annotations
@@ -17,11 +17,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
+from lake_tables import Rows, assert_same_tables, lake_rows
 from spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
 from controller.config import Settings
@@ -34,7 +33,6 @@ pytestmark = pytest.mark.spark
 
 CORPUS = Path(__file__).parent / "data" / "corpus"
 ROOT = Path(__file__).resolve().parent.parent
-Rows = dict[str, list[dict[str, Any]]]
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -61,11 +59,6 @@ def copy_corpus(target: Path, lines_per_file: int | None = None) -> Path:
     return target
 
 
-def relative(events: list[RawEvent], directory: Path) -> list[RawEvent]:
-    prefix = f"{directory}/"
-    return [RawEvent(e.raw, e.source.removeprefix(prefix)) for e in events]
-
-
 def simulate(events: list[RawEvent], batches: int = 1) -> Rows:
     simulator = Simulator(Settings())
     appends: Rows = {t.name: [] for t in APPEND_TABLES}
@@ -79,29 +72,7 @@ def simulate(events: list[RawEvent], batches: int = 1) -> Rows:
 
 
 def replay_rows(directory: Path) -> Rows:
-    return simulate(relative(list(read_events(directory)), directory))
-
-
-def lake_rows(spark, lake: Path) -> Rows:  # noqa: F811
-    from streaming.spark_schemas import arrow_to_rows
-
-    return {
-        name: arrow_to_rows(spark.read.format("delta").load(str(lake / name)).toArrow(), name)
-        for name in TABLES
-    }
-
-
-def canonical(rows: list[dict[str, Any]]) -> Counter[str]:
-    return Counter(json.dumps(r, sort_keys=True) for r in rows)
-
-
-def assert_same_tables(actual: Rows, expected: Rows) -> None:
-    for name in TABLES:
-        got, want = canonical(actual[name]), canonical(expected[name])
-        assert got == want, (
-            f"{name}: missing {list((want - got).elements())[:3]}, "
-            f"extra {list((got - want).elements())[:3]}"
-        )
+    return simulate(list(read_events(directory)))
 
 
 def run_once(spark, source: Path, lake: Path, *, files: int | None = None, fleet=False):  # noqa: F811
@@ -192,7 +163,7 @@ def test_fleet_equals_per_cluster_replays(spark, tmp_path: Path) -> None:  # noq
     source = copy_corpus(tmp_path / "events", lines_per_file=20)
     lake = tmp_path / "lake"
     run_once(spark, source, lake, files=1, fleet=True)
-    events = relative(list(read_events(source)), source)
+    events = list(read_events(source))
     by_cluster: dict[str | None, list[RawEvent]] = {}
     for event in events:
         parsed = parse_event(event.raw, event.source)
