@@ -30,18 +30,27 @@ CLUSTER = "bench"
 PARTITIONS_PER_TOPIC = 1000
 
 
+def topic_partition(index: int) -> tuple[str, int]:
+    """The synthetic cluster's `index`-th partition."""
+    return f"topic-{index // PARTITIONS_PER_TOPIC:05d}", index % PARTITIONS_PER_TOPIC
+
+
+def replicas_of(index: int, brokers: int, rf: int) -> list[int]:
+    """Kafka's rack-unaware placement with start index 0: a round-robin first replica and
+    a shift that varies every `brokers` partitions."""
+    first = index % brokers
+    shift = 1 + (index // brokers) % (brokers - 1)
+    return list(dict.fromkeys([first] + [(first + shift * k) % brokers for k in range(1, rf)]))
+
+
 def cluster_rows(brokers: int, partitions: int, rf: int) -> dict[str, list[dict]]:
-    """Round-robin assignment (Kafka's rack-unaware placement with start index 0)."""
+    """Every partition online, led by its preferred replica, ISR = replicas."""
     partition_rows, replica_rows, topic_rows = [], [], []
     for index in range(partitions):
-        topic = f"topic-{index // PARTITIONS_PER_TOPIC:05d}"
-        partition = index % PARTITIONS_PER_TOPIC
+        topic, partition = topic_partition(index)
         if partition == 0:
             topic_rows.append({"cluster": CLUSTER, "topic": topic, "configs": {}, "deletion": None})
-        first = index % brokers
-        shift = 1 + (index // brokers) % (brokers - 1)
-        replicas = [first] + [(first + shift * k) % brokers for k in range(1, rf)]
-        replicas = list(dict.fromkeys(replicas))
+        replicas = replicas_of(index, brokers, rf)
         partition_rows.append(
             {
                 "cluster": CLUSTER,
@@ -72,6 +81,7 @@ def cluster_rows(brokers: int, partitions: int, rf: int) -> dict[str, list[dict]
                 }
             )
     return {
+        "applied_events": [],
         "partition_state": partition_rows,
         "replica_state": replica_rows,
         "topics": topic_rows,

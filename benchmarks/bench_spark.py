@@ -25,58 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench_core import CLUSTER, cluster_rows, replicas_of, topic_partition
+
 from controller.config import Settings
 from controller.simulator import BatchOutput, RawEvent, Simulator
-
-CLUSTER = "bench"
-PER_TOPIC = 1000
-
-
-def cluster_rows(brokers: int, partitions: int) -> dict[str, list[dict]]:
-    parts, replicas_rows, topics = [], [], []
-    for index in range(partitions):
-        topic = f"topic-{index // PER_TOPIC:04d}"
-        partition = index % PER_TOPIC
-        if partition == 0:
-            topics.append({"cluster": CLUSTER, "topic": topic, "configs": {}, "deletion": None})
-        replicas = [(index + k) % brokers for k in range(3)]
-        parts.append(
-            {
-                "cluster": CLUSTER,
-                "topic": topic,
-                "partition": partition,
-                "state": "OnlinePartition",
-                "leader": replicas[0],
-                "leader_epoch": 0,
-                "isr": replicas,
-                "partition_epoch": 0,
-                "leader_recovery_state": "RECOVERED",
-                "controller_epoch": 1,
-                "replicas": replicas,
-                "adding_replicas": [],
-                "removing_replicas": [],
-                "last_event_id": None,
-            }
-        )
-        replicas_rows += [
-            {"cluster": CLUSTER, "topic": topic, "partition": partition, "broker": b,
-             "state": "OnlineReplica", "last_event_id": None}
-            for b in replicas
-        ]  # fmt: skip
-    return {
-        "partition_state": parts,
-        "replica_state": replicas_rows,
-        "topics": topics,
-        "brokers": [
-            {"cluster": CLUSTER, "broker": b, "rack": None, "status": "live", "broker_epoch": b + 1}
-            for b in range(brokers)
-        ],
-        "clusters": [
-            {"cluster": CLUSTER, "controller_epoch": 1, "controller": 0, "last_seq": 0,
-             "last_event_id": None}
-        ],
-        "applied_events": [],
-    }  # fmt: skip
 
 
 def isr_events(count: int, start: int, brokers: int, partitions: int) -> list[str]:
@@ -85,12 +37,13 @@ def isr_events(count: int, start: int, brokers: int, partitions: int) -> list[st
     lines = []
     for k in range(start, start + count):
         index = (k // 2) % partitions
-        replicas = [(index + j) % brokers for j in range(3)]
+        replicas = replicas_of(index, brokers, 3)
+        topic, partition = topic_partition(index)
         cycle = (k // 2) // partitions
         isr = replicas[:2] if k % 2 == 0 else replicas
         event = {
-            "type": "isr_change", "cluster": CLUSTER, "topic": f"topic-{index // PER_TOPIC:04d}",
-            "partition": index % PER_TOPIC, "isr": isr, "leader_epoch": 0,
+            "type": "isr_change", "cluster": CLUSTER, "topic": topic,
+            "partition": partition, "isr": isr, "leader_epoch": 0,
             "partition_epoch": 2 * cycle + k % 2,
         }  # fmt: skip
         lines.append(json.dumps(event, separators=(",", ":")))
@@ -123,7 +76,7 @@ def main() -> None:
         files.append(lines)
 
     if not args.skip_core:
-        simulator = Simulator.from_tables(settings, cluster_rows(args.brokers, args.partitions))
+        simulator = Simulator.from_tables(settings, cluster_rows(args.brokers, args.partitions, 3))
         for size, lines in zip(args.batches, files, strict=True):
             batch = [RawEvent(line, f"f:{i}") for i, line in enumerate(lines)]
             began = time.perf_counter()
@@ -147,7 +100,7 @@ def main() -> None:
     lake = Lake(spark, str(lake_dir))
     began = time.perf_counter()
     lake.create_tables()
-    rows = cluster_rows(args.brokers, args.partitions)
+    rows = cluster_rows(args.brokers, args.partitions, 3)
     lake.write(BatchOutput(upserts=rows), "seed", 0)
     print(f"seeded lake ({args.partitions:,} partitions): {time.perf_counter() - began:.1f} s")
     log: list[str] = []
