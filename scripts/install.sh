@@ -31,6 +31,9 @@ fi
 step "pip install -e .${EXTRAS:+[$EXTRAS]}"
 "$PYTHON" -m pip install -q --disable-pip-version-check --root-user-action=ignore -e ".${EXTRAS:+[$EXTRAS]}"
 
+# pyenv serves console scripts through shims: make `kcsim` one
+if command -v pyenv >/dev/null; then pyenv rehash || true; fi
+
 step "JVM jars (Maven)"
 "$PYTHON" -m streaming.jars ${KCSIM_M2_REPO:+--repo-local "$KCSIM_M2_REPO"}
 
