@@ -14,8 +14,6 @@ translated (line n is offset n - 1, one partition).
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import threading
@@ -26,6 +24,7 @@ from itertools import islice
 from pathlib import Path
 
 import pytest
+from job_process import ROOT, JobProcess, job_env
 from kafka import KafkaConsumer, TopicPartition
 from lake_tables import Rows, assert_same_tables, lake_rows
 from spark_session import spark  # noqa: F401  (the session-scoped fixture)
@@ -46,7 +45,6 @@ from streaming.produce import (
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
-ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "data" / "corpus"
 CHUNK = 80  # chaos events per production round of the failure path
 
@@ -105,7 +103,7 @@ def replay_of_topic(bootstrap: str, topic: str, work: Path) -> Rows:
     subprocess.run(
         [sys.executable, "-m", "streaming.cli", "replay", str(events), "--out", str(out),
          "--quiet"],
-        cwd=ROOT, env=_env(), check=False, timeout=120,
+        cwd=ROOT, env=job_env(), check=False, timeout=120,
     )  # fmt: skip
     rows: Rows = {}
     for name in TABLES:
@@ -124,68 +122,6 @@ def assert_written_once(rows: Rows) -> None:
     assert [key for key, n in requests.items() if n > 1] == []
     applied = Counter((r["cluster"], r["event_id"]) for r in rows["applied_events"])
     assert [key for key, n in applied.items() if n > 1] == []
-
-
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(ROOT)}
-
-
-class JobProcess:
-    """`kcsim run` in its own process group (driver and JVM die together on SIGKILL),
-    its stderr lines collected as they come."""
-
-    def __init__(self, args: list[str]) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streaming.cli", "run", *args],
-            stderr=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            text=True,
-            env=_env(),
-            cwd=ROOT,
-            start_new_session=True,
-        )
-        self.lines: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.append(line.rstrip("\n"))
-
-    def events(self) -> int:
-        """Events in the batches this process has finished."""
-        total = 0
-        for line in list(self.lines):
-            head, _, rest = line.partition(": ")
-            if head.startswith("batch ") and " events," in rest:
-                total += int(rest.split(" ", 1)[0])
-        return total
-
-    def wait_events(self, count: int, timeout: float = 180) -> None:
-        deadline = time.monotonic() + timeout
-        while self.events() < count:
-            assert self.proc.poll() is None, self.tail()
-            assert time.monotonic() < deadline, self.tail()
-            time.sleep(0.1)
-
-    def tail(self) -> str:
-        return "\n".join(self.lines[-30:])
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
-        self._reader.join(5)
-
-    def finish(self, timeout: float = 240) -> int:
-        try:
-            code = self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            raise
-        self._reader.join(5)
-        return code
 
 
 def job_args(bootstrap: str, topic: str, lake: Path, *extra: str) -> list[str]:

@@ -12,14 +12,11 @@ import io
 import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
+from job_process import JobProcess
 from lake_tables import Rows, assert_same_tables, lake_rows
 from spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
@@ -32,7 +29,6 @@ from schemas import APPEND_TABLES, STATE_TABLES, TABLES
 pytestmark = pytest.mark.spark
 
 CORPUS = Path(__file__).parent / "data" / "corpus"
-ROOT = Path(__file__).resolve().parent.parent
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -180,50 +176,6 @@ def test_fleet_equals_per_cluster_replays(spark, tmp_path: Path) -> None:  # noq
 # ------------------------------------------------------------------------ exactly once
 
 
-class JobProcess:
-    """`kcsim run` in its own process group, its log lines collected as they come."""
-
-    def __init__(self, args: list[str]) -> None:
-        env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(ROOT)}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streaming.cli", "run", *args],
-            stderr=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            text=True,
-            env=env,
-            cwd=ROOT,
-            start_new_session=True,
-        )
-        self.lines: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.append(line.rstrip("\n"))
-
-    def batches(self) -> int:
-        return sum(1 for line in self.lines if line.startswith("batch ") and " events," in line)
-
-    def wait_batches(self, count: int, timeout: float = 240) -> None:
-        deadline = time.monotonic() + timeout
-        while self.batches() < count:
-            assert self.proc.poll() is None, "\n".join(self.lines[-30:])
-            assert time.monotonic() < deadline, "\n".join(self.lines[-30:])
-            time.sleep(0.05)
-
-    def kill(self) -> None:
-        os.killpg(self.proc.pid, signal.SIGKILL)  # the driver and its JVM, at once
-        self.proc.wait()
-        self._reader.join(5)
-
-    def finish(self, timeout: float = 900) -> int:
-        code = self.proc.wait(timeout)
-        self._reader.join(5)
-        return code
-
-
 def test_kill_9_mid_stream_then_restart_writes_everything_once(
     spark,  # noqa: F811
     tmp_path: Path,
@@ -247,7 +199,7 @@ def test_kill_9_mid_stream_then_restart_writes_everything_once(
         time.sleep(delay)
         job.kill()
     final = JobProcess([*args, "--once"])
-    assert final.finish() == 0, "\n".join(final.lines[-30:])
+    assert final.finish(timeout=900) == 0, final.tail()
     assert_same_tables(lake_rows(spark, lake), replay_rows(source))
     shutil.rmtree(lake / "_checkpoints")  # not compared; keeps tmp small
 
