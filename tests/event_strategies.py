@@ -30,6 +30,12 @@ STOP_REPLICA_ERRORS = ("KAFKA_STORAGE_ERROR", "UNKNOWN_SERVER_ERROR")
 # ---- the cluster as the tables show it ---------------------------------------------------
 
 
+# kinds that can only be drawn once the cluster has a topic
+NEEDS_A_TOPIC = frozenset(
+    {"partition_creation", "topic_deletion", "topic_config_change", "stop_replica_response"}
+)
+
+
 def key_of(table: str, row: Mapping[str, Any]) -> tuple:
     return tuple(row[c] for c in TABLES[table].key)
 
@@ -452,16 +458,7 @@ def any_event(view: ClusterView) -> st.SearchStrategy:
     def build(draw: Callable) -> Event:
         for _ in range(5):
             kind = draw(st.sampled_from(kinds))
-            if (
-                kind
-                in (
-                    "partition_creation",
-                    "topic_deletion",
-                    "topic_config_change",
-                    "stop_replica_response",
-                )
-                and not view.topics
-            ):
+            if kind in NEEDS_A_TOPIC and not view.topics:
                 continue
             if kind == "partition_creation" and not view.known_brokers():
                 continue

@@ -20,6 +20,7 @@ from typing import Any
 
 from event_strategies import (
     EVENT_KINDS,
+    NEEDS_A_TOPIC,
     ClusterView,
     Tables,
     any_event,
@@ -506,16 +507,7 @@ class ControllerMachine(RuleBasedStateMachine):
     @rule(data=st.data(), kind=st.sampled_from(sorted(EVENT_KINDS)))
     def event_of_kind(self, data, kind: str) -> None:
         view = self.view()
-        if (
-            kind
-            in (
-                "partition_creation",
-                "topic_deletion",
-                "topic_config_change",
-                "stop_replica_response",
-            )
-            and not view.topics
-        ):
+        if kind in NEEDS_A_TOPIC and not view.topics:
             return
         self.step(data.draw(EVENT_KINDS[kind](view), label=kind))
 
