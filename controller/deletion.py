@@ -45,7 +45,6 @@ class TopicDeletionManager:
     def enqueue(self, topics: Iterable[str]) -> None:
         if self.enabled:
             self._context.topics_to_be_deleted.update(topics)
-            self._mark_topics_dirty(topics)
             self.resume_deletions()
 
     def resume_deletion_for_topics(self, topics: Iterable[str]) -> None:
@@ -55,7 +54,6 @@ class TopicDeletionManager:
         resumed = set(topics) & context.topics_to_be_deleted
         if resumed:
             context.topics_ineligible_for_deletion -= resumed
-            self._mark_topics_dirty(resumed)
             self.resume_deletions()
 
     def fail_replica_deletion(self, replicas: Iterable[Replica]) -> None:
@@ -80,7 +78,6 @@ class TopicDeletionManager:
         context = self._context
         halted = set(topics) & context.topics_to_be_deleted
         context.topics_ineligible_for_deletion |= halted
-        self._mark_topics_dirty(halted)
 
     def resume_deletions(self) -> None:
         context = self._context
@@ -149,6 +146,3 @@ class TopicDeletionManager:
         self._replicas.handle_state_changes(retry, RS.DELETION_STARTED)
         if with_dead:
             self.mark_ineligible(with_dead)
-
-    def _mark_topics_dirty(self, topics: Iterable[str]) -> None:
-        self._context.dirty_topics.update(t for t in topics if t in self._context.topics)

@@ -176,11 +176,10 @@ class KafkaController:
             self._follow_ups.append(_IsrExpansion(tuple(dict.fromkeys(tp for tp, _ in replicas))))
 
     def _on_broker_failure(self, dead_brokers: list[int]) -> None:
-        """onBrokerFailure (§8.3) -> onReplicasBecomeOffline (§9.1)."""
+        """onBrokerFailure (§8.3) -> onReplicasBecomeOffline (§9.1). The callers have
+        marked the brokers dead, which also takes them out of the shutting-down set."""
         context = self.context
         parts = self.parts
-        for broker in dead_brokers:
-            context.shutting_down.discard(broker)
         replicas = context.replicas_on_brokers(dead_brokers)
         for_deletion = [r for r in replicas if context.is_queued_for_deletion(r[0].topic)]
         not_for_deletion = [r for r in replicas if not context.is_queued_for_deletion(r[0].topic)]
