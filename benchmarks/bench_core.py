@@ -94,8 +94,6 @@ def cluster_rows(brokers: int, partitions: int, rf: int) -> dict[str, list[dict]
                 "cluster": CLUSTER,
                 "controller_epoch": 1,
                 "controller": 0,
-                "last_seq": 0,
-                "last_event_id": None,
             }
         ],
     }

@@ -80,7 +80,6 @@ class ControllerContext:
         self.dirty_replicas: set[tuple[TopicPartition, int]] = set()
         self.dirty_brokers: set[int] = set()
         self.dirty_topics: set[str] = set()
-        self.dirty_cluster = False
 
     # ---- brokers -------------------------------------------------------------------------
 

@@ -443,7 +443,6 @@ class KafkaController:
         parts = self.parts
         context.epoch += 1
         context.controller_id = body.controller
-        context.dirty_cluster = True
         for broker in body.failed_brokers:
             if context.is_registered(broker):
                 context.set_broker_status(broker, BrokerStatus.DEAD)

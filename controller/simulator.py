@@ -58,6 +58,7 @@ class Simulator:
         for cluster in sorted(names):
             context = snapshot.load(cluster, tables)
             runner = ClusterRunner(context, settings)
+            runner.mark_stored()
             runner.seen_event_ids.update(
                 row["event_id"]
                 for row in tables.get("applied_events", ())
@@ -136,6 +137,13 @@ class ClusterRunner:
         # each queued topic's `deletion` column as last output: a failover recomputes the
         # deletion sets without marking topics dirty, so drain compares against this
         self._deletion_status = _deletion_statuses(context)
+        # the clusters row as last output (None: never written), so that it is written
+        # when it changes rather than every batch
+        self._cluster_row: Row | None = None
+
+    def mark_stored(self) -> None:
+        """The context came from the tables: its clusters row is already stored."""
+        self._cluster_row = snapshot.cluster_row(self.context)
 
     def apply(self, event: Event) -> Rejection | None:
         header = event.header
@@ -168,7 +176,6 @@ class ClusterRunner:
         context = self.context  # a failover replaces it
         context.last_seq = seq
         context.last_event_id = event_id
-        context.dirty_cluster = True
         self.seen_event_ids.add(event_id)
         self._applied.append(
             {
@@ -235,13 +242,14 @@ class ClusterRunner:
             else:
                 output.deletes["topics"].append({"cluster": cluster, "topic": topic})
         self._deletion_status = statuses
-        if context.dirty_cluster:
-            output.upserts["clusters"].append(snapshot.cluster_row(context))
+        cluster_row = snapshot.cluster_row(context)
+        if cluster_row != self._cluster_row:
+            output.upserts["clusters"].append(cluster_row)
+            self._cluster_row = cluster_row
         context.dirty_partitions.clear()
         context.dirty_replicas.clear()
         context.dirty_brokers.clear()
         context.dirty_topics.clear()
-        context.dirty_cluster = False
 
 
 def _deletion_statuses(context: ControllerContext) -> dict[str, str | None]:

@@ -93,8 +93,6 @@ def cluster_row(context: ControllerContext) -> Row:
         "cluster": context.cluster,
         "controller_epoch": context.epoch,
         "controller": context.controller_id,
-        "last_seq": context.last_seq,
-        "last_event_id": context.last_event_id,
         "ineligible_deleted_topics": sorted(
             context.topics_ineligible_for_deletion - context.topics_to_be_deleted
         ),
@@ -133,12 +131,15 @@ def load(cluster: str, tables: Mapping[str, Iterable[Mapping[str, Any]]]) -> Con
     for row in rows("clusters"):
         context.epoch = row["controller_epoch"]
         context.controller_id = row["controller"]
-        context.last_seq = row["last_seq"]
-        context.last_event_id = row["last_event_id"]
         context.topics_ineligible_for_deletion.update(row.get("ineligible_deleted_topics") or ())
         context.partitions_being_reassigned.update(
             TopicPartition(r["topic"], r["partition"]) for r in row.get("stale_reassignments") or ()
         )
+    applied = rows("applied_events")
+    if applied:
+        last = max(applied, key=lambda r: r["seq"])
+        context.last_seq = last["seq"]
+        context.last_event_id = last["event_id"]
     for row in rows("brokers"):
         status = BrokerStatus(row["status"])
         context.register_broker(row["broker"], row["rack"], row["broker_epoch"])
@@ -206,7 +207,6 @@ def _clear_dirty(context: ControllerContext) -> None:
     context.dirty_replicas.clear()
     context.dirty_brokers.clear()
     context.dirty_topics.clear()
-    context.dirty_cluster = False
 
 
 def reload_for_failover(context: ControllerContext) -> ControllerContext:
@@ -222,6 +222,8 @@ def reload_for_failover(context: ControllerContext) -> ControllerContext:
     fresh.topics_ineligible_for_deletion.clear()
     fresh.partitions_being_reassigned.clear()
     fresh.event_id = context.event_id
+    fresh.last_seq = context.last_seq  # not a table of its own: applied_events holds it
+    fresh.last_event_id = context.last_event_id
     for record in fresh.all_partitions():
         for broker in list(record.replica_states):
             fresh.remove_replica_state(record, broker)

@@ -97,15 +97,15 @@ TOPICS = _table(
     ("deletion", STRING),
 )
 # Not in CONTRACT §2's list (the contract may grow): what a restart needs that no other
-# table holds — the controller epoch and the cluster's last applied seq / event ids.
+# table holds. Written only when it changes (a failover, a deletion or reassignment
+# leaving Kafka's in-memory sets behind), not every batch: the cluster's last applied
+# seq comes from applied_events.
 CLUSTERS = _table(
     "clusters",
     ("cluster",),
     ("cluster", STRING),
     ("controller_epoch", INT),
     ("controller", INT),
-    ("last_seq", LONG),
-    ("last_event_id", STRING),
     # deleted topics Kafka's controller still holds as ineligible for deletion (removeTopic
     # does not clear them, SPEC §15.2): a re-created topic of that name starts ineligible
     ("ineligible_deleted_topics", ArrayOf(STRING)),
