@@ -21,6 +21,8 @@ from controller.election import CONTROLLED_SHUTDOWN, offline_strategy
 from controller.journal import Journal
 from controller.leader_elections import LeaderElections
 from controller.model import (
+    NO_EPOCH,
+    NO_LEADER,
     BrokerStatus,
     PartitionState,
     ReplicaAssignment,
@@ -364,29 +366,31 @@ class KafkaController:
             self.reassignments.resume(tp)
 
     def _isr_change(self, body: ev.IsrChange) -> None:
-        """An AlterPartition from the partition's current leader (§13.1)."""
+        """An AlterPartition from the partition's current leader (§13.1). A partition the
+        controller has no leadership for has no leader to send it: any registered broker
+        at its registered epoch passes the top-level checks alike, so the request is one
+        of theirs (with none registered, none can: STALE_BROKER_EPOCH)."""
         context = self.context
         tp = TopicPartition(body.topic, body.partition)
         current = context.leadership(tp)
         if current is None:
-            self.journal.result(
-                tp.topic,
-                tp.partition,
-                "UNKNOWN_TOPIC_OR_PARTITION",
-                "The partition does not exist.",
-            )
-            return
-        leader = context.brokers.get(current.leader)
+            registered = context.registered_broker_ids()
+            sender = registered[0] if registered else NO_LEADER
+            leader_epoch = partition_epoch = NO_EPOCH  # unread: rule 1 answers first
+        else:
+            sender = current.leader
+            leader_epoch, partition_epoch = current.leader_epoch, current.partition_epoch
         change = PartitionChange(
             tp=tp,
-            leader_epoch=current.leader_epoch if body.leader_epoch is None else body.leader_epoch,
+            leader_epoch=leader_epoch if body.leader_epoch is None else body.leader_epoch,
             isr=body.isr,
             partition_epoch=(
-                current.partition_epoch if body.partition_epoch is None else body.partition_epoch
+                partition_epoch if body.partition_epoch is None else body.partition_epoch
             ),
         )
-        broker_epoch = -1 if leader is None else leader.epoch
-        self._alter_partition(AlterPartitionRequest(current.leader, broker_epoch, (change,)))
+        info = context.brokers.get(sender)
+        broker_epoch = -1 if info is None else info.epoch
+        self._alter_partition(AlterPartitionRequest(sender, broker_epoch, (change,)))
 
     def _alter_partition(self, request: AlterPartitionRequest) -> None:
         results = alter_partition(self.parts, request)
