@@ -267,19 +267,27 @@ class KafkaController:
         if collision is not None:
             raise EventRejected(f"Topic '{body.topic}' collides with existing topic: {collision}")
         if body.assignment is not None:
-            self._check_brokers_known(body.assignment)
+            # Kafka's CreateTopics does not check an explicit assignment's brokers at all
+            # (ZkAdminManager.createTopics), so a dead one is accepted; one the cluster has
+            # never seen is bad input (CONTRACT §1)
+            self._check_brokers(body.assignment, set(context.brokers))
 
     def _check_partition_creation(self, body: ev.PartitionCreation) -> None:
         topic = self.context.topics[body.topic]
         existing = sorted(p for p in body.assignment if p in topic.partitions)
         if existing:
             raise EventRejected(f"partitions {existing} of topic '{body.topic}' already exist")
-        self._check_brokers_known(body.assignment)
+        # CreatePartitions refuses brokers without a registration (ZkAdminManager
+        # .createPartitions reads /brokers/ids): dead ones too, shutting-down ones not
+        self._check_brokers(body.assignment, set(self.context.registered_broker_ids()))
 
-    def _check_brokers_known(self, assignment: dict[int, tuple[int, ...]]) -> None:
-        unknown = sorted({b for rs in assignment.values() for b in rs} - set(self.context.brokers))
-        if unknown:
-            raise EventRejected(f"Unknown broker(s) in replica assignment: {unknown}")
+    def _check_brokers(self, assignment: dict[int, tuple[int, ...]], allowed: set[int]) -> None:
+        unknown = sorted({b for rs in assignment.values() for b in rs} - allowed)
+        if not unknown:
+            return
+        dead = [b for b in unknown if b in self.context.brokers]
+        detail = f" (dead, not registered: {dead})" if dead else ""
+        raise EventRejected(f"Unknown broker(s) in replica assignment: {unknown}{detail}")
 
     def _topic_creation(self, body: ev.TopicCreation) -> None:
         context = self.context
