@@ -70,7 +70,9 @@ def alter_partition(
             result = AlterPartitionResult(None, written)
         assert result is not None
         results[change.tp] = result
-    # every partition of the request, accepted or not, is re-announced
+    # every partition of the request, accepted or not, is re-announced (one without
+    # leadership is skipped); the UpdateMetadata goes out even when none is left: it then
+    # carries only the live brokers (KafkaController.tryProcessAlterPartition)
     parts.send_update_metadata(context.registered_broker_ids(), list(results))
     return results
 
@@ -82,7 +84,9 @@ def _validate(
     context = parts.context
     current = context.leadership(request.tp)
     if current is None:
-        return AlterPartitionResult("UNKNOWN_TOPIC_OR_PARTITION")
+        return AlterPartitionResult(
+            "UNKNOWN_TOPIC_OR_PARTITION", message="The partition does not exist."
+        )
     if (
         request.partition_epoch > current.partition_epoch
         or request.leader_epoch > current.leader_epoch

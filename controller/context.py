@@ -71,6 +71,9 @@ class ControllerContext:
         self.topics_with_deletion_started: set[str] = set()
         self.topics_ineligible_for_deletion: set[str] = set()
         self.partitions_being_reassigned: set[TopicPartition] = set()
+        # partitions whose cached leadership carries this controller's epoch while the
+        # stored one is older (a no-write ISR removal, SPEC §6.3): maintained by set_leadership
+        self.restamped_partitions: set[TopicPartition] = set()
         # indexes
         self._replicas_on_broker: dict[int, set[TopicPartition]] = {}
         self._led_by: dict[int, set[TopicPartition]] = {}
@@ -212,6 +215,10 @@ class ControllerContext:
                 del self._led_by[old.leader]
         if leadership is not None and (old is None or old.leader != leadership.leader):
             self._led_by.setdefault(leadership.leader, set()).add(record.tp)
+        if leadership is not None and leadership.is_restamped:
+            self.restamped_partitions.add(record.tp)
+        else:
+            self.restamped_partitions.discard(record.tp)
         record.leadership = leadership
         self._touch(record)
 

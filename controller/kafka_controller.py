@@ -21,6 +21,8 @@ from controller.election import CONTROLLED_SHUTDOWN, offline_strategy
 from controller.journal import Journal
 from controller.leader_elections import LeaderElections
 from controller.model import (
+    NO_EPOCH,
+    NO_LEADER,
     BrokerStatus,
     PartitionState,
     ReplicaAssignment,
@@ -265,19 +267,27 @@ class KafkaController:
         if collision is not None:
             raise EventRejected(f"Topic '{body.topic}' collides with existing topic: {collision}")
         if body.assignment is not None:
-            self._check_brokers_known(body.assignment)
+            # Kafka's CreateTopics does not check an explicit assignment's brokers at all
+            # (ZkAdminManager.createTopics), so a dead one is accepted; one the cluster has
+            # never seen is bad input (CONTRACT §1)
+            self._check_brokers(body.assignment, set(context.brokers))
 
     def _check_partition_creation(self, body: ev.PartitionCreation) -> None:
         topic = self.context.topics[body.topic]
         existing = sorted(p for p in body.assignment if p in topic.partitions)
         if existing:
             raise EventRejected(f"partitions {existing} of topic '{body.topic}' already exist")
-        self._check_brokers_known(body.assignment)
+        # CreatePartitions refuses brokers without a registration (ZkAdminManager
+        # .createPartitions reads /brokers/ids): dead ones too, shutting-down ones not
+        self._check_brokers(body.assignment, set(self.context.registered_broker_ids()))
 
-    def _check_brokers_known(self, assignment: dict[int, tuple[int, ...]]) -> None:
-        unknown = sorted({b for rs in assignment.values() for b in rs} - set(self.context.brokers))
-        if unknown:
-            raise EventRejected(f"Unknown broker(s) in replica assignment: {unknown}")
+    def _check_brokers(self, assignment: dict[int, tuple[int, ...]], allowed: set[int]) -> None:
+        unknown = sorted({b for rs in assignment.values() for b in rs} - allowed)
+        if not unknown:
+            return
+        dead = [b for b in unknown if b in self.context.brokers]
+        detail = f" (dead, not registered: {dead})" if dead else ""
+        raise EventRejected(f"Unknown broker(s) in replica assignment: {unknown}{detail}")
 
     def _topic_creation(self, body: ev.TopicCreation) -> None:
         context = self.context
@@ -364,29 +374,31 @@ class KafkaController:
             self.reassignments.resume(tp)
 
     def _isr_change(self, body: ev.IsrChange) -> None:
-        """An AlterPartition from the partition's current leader (§13.1)."""
+        """An AlterPartition from the partition's current leader (§13.1). A partition the
+        controller has no leadership for has no leader to send it: any registered broker
+        at its registered epoch passes the top-level checks alike, so the request is one
+        of theirs (with none registered, none can: STALE_BROKER_EPOCH)."""
         context = self.context
         tp = TopicPartition(body.topic, body.partition)
         current = context.leadership(tp)
         if current is None:
-            self.journal.result(
-                tp.topic,
-                tp.partition,
-                "UNKNOWN_TOPIC_OR_PARTITION",
-                "The partition does not exist.",
-            )
-            return
-        leader = context.brokers.get(current.leader)
+            registered = context.registered_broker_ids()
+            sender = registered[0] if registered else NO_LEADER
+            leader_epoch = partition_epoch = NO_EPOCH  # unread: rule 1 answers first
+        else:
+            sender = current.leader
+            leader_epoch, partition_epoch = current.leader_epoch, current.partition_epoch
         change = PartitionChange(
             tp=tp,
-            leader_epoch=current.leader_epoch if body.leader_epoch is None else body.leader_epoch,
+            leader_epoch=leader_epoch if body.leader_epoch is None else body.leader_epoch,
             isr=body.isr,
             partition_epoch=(
-                current.partition_epoch if body.partition_epoch is None else body.partition_epoch
+                partition_epoch if body.partition_epoch is None else body.partition_epoch
             ),
         )
-        broker_epoch = -1 if leader is None else leader.epoch
-        self._alter_partition(AlterPartitionRequest(current.leader, broker_epoch, (change,)))
+        info = context.brokers.get(sender)
+        broker_epoch = -1 if info is None else info.epoch
+        self._alter_partition(AlterPartitionRequest(sender, broker_epoch, (change,)))
 
     def _alter_partition(self, request: AlterPartitionRequest) -> None:
         results = alter_partition(self.parts, request)

@@ -102,7 +102,12 @@ class ReplicaAssignment:
 
 @dataclass(frozen=True, slots=True)
 class LeaderAndIsr:
-    """A partition's stored leadership: Kafka's LeaderIsrAndControllerEpoch."""
+    """A partition's leadership as the controller caches it: Kafka's LeaderIsrAndControllerEpoch.
+
+    `controller_epoch` is the cached one (what requests carry). It differs from the one
+    ZooKeeper stores with the leader and ISR only after an ISR removal that found nothing to
+    remove (SPEC §6.3): the controller re-caches the state under its own epoch without a
+    write. `zk_controller_epoch` then keeps the stored one (None: the same as cached)."""
 
     leader: int
     leader_epoch: int
@@ -110,6 +115,18 @@ class LeaderAndIsr:
     partition_epoch: int
     recovery: RecoveryState = RecoveryState.RECOVERED
     controller_epoch: int = 0
+    zk_controller_epoch: int | None = None
+
+    @property
+    def stored_controller_epoch(self) -> int:
+        """The controller epoch in the partition's state znode: what a new controller loads."""
+        return (
+            self.controller_epoch if self.zk_controller_epoch is None else self.zk_controller_epoch
+        )
+
+    @property
+    def is_restamped(self) -> bool:
+        return self.zk_controller_epoch is not None
 
     def new_leader_and_isr(self, leader: int, isr: tuple[int, ...]) -> LeaderAndIsr:
         return LeaderAndIsr(
@@ -119,6 +136,7 @@ class LeaderAndIsr:
             self.partition_epoch,
             self.recovery,
             self.controller_epoch,
+            self.zk_controller_epoch,
         )
 
     def new_recovering_leader_and_isr(self, leader: int, isr: tuple[int, ...]) -> LeaderAndIsr:
@@ -129,6 +147,7 @@ class LeaderAndIsr:
             self.partition_epoch,
             RecoveryState.RECOVERING,
             self.controller_epoch,
+            self.zk_controller_epoch,
         )
 
     def new_leader(self, leader: int) -> LeaderAndIsr:
@@ -138,7 +157,8 @@ class LeaderAndIsr:
         return self.new_leader_and_isr(self.leader, self.isr)
 
     def written(self, controller_epoch: int) -> LeaderAndIsr:
-        """The state after a successful conditional write: znode version + 1."""
+        """The state after a successful conditional write: znode version + 1, stored and
+        cached under the writer's epoch."""
         return LeaderAndIsr(
             self.leader,
             self.leader_epoch,
@@ -149,9 +169,11 @@ class LeaderAndIsr:
         )
 
     def stamped(self, controller_epoch: int) -> LeaderAndIsr:
-        """The same stored state, cached under this controller's epoch (no write)."""
+        """The same stored state, cached under this controller's epoch (no write): the znode
+        keeps the epoch of the controller that last wrote it."""
         if controller_epoch == self.controller_epoch:
             return self
+        stored = self.stored_controller_epoch
         return LeaderAndIsr(
             self.leader,
             self.leader_epoch,
@@ -159,4 +181,18 @@ class LeaderAndIsr:
             self.partition_epoch,
             self.recovery,
             controller_epoch,
+            None if stored == controller_epoch else stored,
+        )
+
+    def as_stored(self) -> LeaderAndIsr:
+        """The state as a controller loading the znode caches it (SPEC §7.2 step 4g)."""
+        if self.zk_controller_epoch is None:
+            return self
+        return LeaderAndIsr(
+            self.leader,
+            self.leader_epoch,
+            self.isr,
+            self.partition_epoch,
+            self.recovery,
+            self.zk_controller_epoch,
         )

@@ -43,7 +43,8 @@ def partition_row(cluster: str, record: Partition) -> Row:
         "isr": None if leadership is None else list(leadership.isr),
         "partition_epoch": None if leadership is None else leadership.partition_epoch,
         "leader_recovery_state": None if leadership is None else leadership.recovery.value,
-        "controller_epoch": None if leadership is None else leadership.controller_epoch,
+        # ZooKeeper's, not the cache's: they differ after a no-write ISR removal (SPEC §6.3)
+        "controller_epoch": None if leadership is None else leadership.stored_controller_epoch,
         "replicas": list(assignment.replicas),
         "adding_replicas": list(assignment.adding),
         "removing_replicas": list(assignment.removing),
@@ -101,6 +102,10 @@ def cluster_row(context: ControllerContext) -> Row:
             for tp in sorted(context.partitions_being_reassigned)
             if not context.assignment(tp).is_being_reassigned
         ],
+        "restamped_partitions": [
+            {"topic": tp.topic, "partition": tp.partition}
+            for tp in sorted(context.restamped_partitions)
+        ],
     }
 
 
@@ -128,12 +133,17 @@ def load(cluster: str, tables: Mapping[str, Iterable[Mapping[str, Any]]]) -> Con
     def rows(name: str) -> list[Mapping[str, Any]]:
         return [r for r in tables.get(name, ()) if r["cluster"] == cluster]
 
+    restamped: set[TopicPartition] = set()
     for row in rows("clusters"):
         context.epoch = row["controller_epoch"]
         context.controller_id = row["controller"]
         context.topics_ineligible_for_deletion.update(row.get("ineligible_deleted_topics") or ())
         context.partitions_being_reassigned.update(
             TopicPartition(r["topic"], r["partition"]) for r in row.get("stale_reassignments") or ()
+        )
+        restamped.update(
+            TopicPartition(r["topic"], r["partition"])
+            for r in row.get("restamped_partitions") or ()
         )
     applied = rows("applied_events")
     if applied:
@@ -152,7 +162,7 @@ def load(cluster: str, tables: Mapping[str, Iterable[Mapping[str, Any]]]) -> Con
         if row["deletion"] == INELIGIBLE:
             context.topics_ineligible_for_deletion.add(row["topic"])
     for row in sorted(rows("partition_state"), key=lambda r: (r["topic"], r["partition"])):
-        _load_partition(context, row)
+        _load_partition(context, row, restamped)
     for row in rows("replica_state"):
         record = context.partition(TopicPartition(row["topic"], row["partition"]))
         if record is not None:
@@ -163,7 +173,9 @@ def load(cluster: str, tables: Mapping[str, Iterable[Mapping[str, Any]]]) -> Con
     return context
 
 
-def _load_partition(context: ControllerContext, row: Mapping[str, Any]) -> None:
+def _load_partition(
+    context: ControllerContext, row: Mapping[str, Any], restamped: set[TopicPartition]
+) -> None:
     tp = TopicPartition(row["topic"], row["partition"])
     if tp.topic not in context.topics:
         return
@@ -174,17 +186,16 @@ def _load_partition(context: ControllerContext, row: Mapping[str, Any]) -> None:
     )
     record = context.add_partition(tp, assignment)
     if row["leader_epoch"] is not None:
-        context.set_leadership(
-            record,
-            LeaderAndIsr(
-                row["leader"],
-                row["leader_epoch"],
-                tuple(row["isr"]),
-                row["partition_epoch"],
-                RecoveryState(row["leader_recovery_state"]),
-                row["controller_epoch"],
-            ),
+        stored = LeaderAndIsr(
+            row["leader"],
+            row["leader_epoch"],
+            tuple(row["isr"]),
+            row["partition_epoch"],
+            RecoveryState(row["leader_recovery_state"]),
+            row["controller_epoch"],
         )
+        # the running controller's cache, re-stamped under its epoch without a write
+        context.set_leadership(record, stored.stamped(context.epoch) if tp in restamped else stored)
     context.set_partition_state(record, PartitionState(row["state"]))
     record.last_event_id = row["last_event_id"]
 
@@ -212,8 +223,12 @@ def _clear_dirty(context: ControllerContext) -> None:
 def reload_for_failover(context: ControllerContext) -> ControllerContext:
     """A new controller's view: the stored state only. Replica and partition states, the
     deletion-started and ineligible sets and the shutting-down set are Kafka's memory, so
-    they start empty (the new controller's startup rebuilds them)."""
-    fresh = load(context.cluster, dump(context))
+    they start empty (the new controller's startup rebuilds them); its leadership cache
+    holds each partition's leader and ISR with the controller epoch stored with them, not
+    the old controller's re-stamps (SPEC §7.2 step 4g)."""
+    tables = dump(context)
+    tables["clusters"] = [{**row, "restamped_partitions": []} for row in tables["clusters"]]
+    fresh = load(context.cluster, tables)
     fresh.dirty_partitions |= context.dirty_partitions
     fresh.dirty_replicas |= context.dirty_replicas
     fresh.dirty_brokers |= context.dirty_brokers

@@ -114,6 +114,11 @@ CLUSTERS = _table(
     # e.g. of a partition without a leader, SPEC §14.3): broker startup and AlterPartition
     # resume them. The others are derived from partition_state.
     ("stale_reassignments", ArrayOf(StructOf((("topic", STRING), ("partition", INT))))),
+    # partitions whose leader and ISR the controller has re-cached under its own epoch
+    # without writing them (an ISR removal with nothing to remove, SPEC §6.3): its requests
+    # carry its epoch while partition_state.controller_epoch, ZooKeeper's, keeps the last
+    # writer's, which is what a new controller loads (SPEC §7.2 step 4g)
+    ("restamped_partitions", ArrayOf(StructOf((("topic", STRING), ("partition", INT))))),
 )
 APPLIED_EVENTS = _table(
     "applied_events",

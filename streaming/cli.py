@@ -26,7 +26,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
 def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, help="Java .properties file of settings")
     parser.add_argument(
-        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="a setting; wins over --config (repeatable)",
     )
 

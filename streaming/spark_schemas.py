@@ -119,8 +119,7 @@ def rows_to_arrow(
         # An undecodable input byte reaches the core as a lone surrogate escape; Delta
         # strings are UTF-8, so it is stored as the text "\\udcXX" (the byte stays known).
         arrays = [
-            _column_array([_escape_surrogates(v) for v in columns[f.name]], f.type)
-            for f in schema
+            _column_array([_escape_surrogates(v) for v in columns[f.name]], f.type) for f in schema
         ]
     return pa.Table.from_arrays(arrays, schema=schema)
 

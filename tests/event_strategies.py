@@ -222,8 +222,10 @@ def controlled_shutdown_event(view: ClusterView) -> st.SearchStrategy:
     ).map(lambda args: build(*args))
 
 
-def _assignment(view: ClusterView, first: int, count: int, rf: int) -> st.SearchStrategy:
-    pool = view.known_brokers()
+def _assignment(
+    view: ClusterView, first: int, count: int, rf: int, pool: list[int] | None = None
+) -> st.SearchStrategy:
+    pool = view.known_brokers() if pool is None else pool
     rf = min(rf, len(pool))
     if rf < 1:
         return st.nothing()
@@ -263,7 +265,10 @@ def partition_creation_event(view: ClusterView) -> st.SearchStrategy:
         existing = [p for t, p in view.partitions if t == topic]
         first = max(existing, default=-1) + 1
         rf = len(view.partitions[(topic, existing[0])].replicas) if existing else 1
-        assignment = draw(_assignment(view, first, draw(st.integers(1, 2)), rf))
+        # mostly registered brokers, so the creation is accepted (a dead one is rejected)
+        registered = view.registered()
+        pool = registered if registered and draw(st.integers(0, 4)) else None
+        assignment = draw(_assignment(view, first, draw(st.integers(1, 2)), rf, pool))
         return {"type": "partition_creation", "topic": topic, "assignment": assignment}
 
     return build()

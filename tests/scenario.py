@@ -20,6 +20,7 @@ from typing import Any
 from controller.config import Settings
 from controller.context import ControllerContext
 from controller.simulator import RawEvent, Simulator
+from schemas.tables import STATE_TABLES
 
 Row = dict[str, Any]
 CLUSTER = "default"
@@ -79,7 +80,8 @@ def entries(request: Row) -> dict[tuple[str, int], Row]:
 
 class Cluster:
     def __init__(self, settings: Settings | None = None, brokers: Iterable[int] = ()) -> None:
-        self.simulator = Simulator(settings or Settings())
+        self.settings = settings or Settings()
+        self.simulator = Simulator(self.settings)
         self._lines = 0
         self.last: Output | None = None
         for broker in brokers:
@@ -167,6 +169,12 @@ class Cluster:
             event["failed_brokers"] = failed
         return self.send(event)
 
+    def restart(self) -> None:
+        """Stop and carry on from the stored state tables alone, as an engine does after a
+        restart: the same controller goes on (no failover)."""
+        tables = {t.name: list(self.simulator.table_rows(t.name)) for t in STATE_TABLES}
+        self.simulator = Simulator.from_tables(self.settings, tables)
+
     # ---- reading state --------------------------------------------------------------------
 
     @property
@@ -211,6 +219,10 @@ class Cluster:
 
     def broker(self, broker: int) -> Row:
         return next(r for r in self._rows("brokers") if r["broker"] == broker)
+
+    def cluster_row(self) -> Row:
+        (row,) = self._rows("clusters")
+        return row
 
     def topic(self, topic: str) -> Row | None:
         return next((r for r in self._rows("topics") if r["topic"] == topic), None)

@@ -338,7 +338,7 @@ def check_requests(
     for row in output.appends["event_results"]:
         assert row["error"] is None or row["error"].isupper(), row
     if event["type"] == "isr_change":
-        check_alter_partition(event, before, output.appends["event_results"][0])
+        check_alter_partition(event, before, output.appends["event_results"][0], requests)
     # §0: the first controller has epoch 1; each failover adds exactly one
     if event["type"] == "controller_failover":
         assert after.controller_epoch == before.controller_epoch + 1
@@ -351,15 +351,24 @@ def check_requests(
         assert after.broker_epochs[b] > before.broker_epochs.get(b, 0)
 
 
-def check_alter_partition(event: dict, before: ClusterView, result: Row) -> None:
+def check_alter_partition(
+    event: dict, before: ClusterView, result: Row, requests: list[Row]
+) -> None:
     """§13.1, as an oracle: the first matching rule decides the answer to an AlterPartition
-    from the current leader; an accepted one keeps the leader epoch and bumps the partition
-    epoch by one, an idempotent one writes nothing."""
+    from the current leader (any registered broker when the partition has no leadership);
+    an accepted one keeps the leader epoch and bumps the partition epoch by one, an
+    idempotent one writes nothing. A top-level error sends nothing; otherwise one
+    UpdateMetadata goes to every registered broker, carrying the partition if it has a
+    leadership, else only the broker list."""
     tp = (event["topic"], event["partition"])
     current = before.partitions.get(tp)
     isr = event["isr"]
+    registered = before.registered()
     if current is None or current.leader_epoch is None:
-        expected, written = "UNKNOWN_TOPIC_OR_PARTITION", None
+        if registered:
+            expected, written = "UNKNOWN_TOPIC_OR_PARTITION", None
+        else:
+            expected, written = "STALE_BROKER_EPOCH", None  # no broker could send it
     elif before.brokers.get(current.leader, "dead") == "dead":
         expected, written = "STALE_BROKER_EPOCH", None  # the sender is not registered
     else:
@@ -379,6 +388,15 @@ def check_alter_partition(event: dict, before: ClusterView, result: Row) -> None
             expected, written = None, current.partition_epoch + 1
     assert (result["topic"], result["partition"]) == tp, result
     assert result["error"] == expected, (result, expected)
+    if expected == "STALE_BROKER_EPOCH":
+        assert requests == [], requests
+    else:
+        announced = requests[: len(registered)]
+        assert [(r["type"], r["broker"]) for r in announced] == [
+            ("UpdateMetadata", b) for b in registered
+        ], requests
+        carried = [(p["topic"], p["partition"]) for p in announced[0]["partitions"]]
+        assert carried == ([] if current is None or current.leader_epoch is None else [tp])
     if expected is None:
         assert current is not None
         assert result["leader"] == current.leader, result

@@ -5,6 +5,13 @@ from __future__ import annotations
 import pytest
 from scenario import Cluster, entries
 
+from controller.alter_partition import AlterPartitionRequest, PartitionChange, alter_partition
+from controller.config import Settings
+from controller.context import ControllerContext
+from controller.journal import Journal
+from controller.model import LeaderAndIsr, ReplicaAssignment, TopicPartition
+from controller.parts import ControllerParts
+
 LAI, UM, SR = "LeaderAndIsr", "UpdateMetadata", "StopReplica"
 UM_ALL = [(UM, 1, True), (UM, 2, True), (UM, 3, True)]
 
@@ -101,13 +108,104 @@ def test_dead_isr_member_is_ineligible() -> None:
 
 
 def test_partition_without_leadership_is_unknown() -> None:
-    """§13.1 rule 1: no cached leadership -> UNKNOWN_TOPIC_OR_PARTITION."""
+    """§13.1 rule 1: no cached leadership -> UNKNOWN_TOPIC_OR_PARTITION; the UpdateMetadata
+    to every registered broker still goes out, with the partition skipped."""
     c = Cluster(brokers=[1, 2])
     c.fail(1)
     c.create("t", {0: [1]})
     out = c.isr("t", 0, [1])
     assert out.result("t", 0)["error"] == "UNKNOWN_TOPIC_OR_PARTITION"
     assert c.partition("t", 0)["state"] == "NewPartition"
+    assert out.sent() == [(UM, 2, True)]
+    assert (out.requests[0]["partitions"], out.requests[0]["live_brokers"]) == ([], [2])
+
+
+@pytest.mark.parametrize(
+    ("topic", "partition"),
+    [
+        ("t", 5),  # the topic exists, the partition does not
+        ("nope", 0),  # no such topic (a request by topic name: the same rule 1)
+    ],
+)
+def test_unknown_partition_still_sends_broker_only_update_metadata(
+    topic: str, partition: int
+) -> None:
+    """§13.1: rule 1 answers UNKNOWN_TOPIC_OR_PARTITION, and after the (empty) ZK update
+    Kafka sends UpdateMetadata to all registered brokers for the request's partitions minus
+    the unknown ones: here none, so it carries only the live-broker list. A shutting-down
+    broker is registered, so it is a recipient and in the list."""
+    c = Cluster(brokers=[1, 2, 3])
+    c.create("t", {0: [1, 2]})
+    c.shutdown(3)
+    before = c.partition("t", 0)
+    out = c.isr(topic, partition, [1])
+    row = out.result(topic, partition)
+    assert (row["error"], row["message"]) == (
+        "UNKNOWN_TOPIC_OR_PARTITION",
+        "The partition does not exist.",
+    )
+    assert (row["leader"], row["isr"], row["partition_epoch"]) == (None, None, None)
+    assert out.sent() == UM_ALL
+    for request in out.requests:
+        assert request["controller_epoch"] == 1
+        assert request["partitions"] == []
+        assert request["live_brokers"] == [1, 2, 3]
+    assert out.state_changes == []
+    assert c.partition("t", 0) == before
+    assert c.partition(topic, partition) is None
+
+
+def test_alter_partition_with_no_registered_sender_sends_nothing() -> None:
+    """§13.1 top level: a request whose sender has no registration is answered
+    STALE_BROKER_EPOCH for every partition before anything else: no write and no
+    UpdateMetadata (Kafka returns before its ZK update and sendUpdateMetadataRequest).
+    kcsim's isr_change comes from the current leader; a partition whose leader is -1 (or
+    dead) has none registered, and with no broker registered neither has an unknown one."""
+    c = Cluster(brokers=[1, 2])
+    c.create("t", {0: [1]})
+    c.fail(1)  # the last ISR member: leader -1, ISR [1], leader epoch 1
+    assert c.state("t", 0) == ("OfflinePartition", -1, [1], 1, 1)
+    out = c.isr("t", 0, [1])
+    row = out.result("t", 0)
+    assert (row["error"], row["message"]) == ("STALE_BROKER_EPOCH", "broker -1 is not registered")
+    assert out.requests == [] and out.state_changes == []
+    assert c.state("t", 0) == ("OfflinePartition", -1, [1], 1, 1)
+
+    c.fail(2)  # nobody is registered
+    out = c.isr("t", 7, [2])
+    assert out.result("t", 7)["error"] == "STALE_BROKER_EPOCH"
+    assert out.requests == []
+
+
+@pytest.mark.parametrize(
+    ("sender", "broker_epoch"),
+    [(1, 10), (1, 12), (3, 13)],  # older, newer than registered (11); not registered
+)
+def test_stale_broker_epoch_sends_nothing(sender: int, broker_epoch: int) -> None:
+    """§13.1 top level (KafkaController.tryProcessAlterPartition): a broker epoch other than
+    the registered one, or a sender without a registration -> STALE_BROKER_EPOCH for every
+    partition of the request, known or not; nothing written, no UpdateMetadata."""
+    context = ControllerContext("c")
+    context.register_broker(1, None, 11)
+    context.register_broker(2, None, 12)
+    context.add_topic("t", {})
+    record = context.add_partition(TopicPartition("t", 0), ReplicaAssignment((1, 2)))
+    current = LeaderAndIsr(1, 0, (1, 2), 0, controller_epoch=1)
+    context.set_leadership(record, current)
+    journal = Journal("c")
+    journal.begin("e1", 1, None)
+    parts = ControllerParts.wire(context, journal, Settings())
+    changes = (
+        PartitionChange(TopicPartition("t", 0), 0, (1,), 0),
+        PartitionChange(TopicPartition("t", 9), 0, (1,), 0),
+    )
+    results = alter_partition(parts, AlterPartitionRequest(sender, broker_epoch, changes))
+    assert {tp: r.error for tp, r in results.items()} == {
+        TopicPartition("t", 0): "STALE_BROKER_EPOCH",
+        TopicPartition("t", 9): "STALE_BROKER_EPOCH",
+    }
+    assert journal.requests == []
+    assert context.leadership(TopicPartition("t", 0)) == current
 
 
 def test_recovering_leader_may_recover_through_alter_partition() -> None:

@@ -144,3 +144,62 @@ def test_creation_with_replication_factor_uses_live_brokers() -> None:
             0,
             0,
         )
+
+
+def test_partition_creation_on_dead_broker_is_rejected() -> None:
+    """§10.2 via the admin path: CreatePartitions checks an explicit assignment against the
+    registered brokers (/brokers/ids) and answers INVALID_REPLICA_ASSIGNMENT "Unknown
+    broker(s) in replica assignment" before the controller sees anything. A dead broker is
+    not registered, so the event is rejected (CONTRACT §1): nothing changes, nothing is sent."""
+    c = Cluster(brokers=[1, 2, 3])
+    c.create("t", {0: [1, 2]})
+    c.fail(3)
+    out = c.send({"type": "partition_creation", "topic": "t", "assignment": {"1": [1, 3]}})
+    (rejected,) = out.rejected
+    assert rejected["reason"] == (
+        "Unknown broker(s) in replica assignment: [3] (dead, not registered: [3])"
+    )
+    assert out.requests == [] and out.state_changes == [] and out.results == []
+    assert c.partition("t", 1) is None
+    assert c.state("t", 0) == ("OnlinePartition", 1, [1, 2], 0, 0)
+    # never seen and dead together: both named
+    out = c.send({"type": "partition_creation", "topic": "t", "assignment": {"1": [9, 3]}})
+    assert out.rejected[0]["reason"] == (
+        "Unknown broker(s) in replica assignment: [3, 9] (dead, not registered: [3])"
+    )
+
+
+def test_partition_creation_on_shutting_down_broker_is_accepted() -> None:
+    """§10.3 / §4.3: a shutting-down broker keeps its registration, so CreatePartitions
+    accepts it; it is not live, so it is neither leader nor in the ISR and gets no
+    LeaderAndIsr, but it still gets the UpdateMetadata and its replica becomes Online."""
+    c = Cluster(brokers=[1, 2, 3])
+    c.create("t", {0: [1, 2]})
+    c.shutdown(3)
+    out = c.send({"type": "partition_creation", "topic": "t", "assignment": {"1": [3, 1]}})
+    assert out.rejected == []
+    assert c.state("t", 1) == ("OnlinePartition", 1, [1], 0, 0)
+    assert c.replicas("t", 1) == {3: "OnlineReplica", 1: "OnlineReplica"}
+    assert out.sent() == [(LAI, 1, True), (UM, 1, True), (UM, 2, True), (UM, 3, True)]
+    entry = entries(out.of(LAI, 1)[0])[("t", 1)]
+    assert (lai(entry), entry["is_new"], entry["replicas"]) == ((1, 0, [1], 0), True, [3, 1])
+    assert entries(out.of(UM, 3)[0])[("t", 1)]["offline_replicas"] == [3]
+
+
+def test_topic_creation_on_dead_broker_is_accepted() -> None:
+    """§10.1 / §10.3 via the admin path: unlike CreatePartitions, Kafka's CreateTopics does
+    not check an explicit assignment's brokers (ZkAdminManager.createTopics: "we don't check
+    that replicaAssignment contains unknown brokers"), so a dead broker is accepted and the
+    controller creates the partition around it. Only a broker the cluster has never seen is
+    rejected (CONTRACT §1)."""
+    c = Cluster(brokers=[1, 2, 3])
+    c.fail(3)
+    out = c.create("t", {0: [3, 1], 1: [3, 2]})
+    assert out.rejected == []
+    assert c.state("t", 0) == ("OnlinePartition", 1, [1], 0, 0)
+    assert c.state("t", 1) == ("OnlinePartition", 2, [2], 0, 0)
+    assert c.replicas("t", 0) == {3: "OnlineReplica", 1: "OnlineReplica"}
+    assert out.sent() == [(LAI, 1, True), (LAI, 2, True), (UM, 1, True), (UM, 2, True)]
+    out = c.create("u", {0: [1, 9]})
+    assert out.rejected[0]["reason"] == "Unknown broker(s) in replica assignment: [9]"
+    assert c.topic("u") is None

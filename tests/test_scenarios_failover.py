@@ -135,3 +135,89 @@ def test_controller_epoch_counts_failovers() -> None:
     c.failover()
     out = c.failover()
     assert {r["controller_epoch"] for r in out.requests} == {3}
+
+
+def test_failover_reloads_the_controller_epoch_stored_with_leader_and_isr() -> None:
+    """§6.3 / §7.2 step 4g: an ISR removal that finds the replica already out of the ISR
+    writes nothing, yet re-caches the leader and ISR under the controller's own epoch (its
+    requests carry it). ZooKeeper keeps the epoch of the last writer, and a new controller
+    loads that one: partition_state.controller_epoch is ZooKeeper's, and every failover
+    (two here) starts again from it. A restart of the same controller keeps its cache."""
+    c = Cluster(brokers=[1, 2, 3])
+    c.create("t", {0: [1, 2, 3]})
+    c.isr("t", 0, [1, 2])  # written by controller epoch 1: ZK (L1, E0, [1,2], v1, c1)
+    c.failover()  # epoch 2: all live, nothing written
+    assert c.partition("t", 0)["controller_epoch"] == 1
+
+    out = c.fail(3)  # replica 3 -> Offline; 3 is not in the ISR: no write
+    assert c.state("t", 0) == ("OnlinePartition", 1, [1, 2], 0, 1)
+    assert c.partition("t", 0)["controller_epoch"] == 1  # ZK's
+    assert c.cluster_row()["restamped_partitions"] == [{"topic": "t", "partition": 0}]
+    assert out.sent() == [
+        (LAI, 1, True),
+        (LAI, 2, True),
+        (UM, 1, True),
+        (UM, 2, True),
+        (SR, 3, False),
+    ]
+    for request in out.of(LAI) + out.of(UM):
+        entry = entries(request)[("t", 0)]
+        assert (lai(entry), entry["controller_epoch"]) == ((1, 0, [1, 2], 1), 2)  # the cache
+
+    c.restart()  # the same controller: its re-stamped cache survives the tables
+    out = c.start(3)
+    assert out.sent() == [
+        (UM, 1, True),
+        (UM, 2, True),
+        (UM, 3, True),
+        (LAI, 3, True),
+        (UM, 1, True),
+        (UM, 2, True),
+        (UM, 3, True),
+    ]
+    carried = [entries(r)[("t", 0)]["controller_epoch"] for r in out.requests if r["partitions"]]
+    assert carried == [2] * 5
+
+    out = c.failover()  # epoch 3 loads ZK: controller epoch 1, not the old cache's 2
+    assert c.cluster_row()["restamped_partitions"] == []
+    assert out.sent() == [
+        (UM, 1, True),
+        (UM, 2, True),
+        (UM, 3, True),
+        (LAI, 1, True),
+        (LAI, 2, True),
+        (LAI, 3, True),
+        (UM, 1, True),
+        (UM, 2, True),
+        (UM, 3, True),
+    ]
+    for request in out.requests[3:]:
+        assert request["controller_epoch"] == 3
+        entry = entries(request)[("t", 0)]
+        assert (lai(entry), entry["controller_epoch"]) == ((1, 0, [1, 2], 1), 1)
+
+    c.fail(3)  # re-stamped again, by epoch 3
+    assert c.partition("t", 0)["controller_epoch"] == 1
+    out = c.failover()  # epoch 4: step 8 sends ZK's epoch 1, then re-stamps with 4 (3 dead)
+    assert out.sent() == [
+        (UM, 1, True),
+        (UM, 2, True),
+        (LAI, 1, True),  # online replicas -> Online: the loaded state
+        (LAI, 2, True),
+        (UM, 1, True),
+        (UM, 2, True),
+        (LAI, 1, True),  # replica 3 -> Offline: no write, re-stamped
+        (LAI, 2, True),
+        (UM, 1, True),
+        (UM, 2, True),
+        (SR, 3, False),
+    ]
+    carried = [entries(r)[("t", 0)]["controller_epoch"] for r in out.requests[2:10]]
+    assert carried == [1, 1, 1, 1, 4, 4, 4, 4]
+    assert c.partition("t", 0)["controller_epoch"] == 1
+    assert c.state("t", 0) == ("OnlinePartition", 1, [1, 2], 0, 1)
+
+    c.start(3)
+    c.isr("t", 0, [1, 2, 3])  # a write: stored and cached agree again
+    assert c.partition("t", 0)["controller_epoch"] == 4
+    assert c.cluster_row()["restamped_partitions"] == []

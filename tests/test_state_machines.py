@@ -481,13 +481,25 @@ def test_replica_offline_last_isr_member_is_kept_and_each_repeat_bumps() -> None
 
 
 def test_replica_offline_not_in_isr_no_write_but_restamped() -> None:
-    """§6.3: r not in ISR -> no ZK write (epochs unchanged), cache stamped with my epoch;
-    the LeaderAndIsr still goes to RS minus r."""
+    """§6.3: r not in ISR -> no ZK write (epochs unchanged), cache stamped with my epoch
+    while the znode keeps the last writer's; the LeaderAndIsr still goes to RS minus r,
+    carrying the cached epoch."""
     m = Machines()
     m.add(leadership=lai(1, 3, (1, 3), 7, ctrl=2), state=PS.ONLINE, replica_state=RS.ONLINE)
     m.rsm.handle_state_changes([(TP, 2)], RS.OFFLINE)
-    assert m.context.leadership(TP) == lai(1, 3, (1, 3), 7, ctrl=5)
+    cached = m.context.leadership(TP)
+    assert cached is not None
+    assert (cached.controller_epoch, cached.stored_controller_epoch) == (5, 2)
+    assert cached.as_stored() == lai(1, 3, (1, 3), 7, ctrl=2)
+    assert m.context.restamped_partitions == {TP}
     assert [r["broker"] for r in m.requests("LeaderAndIsr")] == [1, 3]
+    assert m.entry("LeaderAndIsr", 1)["controller_epoch"] == 5
+    # a later write stores and caches the same epoch again
+    m.rsm.handle_state_changes([(TP, 3)], RS.OFFLINE)
+    written = m.context.leadership(TP)
+    assert written == lai(1, 4, (1,), 8, ctrl=5)
+    assert written is not None and written.stored_controller_epoch == 5
+    assert m.context.restamped_partitions == set()
 
 
 def test_replica_offline_of_deleting_topic_sends_only_stop_replica() -> None:
