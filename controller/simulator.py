@@ -17,6 +17,7 @@ from controller.context import ControllerContext
 from controller.events import ControllerFailover, Event, Rejection
 from controller.journal import Journal
 from controller.kafka_controller import EventRejected, KafkaController
+from controller.memory import cyclic_gc_paused
 from controller.parse import parse_event
 from schemas.tables import APPEND_TABLES, STATE_TABLES
 
@@ -69,6 +70,10 @@ class Simulator:
 
     def apply(self, events: Iterable[RawEvent]) -> BatchOutput:
         """Apply events in the given order (a cluster's events must arrive in order)."""
+        with cyclic_gc_paused():
+            return self._apply(events)
+
+    def _apply(self, events: Iterable[RawEvent]) -> BatchOutput:
         rejected: list[Row] = []
         touched: dict[str, ClusterRunner] = {}
         for raw_event in events:

@@ -61,6 +61,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from controller.config import Settings
+from controller.memory import cyclic_gc_paused
 from controller.replay import is_event_file, split_lines
 from controller.simulator import BatchOutput, RawEvent, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES
@@ -256,26 +257,27 @@ class BatchRunner:
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         clock = Stopwatch()
-        self._query_id.wait()
-        if self.first_batch is None:
-            self._restore(batch_id)
-            clock.lap("restore")
-        skip = self.skip if batch_id == self.first_batch else {}
-        events, files = self.options.source.events(batch)
-        clock.lap("read")
-        if self.options.fleet:
-            output = apply_fleet(self.spark, self.lake, self.options.settings, events, skip)
-        else:
-            assert self.simulator is not None
-            output = self.simulator.apply(events)
-        clock.lap("apply")
-        self.lake.write(output, self.run_id, batch_id, skip)
-        clock.lap("write")
-        if self.options.sink is not None:
-            self.options.sink.send(self.spark, output.appends.get("controller_requests") or [])
-            clock.lap("sink")
-        self.files_done += files
-        self.log(self._line(batch_id, events, output, clock))
+        with cyclic_gc_paused():  # restore and batch build millions of rows
+            self._query_id.wait()
+            if self.first_batch is None:
+                self._restore(batch_id)
+                clock.lap("restore")
+            skip = self.skip if batch_id == self.first_batch else {}
+            events, files = self.options.source.events(batch)
+            clock.lap("read")
+            if self.options.fleet:
+                output = apply_fleet(self.spark, self.lake, self.options.settings, events, skip)
+            else:
+                assert self.simulator is not None
+                output = self.simulator.apply(events)
+            clock.lap("apply")
+            self.lake.write(output, self.run_id, batch_id, skip)
+            clock.lap("write")
+            if self.options.sink is not None:
+                self.options.sink.send(self.spark, output.appends.get("controller_requests") or [])
+                clock.lap("sink")
+            self.files_done += files
+            self.log(self._line(batch_id, events, output, clock))
 
     def _restore(self, batch_id: int) -> None:
         """Before the first batch of this process: find what a crashed run of it wrote,

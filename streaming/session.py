@@ -36,9 +36,7 @@ def default_conf() -> dict[str, str]:
         # Small Delta tables: few partitions for log replay, no Hive metastore.
         "spark.databricks.delta.snapshotPartitions": "2",
         # Every batch commits to several tables; keep each commit off the full log replay:
-        # the txnAppId versions and the file list come from the commit's checksum file
-        # (an append with txnAppId: 4 Spark jobs -> 2; a MERGE: 12 -> 5).
-        "spark.databricks.delta.setTransactionsInCrc.writeOnCommit": "true",
+        # the file list comes from the commit's checksum file (a MERGE: 12 Spark jobs -> 5).
         "spark.databricks.delta.allFilesInCrc.enabled": "true",
         # The MERGE source is an in-memory Arrow relation, deterministic: no need to
         # materialize it before the two passes over it.
