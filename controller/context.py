@@ -84,6 +84,13 @@ class ControllerContext:
         self.dirty_brokers: set[int] = set()
         self.dirty_topics: set[str] = set()
 
+    def clear_dirty(self) -> None:
+        """Every changed row has been output (or the context was just loaded)."""
+        self.dirty_partitions.clear()
+        self.dirty_replicas.clear()
+        self.dirty_brokers.clear()
+        self.dirty_topics.clear()
+
     # ---- brokers -------------------------------------------------------------------------
 
     def is_registered(self, broker: int) -> bool:

@@ -5,7 +5,7 @@ Everything here is immutable; the mutable state lives in `context.ControllerCont
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import NamedTuple
 
@@ -129,26 +129,10 @@ class LeaderAndIsr:
         return self.zk_controller_epoch is not None
 
     def new_leader_and_isr(self, leader: int, isr: tuple[int, ...]) -> LeaderAndIsr:
-        return LeaderAndIsr(
-            leader,
-            self.leader_epoch + 1,
-            isr,
-            self.partition_epoch,
-            self.recovery,
-            self.controller_epoch,
-            self.zk_controller_epoch,
-        )
+        return replace(self, leader=leader, leader_epoch=self.leader_epoch + 1, isr=isr)
 
     def new_recovering_leader_and_isr(self, leader: int, isr: tuple[int, ...]) -> LeaderAndIsr:
-        return LeaderAndIsr(
-            leader,
-            self.leader_epoch + 1,
-            isr,
-            self.partition_epoch,
-            RecoveryState.RECOVERING,
-            self.controller_epoch,
-            self.zk_controller_epoch,
-        )
+        return replace(self.new_leader_and_isr(leader, isr), recovery=RecoveryState.RECOVERING)
 
     def new_leader(self, leader: int) -> LeaderAndIsr:
         return self.new_leader_and_isr(leader, self.isr)
@@ -159,13 +143,11 @@ class LeaderAndIsr:
     def written(self, controller_epoch: int) -> LeaderAndIsr:
         """The state after a successful conditional write: znode version + 1, stored and
         cached under the writer's epoch."""
-        return LeaderAndIsr(
-            self.leader,
-            self.leader_epoch,
-            self.isr,
-            self.partition_epoch + 1,
-            self.recovery,
-            controller_epoch,
+        return replace(
+            self,
+            partition_epoch=self.partition_epoch + 1,
+            controller_epoch=controller_epoch,
+            zk_controller_epoch=None,
         )
 
     def stamped(self, controller_epoch: int) -> LeaderAndIsr:
@@ -174,25 +156,14 @@ class LeaderAndIsr:
         if controller_epoch == self.controller_epoch:
             return self
         stored = self.stored_controller_epoch
-        return LeaderAndIsr(
-            self.leader,
-            self.leader_epoch,
-            self.isr,
-            self.partition_epoch,
-            self.recovery,
-            controller_epoch,
-            None if stored == controller_epoch else stored,
+        return replace(
+            self,
+            controller_epoch=controller_epoch,
+            zk_controller_epoch=None if stored == controller_epoch else stored,
         )
 
     def as_stored(self) -> LeaderAndIsr:
         """The state as a controller loading the znode caches it (SPEC §7.2 step 4g)."""
         if self.zk_controller_epoch is None:
             return self
-        return LeaderAndIsr(
-            self.leader,
-            self.leader_epoch,
-            self.isr,
-            self.partition_epoch,
-            self.recovery,
-            self.zk_controller_epoch,
-        )
+        return replace(self, controller_epoch=self.zk_controller_epoch, zk_controller_epoch=None)

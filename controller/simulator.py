@@ -251,10 +251,7 @@ class ClusterRunner:
         if cluster_row != self._cluster_row:
             output.upserts["clusters"].append(cluster_row)
             self._cluster_row = cluster_row
-        context.dirty_partitions.clear()
-        context.dirty_replicas.clear()
-        context.dirty_brokers.clear()
-        context.dirty_topics.clear()
+        context.clear_dirty()
 
 
 def _deletion_statuses(context: ControllerContext) -> dict[str, str | None]:

@@ -169,7 +169,7 @@ def load(cluster: str, tables: Mapping[str, Iterable[Mapping[str, Any]]]) -> Con
             record.replica_states[row["broker"]] = ReplicaState(row["state"])
             record.replica_event_ids[row["broker"]] = row["last_event_id"]
     _derive_transient_sets(context)
-    _clear_dirty(context)
+    context.clear_dirty()
     return context
 
 
@@ -211,13 +211,6 @@ def _derive_transient_sets(context: ControllerContext) -> None:
     for record in context.all_partitions():
         if record.assignment.is_being_reassigned:
             context.partitions_being_reassigned.add(record.tp)
-
-
-def _clear_dirty(context: ControllerContext) -> None:
-    context.dirty_partitions.clear()
-    context.dirty_replicas.clear()
-    context.dirty_brokers.clear()
-    context.dirty_topics.clear()
 
 
 def reload_for_failover(context: ControllerContext) -> ControllerContext:
