@@ -48,6 +48,7 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from controller.config import Settings  # noqa: E402
 from streaming import kafka_local  # noqa: E402
 from streaming.produce import (  # noqa: E402
     ChaosGenerator,
@@ -260,7 +261,8 @@ def main() -> int:
     started = time.monotonic()
     generated = [
         (e["event_id"], event_record(e))
-        for e in islice(ChaosGenerator(args.seed, spec).events(), total + 64)
+        # the job's settings (replay mode): the brokers' answers are events of the stream
+        for e in islice(ChaosGenerator(args.seed, spec, Settings()).events(), total + 64)
     ]
     print(
         f"kcsim bench_kafka: {len(generated)} chaos events generated in "

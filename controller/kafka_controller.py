@@ -274,6 +274,15 @@ class KafkaController:
 
     def _check_partition_creation(self, body: ev.PartitionCreation) -> None:
         topic = self.context.topics[body.topic]
+        # checked first, as ZkAdminManager.createPartitions does while it reads the stored
+        # assignment: adding partitions would race the controller's reassignment updates
+        if any(
+            self.context.assignment(tp).is_being_reassigned
+            for tp in self.context.partitions_of_topic(body.topic)
+        ):
+            raise EventRejected(
+                f"A partition reassignment is in progress for the topic '{body.topic}'"
+            )
         existing = sorted(p for p in body.assignment if p in topic.partitions)
         if existing:
             raise EventRejected(f"partitions {existing} of topic '{body.topic}' already exist")

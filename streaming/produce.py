@@ -125,7 +125,8 @@ class ChaosGenerator:
     ) -> None:
         self.seed = seed
         self.spec = spec or ClusterSpec()
-        self.settings = settings if settings is not None else Settings(simulate_brokers=True)
+        # the job's defaults (replay mode): brokers' answers are part of the stream
+        self.settings = settings if settings is not None else Settings()
         self.dropped = 0  # events the tracker would have rejected (never emitted)
         self._rng = random.Random(seed)
         self._tracker = Simulator(self.settings)
@@ -259,6 +260,12 @@ class ChaosGenerator:
         context = self._context
         return [tp for t in self._topics() for tp in context.partitions_of_topic(t)]
 
+    def _reassigning(self, topic: str) -> bool:
+        context = self._context
+        return any(
+            context.assignment(tp).is_being_reassigned for tp in context.partitions_of_topic(topic)
+        )
+
     def _led_partitions(self) -> list[TopicPartition]:
         context = self._context
         out = []
@@ -362,10 +369,12 @@ class ChaosGenerator:
         elif roll < 0.75 and len(topics) > 1:
             self._emit(draft, {"type": "topic_deletion", "topic": self._rng.choice(topics)})
         else:
-            topic = self._rng.choice(topics)
+            # CreatePartitions refuses a topic with a reassignment in progress
+            growable = [t for t in topics if not self._reassigning(t)]
             live = self._live()
-            if not live:
+            if not live or not growable:
                 return
+            topic = self._rng.choice(growable)
             first = max(self._context.topics[topic].partitions, default=-1) + 1
             size = min(self.spec.rf, len(live))
             assignment = {

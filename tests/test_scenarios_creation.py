@@ -203,3 +203,26 @@ def test_topic_creation_on_dead_broker_is_accepted() -> None:
     out = c.create("u", {0: [1, 9]})
     assert out.rejected[0]["reason"] == "Unknown broker(s) in replica assignment: [9]"
     assert c.topic("u") is None
+
+
+def test_partition_creation_during_reassignment_is_rejected() -> None:
+    """§10.2 via the admin path: CreatePartitions reads the topic's stored assignment and
+    refuses the topic while any of its partitions is being reassigned
+    (ZkAdminManager.createPartitions, REASSIGNMENT_IN_PROGRESS), before the controller sees
+    anything. Once the reassignment completes the same request is accepted."""
+    c = Cluster(brokers=[1, 2, 3, 4])
+    c.create("t", {0: [1, 2], 1: [2, 3]})
+    c.reassign("t", 1, [3, 4])  # 4 must catch up: stays in progress
+    assert c.partition("t", 1)["adding_replicas"] == [4]
+    event = {"type": "partition_creation", "topic": "t", "assignment": {"2": [1, 2]}}
+    out = c.send(event)
+    (rejected,) = out.rejected
+    assert rejected["reason"] == "A partition reassignment is in progress for the topic 't'"
+    assert out.requests == [] and out.state_changes == [] and out.results == []
+    assert c.partition("t", 2) is None
+    # 4 joins the ISR: the reassignment completes, and partitions can be added again
+    c.isr("t", 1, [2, 3, 4])
+    assert c.partition("t", 1)["adding_replicas"] == []
+    out = c.send({**event})
+    assert out.rejected == []
+    assert c.state("t", 2) == ("OnlinePartition", 1, [1, 2], 0, 0)
