@@ -402,11 +402,13 @@ def _read_fields(
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     # Python keeps the last of repeated keys, other readers the first: refuse the ambiguity.
-    obj: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in obj:
-            raise FieldError(f"key '{displayable(key)}' appears twice in one JSON object")
-        obj[key] = value
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise FieldError(f"key '{displayable(key)}' appears twice in one JSON object")
+            seen.add(key)
     return obj
 
 
@@ -414,9 +416,15 @@ def _no_constant(name: str) -> None:
     raise FieldError(f"not valid JSON: {name} is not a JSON value")
 
 
+# Stateless, so one serves every call (json.loads with hooks builds a decoder per call).
+_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constant)
+
+
 def _load_json(raw: str) -> object:
     try:
-        return json.loads(raw, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constant)
+        if raw.startswith("\ufeff"):  # as json.loads words it
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", raw, 0)
+        return _DECODER.decode(raw)
     except json.JSONDecodeError as error:
         where = (
             f"line {error.lineno} column {error.colno}"
