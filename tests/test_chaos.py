@@ -184,3 +184,37 @@ def test_spec_validation() -> None:
     assert one.dropped == 0
     _, output = apply_all(Settings(), events)
     assert output.appends["rejected_events"] == []
+
+
+# ----------------------------------------------------------------------- steady state
+
+
+def _settled_with_all_brokers_live(generator: ChaosGenerator, consumer: Settings) -> list[str]:
+    """Apply each fault as the job would (with `consumer` settings); whenever every broker
+    is live again, list what is still unfinished: reassignments and topic deletions."""
+    simulator = Simulator(consumer)
+    stuck: list[str] = []
+    for fault in islice(generator.faults(), 600):
+        simulator.apply([RawEvent(json.dumps(e), "chaos") for e in fault.events])
+        context = simulator.context(SMALL.name)
+        if len(context.live_broker_ids()) < SMALL.brokers:
+            continue
+        if context.partitions_being_reassigned or context.topics_to_be_deleted:
+            stuck.append(f"{fault.kind}: {sorted(context.partitions_being_reassigned)} "
+                         f"{sorted(context.topics_to_be_deleted)}")  # fmt: skip
+    return stuck
+
+
+def test_default_generator_matches_the_jobs_default_settings() -> None:
+    """A generator built without settings targets a job with kcsim's defaults (replay
+    mode): it emits the brokers' answers, so once every broker is back, every
+    reassignment and topic deletion has finished (§14, §15) and the cluster does not
+    drift into ever more work per event."""
+    assert _settled_with_all_brokers_live(ChaosGenerator(11, SMALL), REPLAY) == []
+
+
+def test_generator_answers_only_when_brokers_do_not() -> None:
+    """The same holds with brokers simulated by the job; a replay-mode job fed a stream
+    generated for simulated brokers gets no answers and is left with unfinished work."""
+    assert _settled_with_all_brokers_live(ChaosGenerator(11, SMALL, SIMULATE), SIMULATE) == []
+    assert _settled_with_all_brokers_live(ChaosGenerator(11, SMALL, SIMULATE), REPLAY) != []
