@@ -126,7 +126,8 @@ STRATEGY_FOR_ONLINE = offline_strategy(False)
 
 @pytest.mark.parametrize(("source", "target"), list(itertools.product(list(PS), list(PS))))
 def test_partition_transition_table(source: PartitionState, target: PartitionState) -> None:
-    """§4.1: every pair; invalid ones keep the state, log ok=false and are not in the result."""
+    """§4.1, §19.7: every pair; invalid ones keep the state, log ok=false and are not in
+    the result."""
     m = Machines()
     leadership = None if source in (PS.NEW, PS.NON_EXISTENT) else lai(1, 0, (1, 2, 3), 0)
     m.add(leadership=leadership, state=source)
@@ -334,7 +335,7 @@ def test_empty_partition_list_opens_no_batch() -> None:
 
 @pytest.mark.parametrize(("source", "target"), list(itertools.product(list(RS), list(RS))))
 def test_replica_transition_table(source: ReplicaState, target: ReplicaState) -> None:
-    """§6.1: every pair; invalid ones are skipped (state unchanged) and logged ok=false."""
+    """§6.1, §19.7: every pair; invalid ones are skipped (state unchanged) and logged ok=false."""
     m = Machines()
     record = m.add(replicas=(1, 2), leadership=lai(2, 0, (1, 2), 0), state=PS.ONLINE)
     if source is not RS.NON_EXISTENT:
