@@ -161,6 +161,14 @@ class ControllerContext:
             return []
         return [info.partitions[p].tp for p in sorted(info.partitions)]
 
+    def has_reassignment_in_progress(self, topic: str) -> bool:
+        """Whether any partition's stored assignment has adding or removing replicas (what
+        CreatePartitions reads)."""
+        info = self.topics.get(topic)
+        return info is not None and any(
+            p.assignment.is_being_reassigned for p in info.partitions.values()
+        )
+
     def add_topic(self, name: str, configs: dict[str, str]) -> Topic:
         topic = Topic(name, dict(configs))
         self.topics[name] = topic

@@ -276,10 +276,7 @@ class KafkaController:
         topic = self.context.topics[body.topic]
         # checked first, as ZkAdminManager.createPartitions does while it reads the stored
         # assignment: adding partitions would race the controller's reassignment updates
-        if any(
-            self.context.assignment(tp).is_being_reassigned
-            for tp in self.context.partitions_of_topic(body.topic)
-        ):
+        if self.context.has_reassignment_in_progress(body.topic):
             raise EventRejected(
                 f"A partition reassignment is in progress for the topic '{body.topic}'"
             )

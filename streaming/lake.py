@@ -69,11 +69,11 @@ STATS_COLUMNS = {
 
 
 def table_properties(table: Table) -> dict[str, str]:
-    if not table.append_only:
-        stats = table.key
-        return {**STATE_TABLE_PROPERTIES, "delta.dataSkippingStatsColumns": ",".join(stats)}
-    stats = STATS_COLUMNS[table.name]
-    return {**APPEND_TABLE_PROPERTIES, "delta.dataSkippingStatsColumns": ",".join(stats)}
+    if table.append_only:
+        base, stats = APPEND_TABLE_PROPERTIES, STATS_COLUMNS[table.name]
+    else:
+        base, stats = STATE_TABLE_PROPERTIES, table.key
+    return {**base, "delta.dataSkippingStatsColumns": ",".join(stats)}
 
 
 OP_COLUMN = "_kcsim_op"  # MERGE source: "U" upsert, "D" delete

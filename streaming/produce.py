@@ -260,12 +260,6 @@ class ChaosGenerator:
         context = self._context
         return [tp for t in self._topics() for tp in context.partitions_of_topic(t)]
 
-    def _reassigning(self, topic: str) -> bool:
-        context = self._context
-        return any(
-            context.assignment(tp).is_being_reassigned for tp in context.partitions_of_topic(topic)
-        )
-
     def _led_partitions(self) -> list[TopicPartition]:
         context = self._context
         out = []
@@ -370,7 +364,7 @@ class ChaosGenerator:
             self._emit(draft, {"type": "topic_deletion", "topic": self._rng.choice(topics)})
         else:
             # CreatePartitions refuses a topic with a reassignment in progress
-            growable = [t for t in topics if not self._reassigning(t)]
+            growable = [t for t in topics if not self._context.has_reassignment_in_progress(t)]
             live = self._live()
             if not live or not growable:
                 return
