@@ -38,8 +38,8 @@ id; at (re)start the first batch looks up the tables that already hold its commi
 the state as of just before them (time travel), recomputes the batch and skips those
 tables. A batch whose commits all landed is therefore recomputed but writes nothing; a
 half-written one completes. Rebuilding from the latest versions instead would double-
-apply a half-written batch. The Kafka sink is at-least-once: a re-run batch produces its
-requests again, each with a stable `request_id` = "<cluster>:<event_id>:<request_seq>".
+apply a half-written batch. The Kafka sink (`streaming.sink`) reads back what a re-run
+batch already produced and sends only the rest.
 """
 
 from __future__ import annotations
@@ -66,6 +66,7 @@ from controller.replay import is_event_file, split_lines
 from controller.simulator import BatchOutput, RawEvent, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES
 from streaming.lake import RESTORE_TABLES, Lake
+from streaming.sink import KafkaSink
 
 DEFAULT_TRIGGER_SECONDS = 5
 # As controller.replay: JSON's own whitespace (a line of only these holds no event), and
@@ -274,7 +275,11 @@ class BatchRunner:
             self.lake.write(output, self.run_id, batch_id, skip)
             clock.lap("write")
             if self.options.sink is not None:
-                self.options.sink.send(self.spark, output.appends.get("controller_requests") or [])
+                requests = output.appends.get("controller_requests") or []
+                first = batch_id == self.first_batch
+                held = self.options.sink.send(self.spark, requests, may_be_rerun=first)
+                if held:
+                    self.log(f"batch {batch_id}: re-run; {held} requests already in the sink")
                 clock.lap("sink")
             self.files_done += files
             self.log(self._line(batch_id, events, output, clock))
@@ -431,44 +436,6 @@ def records_to_events(data: pa.Table) -> list[RawEvent]:
         )
         for topic, partition, offset, value in records
     ]
-
-
-# ----------------------------------------------------------------------------- sink
-
-
-@dataclass(frozen=True, slots=True)
-class KafkaSink:
-    """Each controller request as one JSON record keyed "<cluster>:<broker>".
-
-    At-least-once (a re-run batch produces again): consumers drop duplicates by
-    `request_id` = "<cluster>:<event_id>:<request_seq>", stable across re-runs."""
-
-    bootstrap: str
-    topic: str
-
-    def send(self, spark: SparkSession, requests: Sequence[dict[str, Any]]) -> None:
-        if not requests:
-            return
-        keys = [f"{r['cluster']}:{r['broker']}" for r in requests]
-        values = [json.dumps(request_record(r), separators=(",", ":")) for r in requests]
-        data = pa.table(
-            {"key": pa.array(keys, pa.string()), "value": pa.array(values, pa.string())}
-        )
-        (
-            spark.createDataFrame(data)
-            .write.format("kafka")
-            .option("kafka.bootstrap.servers", self.bootstrap)
-            .option("topic", self.topic)
-            .save()
-        )
-
-
-def request_id(row: dict[str, Any]) -> str:
-    return f"{row['cluster']}:{row['event_id']}:{row['request_seq']}"
-
-
-def request_record(row: dict[str, Any]) -> dict[str, Any]:
-    return {"request_id": request_id(row), **row}
 
 
 # ---------------------------------------------------------------------------- fleet

@@ -2,7 +2,7 @@
 `kcsim run --source kafka:...` -> Delta, compared table by table with `kcsim replay` of
 the same events; then the failure path: the broker restarts mid-run and the job is
 killed with SIGKILL and restarted, and still no event is lost and no request is written
-twice.
+twice, neither to the lake nor to the request sink topic.
 
 "The same events" are the topic's records as they stand, read back after producing, in
 offset order, written one per line to a file for `kcsim replay` (so a record produced
@@ -42,6 +42,7 @@ from streaming.produce import (
     produce,
     scenario_records,
 )
+from streaming.sink import request_id
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -170,11 +171,12 @@ def test_broker_restart_and_job_kill_lose_nothing_and_write_nothing_twice(
     tmp_path: Path,
 ) -> None:
     data_dir, bootstrap = own_broker
-    topic = fresh_topic()
+    topic, sink_topic = fresh_topic(), fresh_topic()
     lake = tmp_path / "lake"
     events = chaos_records(seed=8, count=3 * CHUNK)
     chunks = [events[i : i + CHUNK] for i in range(0, len(events), CHUNK)]
-    args = job_args(bootstrap, topic, lake, "--trigger-seconds", "0.5")
+    sink = ["--sink", f"kafka:{bootstrap}/{sink_topic}"]
+    args = job_args(bootstrap, topic, lake, "--trigger-seconds", "0.5", *sink)
     small_batches = ["--max-offsets-per-trigger", str(CHUNK // 2)]
     send(bootstrap, topic, chunks[0])
     job = JobProcess([*args, *small_batches])
@@ -220,3 +222,6 @@ def test_broker_restart_and_job_kill_lose_nothing_and_write_nothing_twice(
     actual = lake_rows(spark, lake)
     assert_same_tables(actual, expected)
     assert_written_once(actual)
+    # The sink holds every request of the lake once (a re-run batch sent only the rest).
+    produced = [json.loads(v)["request_id"] for v in topic_values(bootstrap, sink_topic)]
+    assert sorted(produced) == sorted(request_id(r) for r in actual["controller_requests"])

@@ -215,7 +215,8 @@ def test_kafka_source_and_request_sink(spark, kafka_bootstrap: str, tmp_path: Pa
 
     from kafka import KafkaConsumer, KafkaProducer
 
-    from streaming.job import KafkaSink, KafkaSource, Options, request_id, run
+    from streaming.job import KafkaSource, Options, run
+    from streaming.sink import KafkaSink, request_id
 
     topic, out_topic = f"kcsim-in-{uuid.uuid4().hex[:8]}", f"kcsim-out-{uuid.uuid4().hex[:8]}"
     lines = [e.raw for e in read_events(CORPUS / "01-startup.jsonl")]
@@ -264,3 +265,55 @@ def test_kafka_source_and_request_sink(spark, kafka_bootstrap: str, tmp_path: Pa
         assert (
             value["request_id"] == f"{value['cluster']}:{value['event_id']}:{value['request_seq']}"
         )
+
+
+@pytest.mark.kafka
+def test_sink_rerun_produces_only_what_an_interrupted_send_left_out(
+    spark,  # noqa: F811
+    kafka_bootstrap: str,
+) -> None:
+    """A batch re-run after a crash in the middle of its send (issue #3 item 4: no request
+    written twice): the records already in the topic are not produced again, the rest
+    follow them, and each broker's requests stay in order across the three partitions."""
+    import uuid
+
+    from kafka import KafkaAdminClient, KafkaConsumer
+    from kafka.admin import NewTopic
+
+    from streaming.sink import KafkaSink, request_id
+
+    topic = f"kcsim-sink-{uuid.uuid4().hex[:8]}"
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=1)])
+    admin.close()
+    events = list(read_events(CORPUS / "01-startup.jsonl"))
+    half = len(events) // 2
+    earlier = simulate(events[:half])["controller_requests"]
+    simulator = Simulator(Settings())
+    simulator.apply(events[:half])
+    batch = simulator.apply(events[half:]).appends["controller_requests"]
+    assert len(earlier) > 10 and len(batch) > 10
+    sink = KafkaSink(kafka_bootstrap, topic)
+
+    assert sink.send(spark, earlier, may_be_rerun=True) == 0  # nothing there yet
+    cut = len(batch) // 3
+    assert sink.send(spark, batch[:cut], may_be_rerun=False) == 0  # the crashed run
+    assert sink.send(spark, batch, may_be_rerun=True) == cut  # the re-run
+
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=kafka_bootstrap,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=10_000,
+    )
+    records = [(r.partition, r.key.decode(), json.loads(r.value)) for r in consumer]
+    consumer.close()
+    assert sorted(v["request_id"] for _, _, v in records) == sorted(
+        request_id(r) for r in earlier + batch
+    )
+    assert len({p for p, _, _ in records}) > 1, "the keys spread over the partitions"
+    keys = {k for _, k, _ in records}
+    for key in keys:
+        sent = [v["request_id"] for _, k, v in records if k == key]
+        wanted = [r for r in earlier + batch if f"{r['cluster']}:{r['broker']}" == key]
+        assert sent == [request_id(r) for r in wanted]
