@@ -328,12 +328,20 @@ class KafkaController:
         parts.replicas.handle_state_changes(replicas, RS.ONLINE)
 
     def _topic_deletion(self, body: ev.TopicDeletion) -> None:
-        """processTopicDeletion (§15.1)."""
+        """A DeleteTopics request, then processTopicDeletion (§15.1).
+
+        A topic already queued keeps its /admin/delete_topics entry until its deletion
+        completes, so asking again changes nothing in ZooKeeper (Kafka answers NONE) and
+        the controller sees no event. A new entry fires TopicDeletion, which reads every
+        entry: each listed topic with a partition being reassigned is marked ineligible
+        (a no-op for the new one, not queued yet: §19.13), then all are enqueued."""
         context = self.context
-        deletion = self.parts.deletion
-        if any(tp.topic == body.topic for tp in context.partitions_being_reassigned):
-            deletion.mark_ineligible((body.topic,))  # no-op unless already queued (§19.13)
-        deletion.enqueue((body.topic,))
+        if context.is_queued_for_deletion(body.topic):
+            return
+        listed = {*context.topics_to_be_deleted, body.topic}
+        reassigning = {tp.topic for tp in context.partitions_being_reassigned}
+        self.parts.deletion.mark_ineligible(sorted(listed & reassigning))
+        self.parts.deletion.enqueue(sorted(listed))
 
     def _stop_replica_response(self, body: ev.StopReplicaResponse) -> None:
         tp = TopicPartition(body.topic, body.partition)

@@ -194,9 +194,22 @@ def replicas(name: str, value: object) -> tuple[int, ...]:
 
 
 def replicas_or_null(name: str, value: object) -> tuple[int, ...] | None:
-    """PartitionReassignment's target: a replica list, or None for JSON null (a cancel).
-    Whether the field is present at all is the caller's check (it is required)."""
-    return None if value is None else replicas(name, value)
+    """PartitionReassignment's target: None for JSON null (a cancel), else the int32
+    list AlterPartitionReassignments carries. An empty list, a repeated or a negative id
+    is the controller's to refuse (INVALID_REPLICA_ASSIGNMENT, an `event_results` row:
+    CONTRACT §1, SPEC §14.1), so it passes here. Whether the field is present at all is
+    the caller's check (it is required)."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise FieldError(f"field '{name}' must be a list of broker ids, got {show(value)}")
+    for item in value:
+        if not _is_int(item) or not INT32_MIN <= item <= INT32_MAX:
+            raise FieldError(
+                f"field '{name}' must hold 32-bit integer broker ids, "
+                f"got {show(item)} in {show(value)}"
+            )
+    return tuple(value)
 
 
 def _broker_list(name: str, value: object) -> tuple[int, ...]:

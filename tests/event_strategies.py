@@ -293,6 +293,9 @@ def partition_reassignment_event(view: ClusterView) -> st.SearchStrategy:
             replicas = None  # cancel the in-flight reassignment
         elif draw(st.integers(0, 9)) == 0:
             replicas = None  # cancel, whether or not one is in flight
+        elif draw(st.integers(0, 19)) == 0:
+            # the controller refuses these itself (INVALID_REPLICA_ASSIGNMENT, §14.1)
+            replicas = draw(st.sampled_from([[], [0, 0], [-1]]))
         else:
             live = view.live()
             # mostly live brokers, so the reassignment is accepted

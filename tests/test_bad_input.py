@@ -168,14 +168,9 @@ BAD_LINES: list[tuple[str, dict[str, Any] | str, tuple[str, ...]]] = [
         ("'partitions'", "at least 1"),
     ),
     (
-        "empty reassignment",
-        {"type": "partition_reassignment", "topic": "t", "partition": 0, "replicas": []},
-        ("'replicas'", "must not be empty"),
-    ),
-    (
-        "duplicate reassignment",
-        {"type": "partition_reassignment", "topic": "t", "partition": 0, "replicas": [0, 0]},
-        ("'replicas'", "must not repeat"),
+        "reassignment to a non-integer broker",
+        {"type": "partition_reassignment", "topic": "t", "partition": 0, "replicas": [0, "1"]},
+        ("'replicas'", "32-bit integer broker ids"),
     ),
     (
         "empty isr",

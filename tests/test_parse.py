@@ -468,25 +468,29 @@ def test_bad_replica_list(isr: object, fragment: str) -> None:
 
 
 def test_reassignment_replicas() -> None:
+    """Only what AlterPartitionReassignments cannot carry is a parse error: the
+    controller refuses an empty, repeated or negative list itself (SPEC §14.1)."""
     reason(
-        "field 'replicas' must not be empty",
+        "field 'replicas' must hold 32-bit integer broker ids, got 2147483648",
         type="partition_reassignment",
         topic="t",
         partition=0,
-        replicas=[],
+        replicas=[1, 2**31],
     )
     reason(
-        "field 'replicas' must not repeat a broker",
+        "field 'replicas' must be a list of broker ids, got 3",
         type="partition_reassignment",
         topic="t",
         partition=0,
-        replicas=[2, 2],
+        replicas=3,
     )
 
 
 def test_replicas_or_null_helper() -> None:
     assert replicas_or_null("replicas", None) is None
     assert replicas_or_null("replicas", [2, 0]) == (2, 0)
+    assert replicas_or_null("replicas", []) == ()
+    assert replicas_or_null("replicas", [1, 1, -1]) == (1, 1, -1)
 
 
 def test_failed_brokers() -> None:

@@ -151,6 +151,46 @@ def test_first_time_deletion_during_reassignment_starts() -> None:
     assert [b for b, _, _ in stops(out, delete=True)] == [1, 2, 3]
 
 
+def test_a_later_deletion_request_halts_queued_topics_being_reassigned() -> None:
+    """§15.1: TopicDeletion reads every /admin/delete_topics entry, and an entry stays
+    until its deletion completes; so a request to delete another topic marks an already
+    queued topic with a partition being reassigned ineligible. Here that keeps 'a' from
+    restarting the deletion of its replica on broker 2 once its other replicas are gone:
+    the replica stays OnlineReplica and nothing is sent for it."""
+    c = Cluster(brokers=[1, 2, 3])
+    c.create("a", {0: [1, 2]})
+    c.create("b", {0: [1, 3]})
+    c.reassign("a", 0, [1, 2, 3])
+    c.delete("a")  # a first-time deletion starts despite the reassignment (§19.13)
+    c.fail(2)  # a's replica on 2 becomes Ineligible, 'a' is halted ...
+    c.start(2)  # ... and resumed; its replica is Online again, the others still Started
+    assert c.topic("a")["deletion"] == "queued"
+    c.delete("b")
+    assert c.topic("a")["deletion"] == "ineligible"
+    assert c.topic("b")["deletion"] == "queued"
+    epochs = c.state("a", 0)[3:]
+    c.stop_replica_response("a", 0, 1)
+    out = c.stop_replica_response("a", 0, 3)
+    assert c.replica("a", 0, 2) == "OnlineReplica"  # back since broker 2's startup
+    assert out.of(SR, broker=2) == [] and out.of(LAI) == []
+    assert c.state("a", 0)[3:] == epochs
+
+
+def test_deleting_a_queued_topic_again_changes_nothing() -> None:
+    """§15.1: the topic's /admin/delete_topics entry already exists, so Kafka answers
+    the DeleteTopics request with NONE and no TopicDeletion event fires: no retry, no
+    request, no epoch bump."""
+    c = Cluster(brokers=[1, 2, 3])
+    c.create("t", {0: [2, 3]})
+    c.fail(2)
+    c.fail(3)
+    c.delete("t")
+    before = (c.state("t", 0), c.replicas("t", 0), c.topic("t"))
+    out = c.delete("t")
+    assert out.rejected == [] and out.requests == [] and out.state_changes == []
+    assert (c.state("t", 0), c.replicas("t", 0), c.topic("t")) == before
+
+
 def test_delete_and_complete() -> None:
     """§15.2-§15.4: every replica succeeds -> completeDeleteTopic removes the topic's rows."""
     c = Cluster(brokers=[1, 2])

@@ -274,6 +274,29 @@ def test_api_validation_refuses_new_replicas_that_are_not_live() -> None:
     assert assignment(c) == ([1, 2], [], [])
 
 
+def test_api_validation_refuses_empty_repeated_and_negative_targets() -> None:
+    """§14.1 validateReplicas, in its order: empty, then repeated ids, then negative
+    ids, then new replicas not live. Each is an INVALID_REPLICA_ASSIGNMENT answer (an
+    event_results row, not a rejected event: CONTRACT §1), before the partition is even
+    looked up, and nothing changes."""
+    c = Cluster(brokers=[1, 2, 3])
+    c.create("t", {0: [1, 2]})
+    c.fail(3)
+    cases = [
+        ("t", [], "Empty replica list specified in partition reassignment."),
+        ("t", [3, 3], "Duplicate replica ids in partition reassignment replica list: [3, 3]"),
+        ("t", [1, -1], "Invalid broker id in replica list: [1, -1]"),
+        ("gone", [], "Empty replica list specified in partition reassignment."),
+    ]
+    for topic, target, message in cases:
+        out = c.reassign(topic, 0, target)
+        assert out.rejected == []
+        assert out.result(topic, 0)["error"] == "INVALID_REPLICA_ASSIGNMENT"
+        assert out.result(topic, 0)["message"] == message
+        assert out.requests == [] and out.state_changes == []
+    assert assignment(c) == ([1, 2], [], [])
+
+
 def test_api_validation_allows_dead_replicas_already_assigned() -> None:
     """§14.1: only the adding replicas (reassignTo(target).AR) are checked."""
     c = Cluster(brokers=[1, 2, 3])
