@@ -283,9 +283,27 @@ class KafkaController:
         existing = sorted(p for p in body.assignment if p in topic.partitions)
         if existing:
             raise EventRejected(f"partitions {existing} of topic '{body.topic}' already exist")
+        # CreatePartitions asks for a new total count: the new partitions are numbered on
+        # from the existing ones, so any other numbering cannot reach the controller
+        count = len(topic.partitions)
+        wanted = list(range(count, count + len(body.assignment)))
+        if sorted(body.assignment) != wanted:
+            raise EventRejected(
+                f"topic '{body.topic}' has {count} partitions, so new ones are numbered "
+                f"{wanted}, got {sorted(body.assignment)}"
+            )
         # CreatePartitions refuses brokers without a registration (ZkAdminManager
         # .createPartitions reads /brokers/ids): dead ones too, shutting-down ones not
         self._check_brokers(body.assignment, set(self.context.registered_broker_ids()))
+        # AdminZkClient.validateReplicaAssignment: partition 0's replication factor rules
+        rf = len(self.context.assignment(TopicPartition(body.topic, 0)).replicas)
+        odd = sorted((p, len(rs)) for p, rs in body.assignment.items() if len(rs) != rf)
+        if odd:
+            raise EventRejected(
+                "Inconsistent replication factor between partitions, partition 0 has "
+                f"{rf} while partitions [{', '.join(str(p) for p, _ in odd)}] have "
+                f"replication factors [{', '.join(str(n) for _, n in odd)}], respectively."
+            )
 
     def _check_brokers(self, assignment: dict[int, tuple[int, ...]], allowed: set[int]) -> None:
         unknown = sorted({b for rs in assignment.values() for b in rs} - allowed)

@@ -369,8 +369,11 @@ class ChaosGenerator:
             if not live or not growable:
                 return
             topic = self._rng.choice(growable)
-            first = max(self._context.topics[topic].partitions, default=-1) + 1
-            size = min(self.spec.rf, len(live))
+            first = len(self._context.topics[topic].partitions)
+            # new partitions keep partition 0's replication factor, as CreatePartitions wants
+            size = len(self._context.assignment(TopicPartition(topic, 0)).replicas)
+            if len(live) < size:
+                return
             assignment = {
                 str(first + i): self._rng.sample(live, size) for i in range(self._rng.randint(1, 2))
             }

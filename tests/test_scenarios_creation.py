@@ -109,13 +109,39 @@ def test_partition_creation_adds_partitions() -> None:
     assert list(entries(out.of(UM, 1)[0])) == [("t", 1)]
 
 
+def test_partition_creation_numbers_on_and_keeps_the_replication_factor() -> None:
+    """§10.2 via the admin path: CreatePartitions asks for a new partition count, so new
+    partitions are numbered on from the existing ones; and an explicit assignment must
+    keep partition 0's replication factor (AdminZkClient.validateReplicaAssignment,
+    INVALID_REPLICA_ASSIGNMENT). Either refusal happens before the controller sees
+    anything."""
+    c = Cluster(brokers=[1, 2, 3])
+    c.create("t", {0: [1, 2]})
+    cases = [
+        ({"5": [1, 2]}, "topic 't' has 1 partitions, so new ones are numbered [1], got [5]"),
+        (
+            {"1": [1, 2], "2": [1, 2, 3], "3": [3]},
+            "Inconsistent replication factor between partitions, partition 0 has 2 while "
+            "partitions [2, 3] have replication factors [3, 1], respectively.",
+        ),
+    ]
+    for assignment, reason in cases:
+        out = c.send({"type": "partition_creation", "topic": "t", "assignment": assignment})
+        assert [r["reason"] for r in out.rejected] == [reason]
+        assert out.requests == [] and out.state_changes == []
+        assert c.partition("t", 1) is None
+    c.send({"type": "partition_creation", "topic": "t", "assignment": {"2": [2, 3], "1": [3, 1]}})
+    assert c.state("t", 1) == ("OnlinePartition", 3, [3, 1], 0, 0)
+    assert c.state("t", 2) == ("OnlinePartition", 2, [2, 3], 0, 0)
+
+
 def test_partition_creation_for_topic_being_deleted_is_discarded() -> None:
     """§10.2: additions to a topic queued for deletion are discarded."""
-    c = Cluster(brokers=[1, 2])
+    c = Cluster(brokers=[1, 2, 3])
     c.create("t", {0: [1, 2]})
     c.fail(2)  # keeps the deletion from completing
     c.delete("t")
-    out = c.send({"type": "partition_creation", "topic": "t", "assignment": {"1": [1]}})
+    out = c.send({"type": "partition_creation", "topic": "t", "assignment": {"1": [1, 3]}})
     assert c.partition("t", 1) is None
     assert out.requests == []
 
