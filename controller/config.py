@@ -28,6 +28,12 @@ def parse_bool(key: str, value: str | bool) -> bool:
     )
 
 
+def scala_to_boolean(value: str) -> bool:
+    """`Try(value.toBoolean).getOrElse(false)` in Scala 2.13: "true" in any case is true,
+    anything else false; unlike Kafka's config parser, blanks are not ignored."""
+    return value.lower() == "true"
+
+
 def parse_int(key: str, value: str | int) -> int:
     if isinstance(value, bool):
         raise ConfigError(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from controller import events as ev
 from controller.alter_partition import AlterPartitionRequest, PartitionChange, alter_partition
 from controller.assignment import AssignmentError, assign_replicas
-from controller.config import UNCLEAN_KEY, Settings, parse_bool
+from controller.config import UNCLEAN_KEY, Settings, scala_to_boolean
 from controller.context import ControllerContext
 from controller.election import CONTROLLED_SHUTDOWN, offline_strategy
 from controller.journal import Journal
@@ -380,12 +380,14 @@ class KafkaController:
     def _topic_config_change(self, body: ev.TopicConfigChange) -> None:
         """§16: a topic config change. Kafka's TopicConfigHandler enqueues
         TopicUncleanLeaderElectionEnable after every change that leaves the topic's own
-        override reading true (not only when it flips; the broker default is not read)."""
+        override reading true (not only when it flips; the broker default is not read).
+        It reads the override with Scala's `toBoolean`, which keeps blanks: " true" is a
+        valid config that elections later read as true, but it triggers nothing now."""
         context = self.context
         merged = {**context.topics[body.topic].configs, **body.configs}
         context.set_topic_configs(body.topic, merged)
         override = merged.get(UNCLEAN_KEY)
-        if override is not None and parse_bool(UNCLEAN_KEY, override):
+        if override is not None and scala_to_boolean(override):
             self._trigger_online_partition_state_change(body.topic)
 
     # ---- reassignment, ISR changes, elections (§12-§14) ----------------------------------

@@ -49,6 +49,23 @@ def test_turning_unclean_off_does_nothing() -> None:
     assert c.state("t", 0) == ("OfflinePartition", -1, [1], 2, 2)
 
 
+def test_blank_padded_true_is_valid_but_triggers_no_election() -> None:
+    """§16: TopicConfigHandler reads the override with Scala's `toBoolean`, which keeps
+    blanks, so " TRUE " enqueues no election; the config is valid (Kafka's parser trims
+    it) and the next trigger, a broker change, elects uncleanly with it."""
+    c = stuck_offline()
+    out = config_change(c, {UNCLEAN: " TRUE "})
+    assert out.rejected == [] and out.requests == [] and out.state_changes == []
+    assert c.state("t", 0) == ("OfflinePartition", -1, [1], 2, 2)
+    c.start(3)
+    assert c.state("t", 0) == ("OnlinePartition", 2, [2], 3, 3)
+    assert c.partition("t", 0)["leader_recovery_state"] == "RECOVERING"
+    # case alone does not matter to toBoolean
+    c = stuck_offline()
+    config_change(c, {UNCLEAN: "True"})
+    assert c.state("t", 0) == ("OnlinePartition", 2, [2], 3, 3)
+
+
 def test_topic_created_with_unclean_on_elects_at_failure() -> None:
     """§5.1: the topic's override decides a clean election's fallback."""
     c = Cluster(brokers=[1, 2, 3])
