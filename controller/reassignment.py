@@ -41,8 +41,8 @@ class Reassignments:
         elif target is not None:
             reassignment = current.reassign_to(target)
         else:
-            raise ReassignmentError(
-                "NO_REASSIGNMENT_IN_PROGRESS", f"No reassignment is in progress for partition {tp}"
+            raise ReassignmentError(  # ApiError(code): the code's default message
+                "NO_REASSIGNMENT_IN_PROGRESS", "No partition reassignment is in progress."
             )
         # maybeTriggerPartitionReassignment
         if context.is_queued_for_deletion(tp.topic) or not current.replicas:
@@ -50,7 +50,11 @@ class Reassignments:
         try:
             self.on_partition_reassignment(tp, reassignment)
         except ReassignmentFailed as failure:
-            raise ReassignmentError("UNKNOWN_SERVER_ERROR", str(failure)) from failure
+            # Kafka logs the cause and answers ApiError(UNKNOWN_SERVER_ERROR), default message
+            raise ReassignmentError(
+                "UNKNOWN_SERVER_ERROR",
+                "The server experienced an unexpected error when processing the request.",
+            ) from failure
 
     def _validate(self, current: ReplicaAssignment, target: tuple[int, ...]) -> None:
         if not target:

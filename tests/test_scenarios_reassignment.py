@@ -222,8 +222,27 @@ def test_cancel_without_reassignment_in_progress() -> None:
     c.create("t", {0: [1, 2]})
     out = c.reassign("t", 0, None)
     assert out.result("t", 0)["error"] == "NO_REASSIGNMENT_IN_PROGRESS"
+    assert out.result("t", 0)["message"] == "No partition reassignment is in progress."
     assert out.requests == []
     assert c.state("t", 0) == ("OnlinePartition", 1, [1, 2], 0, 0)
+
+
+def test_reassigning_a_partition_without_leadership_is_an_unknown_server_error() -> None:
+    """§14.3: a partition never initialized (its only replica was dead at creation) has
+    no leadership, so phase A1 fails (partitionLeadershipInfo(tp).get); Kafka logs it
+    and answers ApiError(UNKNOWN_SERVER_ERROR) with the code's default message. Phase U
+    stays done: the stored assignment already holds the new replicas."""
+    c = Cluster(brokers=[1, 2])
+    c.fail(2)
+    c.create("t", {0: [2]})
+    assert c.partition("t", 0)["state"] == "NewPartition"
+    out = c.reassign("t", 0, [1])
+    row = out.result("t", 0)
+    assert (row["error"], row["message"]) == (
+        "UNKNOWN_SERVER_ERROR",
+        "The server experienced an unexpected error when processing the request.",
+    )
+    assert assignment(c) == ([1, 2], [1], [2])
 
 
 def test_replacing_an_in_flight_reassignment() -> None:
