@@ -187,14 +187,15 @@ class ControllerContext:
 
     def remove_topic(self, name: str) -> None:
         """Kafka's removeTopic: assignments and leadership go; the partition rows go with
-        them (a NonExistentPartition state is the same as none)."""
+        them (a NonExistentPartition state is the same as none). partitionsBeingReassigned
+        keeps the topic's partitions (a deletion may complete mid-reassignment, §19.13):
+        a re-created topic of that name finds them there (SPEC §15.2)."""
         topic = self.topics.pop(name)
         for record in topic.partitions.values():
             self.set_leadership(record, None)
             for broker in record.assignment.replicas:
                 self._unindex_replica(record.tp, broker)
             self._new_or_offline.discard(record.tp)
-            self.partitions_being_reassigned.discard(record.tp)
             self.dirty_partitions.add(record.tp)
             for broker in record.replica_states:
                 self.dirty_replicas.add((record.tp, broker))

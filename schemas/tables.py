@@ -111,8 +111,9 @@ CLUSTERS = _table(
     ("ineligible_deleted_topics", ArrayOf(STRING)),
     # partitions Kafka's controller still holds in partitionsBeingReassigned although their
     # assignment has no adding or removing replicas (a reassignment whose phase B failed,
-    # e.g. of a partition without a leader, SPEC §14.3): broker startup and AlterPartition
-    # resume them. The others are derived from partition_state.
+    # e.g. of a partition without a leader, SPEC §14.3; a topic deleted mid-reassignment,
+    # §15.2): broker startup and AlterPartition resume them, a re-created topic's included.
+    # The others are derived from partition_state.
     ("stale_reassignments", ArrayOf(StructOf((("topic", STRING), ("partition", INT))))),
     # partitions whose leader and ISR the controller has re-cached under its own epoch
     # without writing them (an ISR removal with nothing to remove, SPEC §6.3): its requests

@@ -191,6 +191,36 @@ def test_deleting_a_queued_topic_again_changes_nothing() -> None:
     assert (c.state("t", 0), c.replicas("t", 0), c.topic("t")) == before
 
 
+def test_recreated_topic_inherits_the_deleted_topics_reassignment_entry() -> None:
+    """§15.2 / §19.13 / §14.4: a deletion that completes mid-reassignment leaves the
+    partition in partitionsBeingReassigned (removeTopic does not touch that set). A topic
+    re-created under the name finds it there, so its first successful AlterPartition
+    completes that "reassignment": phase B bumps the leader epoch and sends the
+    assignment again. A restart from the tables keeps the entry (clusters table)."""
+    c = Cluster(brokers=[1, 2, 3])
+    c.create("t", {0: [1, 2]})
+    c.reassign("t", 0, [1, 3])
+    c.delete("t")
+    for broker in (1, 2, 3):
+        c.stop_replica_response("t", 0, broker)
+    assert c.topic("t") is None
+    c.create("t", {0: [1, 2]})
+    c.restart()
+    assert c.state("t", 0) == ("OnlinePartition", 1, [1, 2], 0, 0)
+    out = c.isr("t", 0, [1])
+    assert out.result("t", 0)["error"] is None
+    assert c.state("t", 0) == ("OnlinePartition", 1, [1], 1, 2)
+    assert out.sent() == [
+        (UM, 1, True), (UM, 2, True), (UM, 3, True),  # the AlterPartition's
+        (LAI, 1, True), (LAI, 2, True), (UM, 1, True), (UM, 2, True), (UM, 3, True),  # B2
+        (UM, 1, True), (UM, 2, True), (UM, 3, True),  # B8
+    ]  # fmt: skip
+    assert c.context.partitions_being_reassigned == set()
+    # the entry is gone: the next AlterPartition is an ordinary one
+    out = c.isr("t", 0, [1, 2])
+    assert out.sent() == [(UM, 1, True), (UM, 2, True), (UM, 3, True)]
+
+
 def test_delete_and_complete() -> None:
     """§15.2-§15.4: every replica succeeds -> completeDeleteTopic removes the topic's rows."""
     c = Cluster(brokers=[1, 2])
