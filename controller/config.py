@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -35,16 +36,18 @@ def scala_to_boolean(value: str) -> bool:
 
 
 def parse_int(key: str, value: str | int) -> int:
-    if isinstance(value, bool):
+    """ConfigDef's INT: the trimmed text through Java's Integer.parseInt (a sign, then
+    decimal digits, which may be any Unicode digits as Character.digit takes them)."""
+    text = "" if isinstance(value, bool) else str(value).strip()
+    if not _JAVA_INT.fullmatch(text) or not INT32_MIN <= int(text) <= INT32_MAX:
         raise ConfigError(
             f"Invalid value {value!r} for configuration {key}: Not a number of type INT"
         )
-    try:
-        return int(str(value).strip())
-    except ValueError:
-        raise ConfigError(
-            f"Invalid value {value!r} for configuration {key}: Not a number of type INT"
-        ) from None
+    return int(text)
+
+
+_JAVA_INT = re.compile(r"[+-]?\d+")  # str patterns: \d is any Unicode decimal digit
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,13 +68,7 @@ class Settings:
                     f"Unknown configuration key {key!r}; known keys: " + ", ".join(sorted(_KEYS))
                 )
             if name == "leader_imbalance_per_broker_percentage":
-                number = parse_int(key, raw)
-                if not 0 <= number <= 100:
-                    raise ConfigError(
-                        f"Invalid value {raw!r} for configuration {key}: "
-                        "Value must be between 0 and 100"
-                    )
-                kwargs[name] = number
+                kwargs[name] = parse_int(key, raw)  # an INT without a range, as Kafka's
             else:
                 kwargs[name] = parse_bool(key, raw)
         return cls(**kwargs)  # type: ignore[arg-type]
@@ -81,7 +78,8 @@ class Settings:
         """`--config FILE` then repeated `--set key=value`, the latter winning."""
         values: dict[str, str] = {}
         if config_file is not None:
-            values.update(read_properties(config_file.read_text(encoding="utf-8")))
+            # Java's Properties.load(InputStream): ISO 8859-1, other characters as \\uXXXX
+            values.update(read_properties(config_file.read_bytes().decode("latin-1")))
         for item in overrides:
             key, sep, value = item.partition("=")
             if not sep:
@@ -108,32 +106,57 @@ assert set(_KEYS.values()) == {f.name for f in fields(Settings)}
 
 
 def read_properties(text: str) -> dict[str, str]:
-    """A Java .properties reader covering what config files use: comments, = or : separators,
-    and backslash line continuations."""
+    """Java's Properties.load: `#`/`!` comment lines, a key ending at the first unescaped
+    `=`, `:` or blank, a line continued by an odd number of trailing backslashes (the next
+    line's leading blanks dropped), and backslash escapes (\\uXXXX, \\t, \\n, \\r, \\f,
+    any other character stands for itself)."""
     values: dict[str, str] = {}
-    pending = ""
-    for line in text.splitlines():
-        stripped = line.strip()
-        if not pending and (not stripped or stripped[0] in "#!"):
+    lines = iter(_LINE_BREAK.split(text))
+    for natural in lines:
+        line = natural.lstrip(_BLANKS)
+        if not line or line[0] in "#!":
             continue
-        if stripped.endswith("\\") and not stripped.endswith("\\\\"):
-            pending += stripped[:-1]
-            continue
-        logical = pending + stripped
-        pending = ""
-        key, value = _split_property(logical)
-        values[key] = value
-    if pending:
-        key, value = _split_property(pending)
-        values[key] = value
+        while _continues(line):
+            line = line[:-1] + next(lines, "").lstrip(_BLANKS)
+        key, value = _split_property(line)
+        values[_unescape(key)] = _unescape(value)
     return values
 
 
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_BLANKS = " \t\f"
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|u|.)", re.DOTALL)
+_CONTROL_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _continues(line: str) -> bool:
+    return (len(line) - len(line.rstrip("\\"))) % 2 == 1
+
+
 def _split_property(line: str) -> tuple[str, str]:
-    for index, char in enumerate(line):
-        if char in "=:" or char.isspace():
-            rest = line[index:].lstrip()
-            if rest[:1] in ("=", ":"):
-                rest = rest[1:].lstrip()
-            return line[:index], rest
-    return line, ""
+    index, escaped = 0, False
+    while index < len(line):
+        char = line[index]
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char in "=:" or char in _BLANKS:
+            break
+        index += 1
+    rest = line[index:].lstrip(_BLANKS)
+    if rest[:1] in ("=", ":"):
+        rest = rest[1:].lstrip(_BLANKS)
+    return line[:index], rest
+
+
+def _unescape(text: str) -> str:
+    def replace(match: re.Match[str]) -> str:
+        code = match[1]
+        if code == "u":
+            raise ConfigError("Malformed \\uxxxx encoding in a configuration file")
+        if len(code) == 5:
+            return chr(int(code[1:], 16))
+        return _CONTROL_ESCAPES.get(code, code)
+
+    return _ESCAPE.sub(replace, text)

@@ -58,7 +58,7 @@ class ControllerContext:
         self.cluster = cluster
         self.epoch = 1
         self.controller_id: int | None = None
-        self.last_seq = 0
+        self.last_seq: int | None = None  # None: no event applied yet
         self.last_event_id: str | None = None
         self.event_id: str | None = None  # the event being applied: stamped on changed rows
         self.brokers: dict[int, Broker] = {}  # every broker ever seen; change via methods

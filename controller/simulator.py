@@ -18,7 +18,7 @@ from controller.events import ControllerFailover, Event, Rejection
 from controller.journal import Journal
 from controller.kafka_controller import EventRejected, KafkaController
 from controller.memory import cyclic_gc_paused
-from controller.parse import parse_event
+from controller.parse import INT64_MAX, parse_event
 from schemas.tables import APPEND_TABLES, STATE_TABLES
 
 Row = dict[str, Any]
@@ -153,18 +153,21 @@ class ClusterRunner:
     def apply(self, event: Event) -> Rejection | None:
         header = event.header
         context = self.context
-        seq = context.last_seq + 1 if header.seq is None else header.seq
+        last = context.last_seq
+        seq = (last or 0) + 1 if header.seq is None else header.seq
         event_id = header.event_id if header.event_id is not None else f"{context.cluster}:{seq}"
 
         def reject(reason: str) -> Rejection:
             return Rejection(context.cluster, header.raw, reason, header.source)
 
+        if seq > INT64_MAX:
+            return reject(
+                f"the cluster's last applied seq is {last}, the largest int64: no seq follows it"
+            )
         if event_id in self.seen_event_ids:
             return reject(f"duplicate event_id '{event_id}': already applied")
-        if seq <= context.last_seq:
-            return reject(
-                f"seq {seq} goes backwards: the cluster's last applied seq is {context.last_seq}"
-            )
+        if last is not None and seq <= last:
+            return reject(f"seq {seq} goes backwards: the cluster's last applied seq is {last}")
         try:
             self.controller.check(event.body)
         except EventRejected as error:

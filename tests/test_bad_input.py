@@ -341,6 +341,32 @@ def test_a_rejected_line_consumes_no_seq_and_no_event_id() -> None:
     assert [(r["event_id"], r["seq"]) for r in applied] == [("x", 101), ("default:102", 102)]
 
 
+def test_a_clusters_first_seq_may_be_any_int64_and_none_follows_the_largest() -> None:
+    """CONTRACT §1 `seq`: when given it must increase, so a cluster's first event may
+    carry any int64 (0 included, as a Kafka offset would); an event without one gets the
+    last applied seq + 1, and after the largest int64 there is none to give."""
+    top = 2**63 - 1
+    for first in (0, -5):
+        output = Simulator(Settings()).apply(
+            [
+                RawEvent(line({"type": "broker_startup", "broker": 1, "seq": first}), "a:1"),
+                RawEvent(line({"type": "broker_startup", "broker": 2}), "a:2"),
+            ]
+        )
+        assert output.appends["rejected_events"] == []
+        seqs = [r["seq"] for r in output.appends["applied_events"]]
+        assert seqs == [first, first + 1]
+    output = Simulator(Settings()).apply(
+        [
+            RawEvent(line({"type": "broker_startup", "broker": 1, "seq": top}), "a:1"),
+            RawEvent(line({"type": "broker_startup", "broker": 2}), "a:2"),
+        ]
+    )
+    assert [r["seq"] for r in output.appends["applied_events"]] == [top]
+    (rejected,) = output.appends["rejected_events"]
+    assert rejected["source"] == "a:2" and "largest int64" in rejected["reason"]
+
+
 def test_every_rejection_names_its_cluster_when_it_can() -> None:
     simulator = cluster()
     output = simulator.apply(
