@@ -36,6 +36,11 @@ PS = PartitionState
 RS = ReplicaState
 
 
+# A resource limit of the simulator, not Kafka's: a larger count would be built in memory
+# (an int32 count of partitions is valid input, and Kafka's own check is only the heap).
+MAX_PARTITIONS_PER_EVENT = 1_000_000
+
+
 class EventRejected(Exception):
     """The event refers to something the cluster does not know, or cannot be applied:
     it goes to rejected_events and changes nothing."""
@@ -261,6 +266,11 @@ class KafkaController:
 
     def _check_topic_creation(self, body: ev.TopicCreation) -> None:
         context = self.context
+        if (body.partitions or 0) > MAX_PARTITIONS_PER_EVENT:
+            raise EventRejected(
+                f"topic_creation asks for {body.partitions:,} partitions; kcsim creates at "
+                f"most {MAX_PARTITIONS_PER_EVENT:,} in one event (about 1 KB of state each)"
+            )
         if body.topic in context.topics:
             raise EventRejected(f"Topic '{body.topic}' already exists.")
         collision = _collides_with(body.topic, context.topics)

@@ -73,6 +73,9 @@ def main(args: argparse.Namespace) -> int:
     if not source.exists():
         print(f"kcsim replay: no such file or directory: {source}", file=sys.stderr)
         return 2
+    if args.out.exists() and not args.out.is_dir():
+        print(f"kcsim replay: --out must be a directory, {args.out} is a file", file=sys.stderr)
+        return 2
     summary = replay(args.settings, source, args.out, args.batch_size)
     if not args.quiet:
         print(summary.line(args.out), file=sys.stderr)

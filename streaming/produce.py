@@ -484,13 +484,24 @@ def _line_bytes(event: RawEvent) -> bytes:
 
 
 def event_cluster(raw: str) -> str:
-    """The cluster a line names, "default" when absent or unreadable."""
+    """The cluster a line names, "default" when absent or unreadable (a bad line is
+    produced as it is: the job rejects it, with its coordinates)."""
     try:
         data = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to read
         return DEFAULT_CLUSTER
     cluster = data.get("cluster") if isinstance(data, dict) else None
-    return cluster if isinstance(cluster, str) else DEFAULT_CLUSTER
+    if not isinstance(cluster, str) or not _is_utf8(cluster):  # a key is UTF-8 bytes
+        return DEFAULT_CLUSTER
+    return cluster
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def event_record(event: Event) -> Record:

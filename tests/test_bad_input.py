@@ -168,6 +168,11 @@ BAD_LINES: list[tuple[str, dict[str, Any] | str, tuple[str, ...]]] = [
         ("'partitions'", "at least 1"),
     ),
     (
+        "more partitions than kcsim holds",
+        {"type": "topic_creation", "topic": "v", "partitions": 2**31 - 1, "replication_factor": 1},
+        ("2,147,483,647 partitions", "at most 1,000,000"),
+    ),
+    (
         "reassignment to a non-integer broker",
         {"type": "partition_reassignment", "topic": "t", "partition": 0, "replicas": [0, "1"]},
         ("'replicas'", "32-bit integer broker ids"),

@@ -90,6 +90,13 @@ def test_missing_input(tmp_path: Path, capsys: Any) -> None:
     assert "no such file or directory" in capsys.readouterr().err
 
 
+def test_out_is_a_file(tmp_path: Path, capsys: Any) -> None:
+    events = tmp_path / "e.jsonl"
+    events.write_text('{"type":"broker_startup","broker":1}\n')
+    assert main(["replay", str(events), "--out", str(events)]) == 2
+    assert "--out must be a directory" in capsys.readouterr().err
+
+
 # ------------------------------------------------------------------- reader and writer
 
 
