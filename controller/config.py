@@ -7,6 +7,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from controller.java_text import (
+    INT_MAX,
+    INT_MIN,
+    NotANumber,
+    java_equals_ignore_case,
+    java_trim,
+    parse_java_integer,
+)
+
 UNCLEAN_KEY = "unclean.leader.election.enable"
 
 
@@ -15,13 +24,13 @@ class ConfigError(ValueError):
 
 
 def parse_bool(key: str, value: str | bool) -> bool:
-    """Kafka's boolean config parser: true/false, case-insensitive, surrounding blanks ignored."""
+    """ConfigDef's BOOLEAN: the trimmed text is true or false, case ignored."""
     if isinstance(value, bool):
         return value
-    text = str(value).strip().lower()
-    if text == "true":
+    text = java_trim(str(value))
+    if java_equals_ignore_case(text, "true"):
         return True
-    if text == "false":
+    if java_equals_ignore_case(text, "false"):
         return False
     raise ConfigError(
         f"Invalid value {value!r} for configuration {key}: Expected value to be "
@@ -36,18 +45,15 @@ def scala_to_boolean(value: str) -> bool:
 
 
 def parse_int(key: str, value: str | int) -> int:
-    """ConfigDef's INT: the trimmed text through Java's Integer.parseInt (a sign, then
-    decimal digits, which may be any Unicode digits as Character.digit takes them)."""
-    text = "" if isinstance(value, bool) else str(value).strip()
-    if not _JAVA_INT.fullmatch(text) or not INT32_MIN <= int(text) <= INT32_MAX:
+    """ConfigDef's INT: the trimmed text through Integer.parseInt."""
+    try:
+        if isinstance(value, bool):
+            raise NotANumber(value)
+        return parse_java_integer(java_trim(str(value)), INT_MIN, INT_MAX)
+    except NotANumber:
         raise ConfigError(
             f"Invalid value {value!r} for configuration {key}: Not a number of type INT"
-        )
-    return int(text)
-
-
-_JAVA_INT = re.compile(r"[+-]?\d+")  # str patterns: \d is any Unicode decimal digit
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)

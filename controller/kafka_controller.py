@@ -31,6 +31,7 @@ from controller.model import (
 )
 from controller.parts import ControllerParts
 from controller.reassignment import ReassignmentError, ReassignmentFailed, Reassignments
+from controller.topic_configs import topic_config_error
 
 PS = PartitionState
 RS = ReplicaState
@@ -105,6 +106,12 @@ class KafkaController:
             self._check_topic_creation(body)
         if isinstance(body, ev.PartitionCreation):
             self._check_partition_creation(body)
+        if isinstance(body, ev.TopicConfigChange):
+            # Kafka validates the topic's whole set of overrides after the change (one
+            # key's range may depend on another's: the compaction lags)
+            problem = topic_config_error({**context.topics[body.topic].configs, **body.configs})
+            if problem is not None:
+                raise EventRejected(f"field 'configs': {problem}")
         if isinstance(body, ev.TopicDeletion) and not self.settings.delete_topic_enable:
             raise EventRejected("topic deletion is disabled (delete.topic.enable=false)")
         if isinstance(body, ev.ControllerFailover):

@@ -1,9 +1,9 @@
-"""Raw event lines → typed events (CONTRACT §1): structural validation only.
+"""Raw event lines → typed events (CONTRACT §1): each event on its own, no cluster state.
 
 One generic loop walks `schemas.events` field specs and calls a small validator per
-`Kind`; a few cross-field rules (topic_creation's either/or, Kafka's assignment checks)
-follow in a per-type table. Cluster state (unknown topics or brokers, duplicate ids,
-`seq` order) is the controller's to check, not ours.
+`Kind`; a few cross-field rules (topic_creation's either/or, Kafka's assignment checks,
+topic configs as Kafka validates them) follow in a per-type table. Cluster state (unknown
+topics or brokers, duplicate ids, `seq` order) is the controller's to check, not ours.
 
 Every failure is a `Rejection` with an actionable reason; nothing here raises for any
 input string.
@@ -18,7 +18,6 @@ from dataclasses import fields
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from controller.config import UNCLEAN_KEY, ConfigError, parse_bool
 from controller.events import (
     AutoRebalanceCheck,
     BrokerFailure,
@@ -39,6 +38,7 @@ from controller.events import (
     TopicDeletion,
 )
 from controller.model import TopicPartition
+from controller.topic_configs import TopicConfigError, validate_topic_configs
 from schemas.events import COMMON_FIELDS, EVENT_FIELDS, EVENT_TYPES, FieldSpec, Kind
 
 DEFAULT_CLUSTER = "default"
@@ -258,12 +258,12 @@ def _configs(name: str, value: object) -> dict[str, str]:
 
 
 def _check_config_values(name: str, configs: Mapping[str, str]) -> None:
-    # Values stay as given (Kafka stores the text); only their validity is checked.
-    if UNCLEAN_KEY in configs:
-        try:
-            parse_bool(UNCLEAN_KEY, configs[UNCLEAN_KEY])
-        except ConfigError as error:
-            raise FieldError(f"field '{name}': {error}") from None
+    # Values stay as given (Kafka stores the text); only their validity is checked, as
+    # LogConfig.validate checks names and values (controller.topic_configs).
+    try:
+        validate_topic_configs(configs)
+    except TopicConfigError as error:
+        raise FieldError(f"field '{name}': {error}") from None
 
 
 def _election(name: str, value: object) -> str:
