@@ -98,7 +98,7 @@ def displayable(text: str) -> str:
     """`text` with lone surrogates (undecodable bytes kept by surrogateescape, or stray
     UTF-16 halves) replaced by U+FFFD, so it can be written as UTF-8 anywhere — as
     Java's decoder shows malformed bytes."""
-    if _is_unicode(text):
+    if is_unicode(text):
         return text
     try:
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
@@ -106,7 +106,7 @@ def displayable(text: str) -> str:
         return text.encode("utf-8", "replace").decode("utf-8").replace("?", "\ufffd")
 
 
-def _is_unicode(text: str) -> bool:
+def is_unicode(text: str) -> bool:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -128,7 +128,7 @@ def _int_in(name: str, value: object, low: int, high: int, what: str) -> int:
 def _string(name: str, value: object) -> str:
     if not isinstance(value, str):
         raise FieldError(f"field '{name}' must be a string, got {show(value)}")
-    if not _is_unicode(value):
+    if not is_unicode(value):
         raise FieldError(f"field '{name}' is not valid Unicode text, got {show(value)}")
     return value
 
@@ -241,13 +241,13 @@ def _configs(name: str, value: object) -> dict[str, str]:
         raise FieldError(f"field '{name}' must be an object of string → string, got {show(value)}")
     result: dict[str, str] = {}
     for key, item in value.items():
-        if not key or not _is_unicode(key):
+        if not key or not is_unicode(key):
             raise FieldError(f"field '{name}' keys must be non-empty config names, got {show(key)}")
         if item is None:  # Kafka's CreateTopics wording
             raise FieldError(f"field '{name}': Null value not supported for topic configs: {key}")
         if isinstance(item, bool):
             result[key] = "true" if item else "false"
-        elif isinstance(item, str) and _is_unicode(item):
+        elif isinstance(item, str) and is_unicode(item):
             result[key] = item
         else:
             raise FieldError(

@@ -49,6 +49,7 @@ from typing import IO, Any
 from controller.config import Settings
 from controller.context import ControllerContext
 from controller.model import ReplicaState, TopicPartition
+from controller.parse import is_unicode
 from controller.replay import positive_int, read_events
 from controller.simulator import RawEvent, Simulator
 
@@ -491,17 +492,9 @@ def event_cluster(raw: str) -> str:
     except (ValueError, RecursionError):  # not JSON, or nested too deep to read
         return DEFAULT_CLUSTER
     cluster = data.get("cluster") if isinstance(data, dict) else None
-    if not isinstance(cluster, str) or not _is_utf8(cluster):  # a key is UTF-8 bytes
+    if not isinstance(cluster, str) or not is_unicode(cluster):  # a key is UTF-8 bytes
         return DEFAULT_CLUSTER
     return cluster
-
-
-def _is_utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def event_record(event: Event) -> Record:
