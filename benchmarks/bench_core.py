@@ -43,17 +43,19 @@ def replicas_of(index: int, brokers: int, rf: int) -> list[int]:
     return list(dict.fromkeys([first] + [(first + shift * k) % brokers for k in range(1, rf)]))
 
 
-def cluster_rows(brokers: int, partitions: int, rf: int) -> dict[str, list[dict]]:
+def cluster_rows(
+    brokers: int, partitions: int, rf: int, cluster: str = CLUSTER
+) -> dict[str, list[dict]]:
     """Every partition online, led by its preferred replica, ISR = replicas."""
     partition_rows, replica_rows, topic_rows = [], [], []
     for index in range(partitions):
         topic, partition = topic_partition(index)
         if partition == 0:
-            topic_rows.append({"cluster": CLUSTER, "topic": topic, "configs": {}, "deletion": None})
+            topic_rows.append({"cluster": cluster, "topic": topic, "configs": {}, "deletion": None})
         replicas = replicas_of(index, brokers, rf)
         partition_rows.append(
             {
-                "cluster": CLUSTER,
+                "cluster": cluster,
                 "topic": topic,
                 "partition": partition,
                 "state": "OnlinePartition",
@@ -72,7 +74,7 @@ def cluster_rows(brokers: int, partitions: int, rf: int) -> dict[str, list[dict]
         for broker in replicas:
             replica_rows.append(
                 {
-                    "cluster": CLUSTER,
+                    "cluster": cluster,
                     "topic": topic,
                     "partition": partition,
                     "broker": broker,
@@ -86,12 +88,12 @@ def cluster_rows(brokers: int, partitions: int, rf: int) -> dict[str, list[dict]
         "replica_state": replica_rows,
         "topics": topic_rows,
         "brokers": [
-            {"cluster": CLUSTER, "broker": b, "rack": None, "status": "live", "broker_epoch": b + 1}
+            {"cluster": cluster, "broker": b, "rack": None, "status": "live", "broker_epoch": b + 1}
             for b in range(brokers)
         ],
         "clusters": [
             {
-                "cluster": CLUSTER,
+                "cluster": cluster,
                 "controller_epoch": 1,
                 "controller": 0,
             }

@@ -3,6 +3,10 @@
 Run by hand (not a test):
 
     python benchmarks/bench_spark.py --partitions 100000 --batches 1000 10000 100000
+    python benchmarks/bench_spark.py --clusters 50 --partitions 2000 --batches 1000 1000 1000
+
+With `--clusters N` the lake holds a fleet of N such clusters and batch i goes to cluster
+i mod N, which shows what a batch costs when it touches one cluster of many.
 
 A lake is seeded with a cluster of `--partitions` partitions (all online, RF 3, through
 the job's own Delta writer), then one event file per batch size is written (AlterPartition
@@ -31,9 +35,11 @@ from controller.config import Settings
 from controller.simulator import BatchOutput, RawEvent, Simulator
 
 
-def isr_events(count: int, start: int, brokers: int, partitions: int) -> list[str]:
-    """ISR shrink then expand, partition after partition; event k of the whole run is
-    `start + k`, so consecutive batches continue the cycle."""
+def isr_events(
+    count: int, start: int, brokers: int, partitions: int, cluster: str = CLUSTER
+) -> list[str]:
+    """ISR shrink then expand, partition after partition; event k of the cluster's run
+    is `start + k`, so consecutive batches continue the cycle."""
     lines = []
     for k in range(start, start + count):
         index = (k // 2) % partitions
@@ -42,12 +48,20 @@ def isr_events(count: int, start: int, brokers: int, partitions: int) -> list[st
         cycle = (k // 2) // partitions
         isr = replicas[:2] if k % 2 == 0 else replicas
         event = {
-            "type": "isr_change", "cluster": CLUSTER, "topic": topic,
+            "type": "isr_change", "cluster": cluster, "topic": topic,
             "partition": partition, "isr": isr, "leader_epoch": 0,
             "partition_epoch": 2 * cycle + k % 2,
         }  # fmt: skip
         lines.append(json.dumps(event, separators=(",", ":")))
     return lines
+
+
+def fleet_rows(clusters: list[str], args: argparse.Namespace) -> dict[str, list[dict]]:
+    rows: dict[str, list[dict]] = {}
+    for cluster in clusters:
+        for name, table in cluster_rows(args.brokers, args.partitions, 3, cluster).items():
+            rows.setdefault(name, []).extend(table)
+    return rows
 
 
 def main() -> None:
@@ -57,7 +71,14 @@ def main() -> None:
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 1_000, 10_000, 100_000])
     parser.add_argument("--dir", type=Path, default=Path("/tmp/kcsim-bench-spark"))
     parser.add_argument("--skip-core", action="store_true")
+    parser.add_argument(
+        "--clusters",
+        type=int,
+        default=1,
+        help="a fleet: this many clusters of --partitions each; batch i goes to cluster i mod N",
+    )
     args = parser.parse_args()
+    clusters = [CLUSTER] if args.clusters == 1 else [f"c{i:03d}" for i in range(args.clusters)]
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     shutil.rmtree(args.dir, ignore_errors=True)
     events_dir = args.dir / "events"
@@ -66,17 +87,18 @@ def main() -> None:
     settings = Settings()
 
     files: list[list[str]] = []
-    start = 0
+    starts = dict.fromkeys(clusters, 0)
     for index, size in enumerate(args.batches):
-        lines = isr_events(size, start, args.brokers, args.partitions)
-        start += size
+        cluster = clusters[index % len(clusters)]
+        lines = isr_events(size, starts[cluster], args.brokers, args.partitions, cluster)
+        starts[cluster] += size
         path = events_dir / f"batch-{index:02d}-{size}.jsonl"
         path.write_text("\n".join(lines) + "\n")
         os.utime(path, (1_000_000 + index, 1_000_000 + index))
         files.append(lines)
 
     if not args.skip_core:
-        simulator = Simulator.from_tables(settings, cluster_rows(args.brokers, args.partitions, 3))
+        simulator = Simulator.from_tables(settings, fleet_rows(clusters, args))
         for size, lines in zip(args.batches, files, strict=True):
             batch = [RawEvent(line, f"f:{i}") for i, line in enumerate(lines)]
             began = time.perf_counter()
@@ -100,9 +122,11 @@ def main() -> None:
     lake = Lake(spark, str(lake_dir))
     began = time.perf_counter()
     lake.create_tables()
-    rows = cluster_rows(args.brokers, args.partitions, 3)
-    lake.write(BatchOutput(upserts=rows), "seed", 0)
-    print(f"seeded lake ({args.partitions:,} partitions): {time.perf_counter() - began:.1f} s")
+    lake.write(BatchOutput(upserts=fleet_rows(clusters, args)), "seed", 0)
+    print(
+        f"seeded lake ({len(clusters)} x {args.partitions:,} partitions): "
+        f"{time.perf_counter() - began:.1f} s"
+    )
     log: list[str] = []
 
     def record(line: str) -> None:

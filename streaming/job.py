@@ -276,8 +276,10 @@ class BatchRunner:
             clock.lap("write")
             if self.options.sink is not None:
                 requests = output.appends.get("controller_requests") or []
-                first = batch_id == self.first_batch
-                held = self.options.sink.send(self.spark, requests, may_be_rerun=first)
+                # the sink is written after the lake: only a re-run batch whose requests
+                # already reached the lake may have reached the sink too
+                sent_before = "controller_requests" in skip
+                held = self.options.sink.send(self.spark, requests, may_be_rerun=sent_before)
                 if held:
                     self.log(f"batch {batch_id}: re-run; {held} requests already in the sink")
                 clock.lap("sink")

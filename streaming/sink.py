@@ -6,13 +6,13 @@ Effectively once across restarts. Spark's Kafka writer has no transactions, and 
 re-run after a crash may already have produced some or all of its records (the crash
 came after the Delta commits, during or after the send). Every record carries
 `request_id` = "<cluster>:<event_id>:<request_seq>", unique and stable across re-runs
-(an event id is applied once per cluster). So the first batch of a process, the only one
-that can be a re-run, first reads back the tail of each partition of the topic and
-produces only the requests not found there. The tail is as long as the batch has
-requests: a batch's earlier records are the last ones of each partition, as long as
-this job is the topic's only producer. The writer's producer is idempotent (the Kafka
-client's default), so what an interrupted send left is a prefix of each partition's
-share, and the rest follows it in order.
+(an event id is applied once per cluster). So a re-run batch whose requests already
+reached the lake (the sink is written after it) first reads back the tail of each
+partition of the topic and produces only the requests not found there. The tail is as
+long as the batch has requests: a batch's earlier records are the last ones of each
+partition, as long as this job is the topic's only producer. The writer's producer is
+idempotent (the Kafka client's default), so what an interrupted send left is a prefix of
+each partition's share, and the rest follows it in order.
 """
 
 from __future__ import annotations
