@@ -298,6 +298,7 @@ class Lake:
             .write.format("delta")
             .mode("append")
             .option("userMetadata", tag)
+            .option("maxRecordsPerFile", 0)  # a batch's rows in one file per task
             .save(self.path(table.name))
         )
 
