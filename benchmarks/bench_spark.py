@@ -72,6 +72,9 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=Path("/tmp/kcsim-bench-spark"))
     parser.add_argument("--skip-core", action="store_true")
     parser.add_argument(
+        "--conf", action="append", default=[], metavar="K=V", help="a Spark setting to try"
+    )
+    parser.add_argument(
         "--clusters",
         type=int,
         default=1,
@@ -117,7 +120,8 @@ def main() -> None:
     from streaming.session import build_session
 
     began = time.perf_counter()
-    spark = build_session("kcsim-bench")
+    conf = dict(item.split("=", 1) for item in args.conf)
+    spark = build_session("kcsim-bench", conf=conf)
     print(f"spark session: {time.perf_counter() - began:.1f} s", flush=True)
     lake = Lake(spark, str(lake_dir))
     began = time.perf_counter()
