@@ -68,26 +68,11 @@ STATS_COLUMNS = {
 }
 
 
-# The state tables are partitioned by cluster, so a MERGE of a batch that touches a few
-# clusters of a fleet scans and rewrites only their files (its condition names them), and
-# the fleet mode reads only their rows. Appends gain nothing from it (a file per cluster
-# per batch instead of one).
-PARTITION_COLUMNS = ("cluster",)
-
-
-def partition_columns(table: Table) -> tuple[str, ...]:
-    return () if table.append_only else PARTITION_COLUMNS
-
-
 def table_properties(table: Table) -> dict[str, str]:
     if table.append_only:
         base, stats = APPEND_TABLE_PROPERTIES, STATS_COLUMNS[table.name]
     else:
-        # (Delta keeps no statistics on partition columns: their values are in the log)
-        base = STATE_TABLE_PROPERTIES
-        stats = tuple(c for c in table.key if c not in partition_columns(table))
-    if not stats:
-        return {**base, "delta.dataSkippingNumIndexedCols": "0"}
+        base, stats = STATE_TABLE_PROPERTIES, table.key
     return {**base, "delta.dataSkippingStatsColumns": ",".join(stats)}
 
 
@@ -117,9 +102,6 @@ class Lake:
     def __init__(self, spark: SparkSession, root: str) -> None:
         self.spark = spark
         self.root = root.rstrip("/")
-        # table -> its partition columns as created (a lake made before the state tables
-        # were partitioned keeps its layout), looked up once
-        self._partitioned_by: dict[str, tuple[str, ...]] = {}
 
     def path(self, table: str) -> str:
         return f"{self.root}/{table}"
@@ -136,8 +118,6 @@ class Lake:
             )
             for key, value in table_properties(table).items():
                 builder = builder.property(key, value)
-            if partition_columns(table):
-                builder = builder.partitionedBy(*partition_columns(table))
             builder.execute()
 
     # --- reading --------------------------------------------------------------------
@@ -315,10 +295,6 @@ class Lake:
         source = _sized(self.spark.createDataFrame(data), data.num_rows)
         columns = table.column_names
         condition = " AND ".join(f"t.`{k}` = s.`{k}`" for k in table.key)
-        if "cluster" in self._partition_columns_of(table.name):
-            # implied by the key, but only a literal prunes the other clusters' files
-            clusters = sorted(set(data.column("cluster").to_pylist()))
-            condition += f" AND t.`cluster` IN ({', '.join(map(_sql_string, clusters))})"
         values = {c: f"s.`{c}`" for c in columns}
         (
             DeltaTable.forPath(self.spark, self.path(table.name))
@@ -330,21 +306,8 @@ class Lake:
             .execute()
         )
 
-    def _partition_columns_of(self, name: str) -> tuple[str, ...]:
-        found = self._partitioned_by.get(name)
-        if found is None:
-            detail = DeltaTable.forPath(self.spark, self.path(name)).detail()
-            found = tuple(detail.select("partitionColumns").first()[0])
-            self._partitioned_by[name] = found
-        return found
-
 
 ROWS_PER_TASK = 200_000
-
-
-def _sql_string(text: str) -> str:
-    """A SQL string literal (Spark's: backslash escapes)."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _sized(frame: DataFrame, rows: int) -> DataFrame:

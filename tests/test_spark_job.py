@@ -173,37 +173,6 @@ def test_fleet_equals_per_cluster_replays(spark, tmp_path: Path) -> None:  # noq
     assert_same_tables(lake_rows(spark, lake), expected)
 
 
-def test_a_batch_rewrites_only_the_state_files_of_its_clusters(spark, tmp_path: Path) -> None:  # noqa: F811
-    """Issue #3 item 3 (per-batch work proportional to the batch, not the fleet): the
-    state tables are partitioned by cluster and each MERGE names its batch's clusters, so
-    a batch of one cluster leaves every file of the other clusters as it was."""
-    source = copy_corpus(tmp_path / "events")
-    lake = tmp_path / "lake"
-    run_once(spark, source, lake)
-    state = ("partition_state", "replica_state", "brokers", "topics")
-
-    def files() -> dict[str, set[str]]:
-        return {
-            name: set(spark.read.format("delta").load(str(lake / name)).inputFiles())
-            for name in state
-        }
-
-    before = files()
-    events = [
-        {"type": "broker_failure", "cluster": "east", "broker": 11},
-        {"type": "broker_startup", "cluster": "east", "broker": 11},
-    ]
-    (source / "zz-east.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
-    run_once(spark, source, lake)
-    after = files()
-    for name in state:
-        assert {f for f in after[name] if "cluster=east" not in f} == {
-            f for f in before[name] if "cluster=east" not in f
-        }, name
-    assert any("cluster=east" in f for f in after["partition_state"] - before["partition_state"])
-    assert any("cluster=east" in f for f in after["brokers"] - before["brokers"])
-
-
 # ------------------------------------------------------------------------ exactly once
 
 
