@@ -14,7 +14,9 @@ INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 
 _JAVA_TRIMMED = "".join(map(chr, range(0x21)))  # String.trim drops these at both ends
-_DEC = r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+# one way only to split a digit run (an optional "." then digits could split it many
+# ways, and a failed match on a long run would try them all)
+_DEC = r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 _HEX = r"0[xX](?:[0-9a-fA-F]+\.?|[0-9a-fA-F]*\.[0-9a-fA-F]+)[pP][+-]?[0-9]+"
 _JAVA_DOUBLE = re.compile(rf"([+-]?)(?:(NaN)|(Infinity)|({_DEC})[fFdD]?|({_HEX})[fFdD]?)")
 

@@ -4,9 +4,10 @@ one partition and in order.
 
 Effectively once across restarts. Spark's Kafka writer has no transactions, and a batch
 re-run after a crash may already have produced some or all of its records (the crash
-came after the Delta commits, during or after the send). Every record carries
-`request_id` = "<cluster>:<event_id>:<request_seq>", unique and stable across re-runs
-(an event id is applied once per cluster). So a re-run batch whose requests already
+came after the Delta commits, during or after the send). Every record carries its
+request's `cluster`, `event_id` and `request_seq` (and `request_id`, the three joined by
+':'), which together identify it and are stable across re-runs (an event id is applied
+once per cluster). So a re-run batch whose requests already
 reached the lake (the sink is written after it) first reads back the tail of each
 partition of the topic and produces only the requests not found there. The tail is as
 long as the batch has requests: a batch's earlier records are the last ones of each
@@ -38,6 +39,15 @@ def request_record(row: dict[str, Any]) -> dict[str, Any]:
     return {"request_id": request_id(row), **row}
 
 
+RequestKey = tuple[object, object, object]
+
+
+def request_key(row: dict[str, Any]) -> RequestKey:
+    """What identifies a request without ambiguity (cluster names and event ids may hold
+    the ':' that `request_id` joins them with)."""
+    return (row.get("cluster"), row.get("event_id"), row.get("request_seq"))
+
+
 @dataclass(frozen=True, slots=True)
 class KafkaSink:
     bootstrap: str
@@ -52,8 +62,8 @@ class KafkaSink:
             return 0
         skipped = 0
         if may_be_rerun:
-            produced = self.produced_ids(window=len(requests))
-            kept = [r for r in requests if request_id(r) not in produced]
+            produced = self.produced_keys(window=len(requests))
+            kept = [r for r in requests if request_key(r) not in produced]
             skipped = len(requests) - len(kept)
             requests = kept
         if requests:
@@ -75,8 +85,8 @@ class KafkaSink:
             .save()
         )
 
-    def produced_ids(self, window: int) -> set[str]:
-        """`request_id`s among the last `window` records of every partition of the
+    def produced_keys(self, window: int) -> set[RequestKey]:
+        """The requests among the last `window` records of every partition of the
         topic (none if the topic does not exist yet)."""
         consumer = KafkaConsumer(
             bootstrap_servers=self.bootstrap,
@@ -100,13 +110,15 @@ class KafkaSink:
                 if start < ends[tp]:
                     consumer.seek(tp, start)
                     pending[tp] = ends[tp]
-            return _read_ids(consumer, pending, self.topic)
+            return _read_keys(consumer, pending, self.topic)
         finally:
             consumer.close()
 
 
-def _read_ids(consumer: KafkaConsumer, ends: dict[TopicPartition, int], topic: str) -> set[str]:
-    found: set[str] = set()
+def _read_keys(
+    consumer: KafkaConsumer, ends: dict[TopicPartition, int], topic: str
+) -> set[RequestKey]:
+    found: set[RequestKey] = set()
     deadline = time.monotonic() + READ_BACK_SECONDS
     pending = dict(ends)
     while pending:
@@ -118,19 +130,19 @@ def _read_ids(consumer: KafkaConsumer, ends: dict[TopicPartition, int], topic: s
         for tp, records in consumer.poll(timeout_ms=1000).items():
             for record in records:
                 if record.offset < pending.get(tp, -1):
-                    found.update(_request_id_of(record.value))
+                    found.update(_request_key_of(record.value))
         for tp in list(pending):
             if consumer.position(tp) >= pending[tp]:
                 del pending[tp]
     return found
 
 
-def _request_id_of(value: bytes | None) -> list[str]:
-    """The record's `request_id`, if it is one of ours."""
+def _request_key_of(value: bytes | None) -> list[RequestKey]:
+    """The record's request, if it is one of ours."""
     try:
         parsed = json.loads(value) if value else None
-    except ValueError:
+    except (ValueError, RecursionError):
         return []
     if isinstance(parsed, dict) and isinstance(parsed.get("request_id"), str):
-        return [parsed["request_id"]]
+        return [request_key(parsed)]
     return []

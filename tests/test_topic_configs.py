@@ -386,3 +386,16 @@ def test_a_change_is_validated_with_the_topics_other_overrides() -> None:
         "max.compaction.lag.ms (1000)"
     ]
     assert c.topic("t")["configs"] == {"max.compaction.lag.ms": "1000"}
+
+
+def test_long_values_are_refused_without_backtracking() -> None:
+    """CONTRACT §1 (bad input never stops the run): a long malformed number or list is
+    refused at once; the parsers take one pass over the text."""
+    for configs in (
+        {"min.cleanable.dirty.ratio": "1" * 20_000 + "x"},
+        {"cleanup.policy": "compact" + " " * 20_000 + "x"},
+    ):
+        event = {"type": "topic_config_change", "topic": "t", "configs": configs}
+        rejected = parse_event(json.dumps(event), "x")
+        assert isinstance(rejected, Rejection)
+        assert rejected.reason.startswith("field 'configs': Invalid value")
