@@ -399,3 +399,15 @@ def test_long_values_are_refused_without_backtracking() -> None:
         rejected = parse_event(json.dumps(event), "x")
         assert isinstance(rejected, Rejection)
         assert rejected.reason.startswith("field 'configs': Invalid value")
+
+
+def test_overrides_stored_before_validation_do_not_block_changes() -> None:
+    """A lake written before kcsim validated topic configs may hold overrides Kafka would
+    refuse; a later valid change is applied (only the change is checked then)."""
+    c = Cluster(brokers=[1])
+    c.create("t", {0: [1]})
+    c.context.set_topic_configs("t", {"retention.ms": "1 day"})  # as an old lake holds it
+    c.restart()
+    out = c.send({"type": "topic_config_change", "topic": "t", "configs": {UNCLEAN_KEY: "true"}})
+    assert out.rejected == []
+    assert c.topic("t")["configs"] == {"retention.ms": "1 day", UNCLEAN_KEY: "true"}
