@@ -294,6 +294,10 @@ class KafkaController:
 
     def _check_partition_creation(self, body: ev.PartitionCreation) -> None:
         topic = self.context.topics[body.topic]
+        # KafkaApis asks the controller first (the request goes to the controller broker):
+        # additions to a topic being deleted never reach ZooKeeper (INVALID_TOPIC_EXCEPTION)
+        if self.context.is_queued_for_deletion(body.topic):
+            raise EventRejected("The topic is queued for deletion.")
         # checked first, as ZkAdminManager.createPartitions does while it reads the stored
         # assignment: adding partitions would race the controller's reassignment updates
         if self.context.has_reassignment_in_progress(body.topic):

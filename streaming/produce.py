@@ -364,8 +364,14 @@ class ChaosGenerator:
         elif roll < 0.75 and len(topics) > 1:
             self._emit(draft, {"type": "topic_deletion", "topic": self._rng.choice(topics)})
         else:
-            # CreatePartitions refuses a topic with a reassignment in progress
-            growable = [t for t in topics if not self._context.has_reassignment_in_progress(t)]
+            # CreatePartitions refuses a topic being deleted or being reassigned
+            context = self._context
+            growable = [
+                t
+                for t in topics
+                if not context.is_queued_for_deletion(t)
+                and not context.has_reassignment_in_progress(t)
+            ]
             live = self._live()
             if not live or not growable:
                 return

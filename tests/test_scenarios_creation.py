@@ -135,15 +135,19 @@ def test_partition_creation_numbers_on_and_keeps_the_replication_factor() -> Non
     assert c.state("t", 2) == ("OnlinePartition", 2, [2, 3], 0, 0)
 
 
-def test_partition_creation_for_topic_being_deleted_is_discarded() -> None:
-    """§10.2: additions to a topic queued for deletion are discarded."""
+def test_partition_creation_for_topic_being_deleted_is_rejected() -> None:
+    """§10.2 via the admin path: CreatePartitions for a topic queued for deletion is
+    refused by KafkaApis before anything is written ("The topic is queued for deletion.",
+    INVALID_TOPIC_EXCEPTION), so the controller's discard of such additions (which only
+    partitions written to ZooKeeper directly reach) never comes into play."""
     c = Cluster(brokers=[1, 2, 3])
     c.create("t", {0: [1, 2]})
     c.fail(2)  # keeps the deletion from completing
     c.delete("t")
     out = c.send({"type": "partition_creation", "topic": "t", "assignment": {"1": [1, 3]}})
+    assert [r["reason"] for r in out.rejected] == ["The topic is queued for deletion."]
     assert c.partition("t", 1) is None
-    assert out.requests == []
+    assert out.requests == [] and out.state_changes == []
 
 
 def test_creation_of_existing_topic_is_rejected() -> None:
