@@ -7,14 +7,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from controller.java_text import (
-    INT_MAX,
-    INT_MIN,
-    NotANumber,
-    java_equals_ignore_case,
-    java_trim,
-    parse_java_integer,
-)
+from controller.java_text import java_equals_ignore_case
+from controller.topic_configs import ConfigType, TopicConfig, TopicConfigError, parse_value
 
 UNCLEAN_KEY = "unclean.leader.election.enable"
 
@@ -27,33 +21,30 @@ def parse_bool(key: str, value: str | bool) -> bool:
     """ConfigDef's BOOLEAN: the trimmed text is true or false, case ignored."""
     if isinstance(value, bool):
         return value
-    text = java_trim(str(value))
-    if java_equals_ignore_case(text, "true"):
-        return True
-    if java_equals_ignore_case(text, "false"):
-        return False
-    raise ConfigError(
-        f"Invalid value {value!r} for configuration {key}: Expected value to be "
-        "either true or false"
-    )
+    return bool(_parse(key, value, ConfigType.BOOLEAN))
+
+
+def parse_int(key: str, value: str | int) -> int:
+    """ConfigDef's INT: the trimmed text through Integer.parseInt."""
+    if isinstance(value, bool):  # a JSON true is not a number
+        raise ConfigError(
+            f"Invalid value {value!r} for configuration {key}: Not a number of type INT"
+        )
+    return int(_parse(key, value, ConfigType.INT))  # type: ignore[call-overload]
+
+
+def _parse(key: str, value: object, kind: ConfigType) -> object:
+    """A setting's text parsed as a topic config of that type is (one ConfigDef)."""
+    try:
+        return parse_value(TopicConfig(key, kind), str(value))
+    except TopicConfigError as error:
+        raise ConfigError(str(error)) from None
 
 
 def scala_to_boolean(value: str) -> bool:
     """`Try(value.toBoolean).getOrElse(false)` in Scala 2.13: "true" in any case is true,
     anything else false; unlike Kafka's config parser, blanks are not ignored."""
-    return value.lower() == "true"
-
-
-def parse_int(key: str, value: str | int) -> int:
-    """ConfigDef's INT: the trimmed text through Integer.parseInt."""
-    try:
-        if isinstance(value, bool):
-            raise NotANumber(value)
-        return parse_java_integer(java_trim(str(value)), INT_MIN, INT_MAX)
-    except NotANumber:
-        raise ConfigError(
-            f"Invalid value {value!r} for configuration {key}: Not a number of type INT"
-        ) from None
+    return java_equals_ignore_case(value, "true")
 
 
 @dataclass(frozen=True, slots=True)
