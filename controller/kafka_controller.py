@@ -310,11 +310,11 @@ class KafkaController:
         # CreatePartitions asks for a new total count: the new partitions are numbered on
         # from the existing ones, so any other numbering cannot reach the controller
         count = len(topic.partitions)
-        wanted = list(range(count, count + len(body.assignment)))
-        if sorted(body.assignment) != wanted:
+        wanted, given = list(range(count, count + len(body.assignment))), sorted(body.assignment)
+        if given != wanted:
             raise EventRejected(
                 f"topic '{body.topic}' has {count} partitions, so new ones are numbered "
-                f"{wanted}, got {sorted(body.assignment)}"
+                f"{wanted}, got {given}"
             )
         # CreatePartitions refuses brokers without a registration (ZkAdminManager
         # .createPartitions reads /brokers/ids): dead ones too, shutting-down ones not

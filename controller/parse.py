@@ -37,13 +37,15 @@ from controller.events import (
     TopicCreation,
     TopicDeletion,
 )
+from controller.java_text import INT_MAX as INT32_MAX
+from controller.java_text import INT_MIN as INT32_MIN
+from controller.java_text import LONG_MAX as INT64_MAX
+from controller.java_text import LONG_MIN as INT64_MIN
 from controller.model import TopicPartition
 from controller.topic_configs import TopicConfigError, validate_topic_configs
 from schemas.events import COMMON_FIELDS, EVENT_FIELDS, EVENT_TYPES, FieldSpec, Kind
 
 DEFAULT_CLUSTER = "default"
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 TOPIC_MAX_LENGTH = 249  # Kafka's Topic.MAX_NAME_LENGTH
 _TOPIC_CHARS = re.compile(r"[a-zA-Z0-9._-]+")
 # Partition keys of an assignment: canonical decimal, so "01" cannot alias "1".
@@ -172,18 +174,23 @@ def topic_name_problem(topic: str) -> str | None:
     return None
 
 
-def _brokers(name: str, value: object, *, allow_empty: bool) -> tuple[int, ...]:
+def _brokers(
+    name: str, value: object, *, allow_empty: bool, kafka_checked: bool = True
+) -> tuple[int, ...]:
+    """A list of int32 broker ids; unless `kafka_checked` is off (a list the controller
+    itself validates), also non-negative and distinct."""
     if not isinstance(value, list):
         raise FieldError(f"field '{name}' must be a list of broker ids, got {show(value)}")
     if not value and not allow_empty:
         raise FieldError(f"field '{name}' must not be empty")
+    low, what = (0, "non-negative 32-bit") if kafka_checked else (INT32_MIN, "32-bit")
     for item in value:
-        if not _is_int(item) or not 0 <= item <= INT32_MAX:
+        if not _is_int(item) or not low <= item <= INT32_MAX:
             raise FieldError(
-                f"field '{name}' must hold non-negative 32-bit integer broker ids, "
+                f"field '{name}' must hold {what} integer broker ids, "
                 f"got {show(item)} in {show(value)}"
             )
-    if len(set(value)) != len(value):
+    if kafka_checked and len(set(value)) != len(value):
         raise FieldError(f"field '{name}' must not repeat a broker, got {show(value)}")
     return tuple(value)
 
@@ -201,15 +208,7 @@ def replicas_or_null(name: str, value: object) -> tuple[int, ...] | None:
     the caller's check (it is required)."""
     if value is None:
         return None
-    if not isinstance(value, list):
-        raise FieldError(f"field '{name}' must be a list of broker ids, got {show(value)}")
-    for item in value:
-        if not _is_int(item) or not INT32_MIN <= item <= INT32_MAX:
-            raise FieldError(
-                f"field '{name}' must hold 32-bit integer broker ids, "
-                f"got {show(item)} in {show(value)}"
-            )
-    return tuple(value)
+    return _brokers(name, value, allow_empty=True, kafka_checked=False)
 
 
 def _broker_list(name: str, value: object) -> tuple[int, ...]:

@@ -21,6 +21,10 @@ Kafka prints the offending value bare; here a text value is quoted (Python repr)
 and empty strings stay visible, as kcsim's settings errors already do. Numbers a range check
 refuses are shown as Java prints them (a DOUBLE as Double.toString would).
 
+Kafka checks a config change's merged set of overrides; the parser sees one event, so
+the controller's check runs this on the merged map too (a `min.compaction.lag.ms` above
+an earlier `max.compaction.lag.ms` is refused).
+
 Left out, because they depend on broker settings kcsim does not model or on state the parser
 does not see:
 
@@ -28,9 +32,6 @@ does not see:
   refuses `remote.storage.enable=true`, and with it enabled Kafka refuses it on a compacted
   topic and checks `local.retention.ms/bytes` against `retention.ms/bytes` (or the broker's
   defaults). kcsim accepts `remote.storage.enable` as any boolean.
-- (Not left out, but elsewhere: Kafka checks a config change's merged set of overrides,
-  so `min.compaction.lag.ms` > `max.compaction.lag.ms` across two changes is refused too;
-  the parser sees one event, the controller's check the merged map.)
 - CreateTopicPolicy / AlterConfigPolicy plug-ins, and the warnings (not refusals) Kafka logs
   for `message.format.version` under a 3.0+ inter-broker protocol.
 - Unknown names: Kafka walks a hash table, so with several unknown names it may name another
