@@ -116,11 +116,12 @@ class KafkaSink:
 
 
 def _read_keys(
-    consumer: KafkaConsumer, ends: dict[TopicPartition, int], topic: str
+    consumer: KafkaConsumer, pending: dict[TopicPartition, int], topic: str
 ) -> set[RequestKey]:
+    """Our requests among each partition's records up to its end offset in `pending`
+    (emptied as partitions are read to the end)."""
     found: set[RequestKey] = set()
     deadline = time.monotonic() + READ_BACK_SECONDS
-    pending = dict(ends)
     while pending:
         if time.monotonic() > deadline:
             raise TimeoutError(
