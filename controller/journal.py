@@ -6,10 +6,11 @@ answers to requests that events carry. Rows are plain dicts in `schemas.tables` 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from controller.model import LeaderAndIsr, TopicPartition
+from controller.request_log import RequestLog
 
 Row = dict[str, Any]
 
@@ -21,7 +22,7 @@ class Journal:
         self.seq: int | None = None
         self.ts: int | None = None
         self.request_seq = 0
-        self.requests: list[Row] = []
+        self.requests = RequestLog()
         self.state_changes: list[Row] = []
         self.results: list[Row] = []
 
@@ -31,9 +32,9 @@ class Journal:
         self.ts = ts
         self.request_seq = 0
 
-    def drain(self) -> tuple[list[Row], list[Row], list[Row]]:
+    def drain(self) -> tuple[RequestLog, list[Row], list[Row]]:
         drained = (self.requests, self.state_changes, self.results)
-        self.requests, self.state_changes, self.results = [], [], []
+        self.requests, self.state_changes, self.results = RequestLog(), [], []
         return drained
 
     def request(
@@ -45,57 +46,43 @@ class Journal:
         partitions: list[Row],
         live_brokers: list[int] | None,
     ) -> None:
-        self.request_seq += 1
-        self.requests.append(
-            {
-                "cluster": self.cluster,
-                "controller_epoch": controller_epoch,
-                "event_id": self.event_id,
-                "seq": self.seq,
-                "request_seq": self.request_seq,
-                "type": request_type,
-                "broker": broker,
-                "delivered": delivered,
-                "partitions": partitions,
-                "live_brokers": live_brokers,
-                "ts": self.ts,
-            }
-        )
+        self._add(controller_epoch, request_type, (broker,), (delivered,), partitions, live_brokers)
 
     def fan_out(
         self,
         controller_epoch: int,
         request_type: str,
-        brokers: list[int],
+        brokers: Sequence[int],
         is_registered: Callable[[int], bool],
         partitions: list[Row],
         live_brokers: list[int] | None,
     ) -> None:
-        """The same request to many brokers (UpdateMetadata): rows copied from one
-        template, which matters when every batch reaches hundreds of brokers."""
-        template = {
-            "cluster": self.cluster,
-            "controller_epoch": controller_epoch,
-            "event_id": self.event_id,
-            "seq": self.seq,
-            "request_seq": 0,
-            "type": request_type,
-            "broker": 0,
-            "delivered": True,
-            "partitions": partitions,
-            "live_brokers": live_brokers,
-            "ts": self.ts,
-        }
-        append = self.requests.append
-        request_seq = self.request_seq
-        for broker in brokers:
-            request_seq += 1
-            row = template.copy()
-            row["request_seq"] = request_seq
-            row["broker"] = broker
-            row["delivered"] = is_registered(broker)
-            append(row)
-        self.request_seq = request_seq
+        """The same request to many brokers (UpdateMetadata): one entry in the log, whose
+        rows share everything but the recipient."""
+        delivered = list(map(is_registered, brokers))
+        self._add(controller_epoch, request_type, brokers, delivered, partitions, live_brokers)
+
+    def _add(
+        self,
+        controller_epoch: int,
+        request_type: str,
+        brokers: Sequence[int],
+        delivered: Sequence[bool],
+        partitions: list[Row],
+        live_brokers: list[int] | None,
+    ) -> None:
+        shared = (
+            self.cluster,
+            controller_epoch,
+            self.event_id,
+            self.seq,
+            request_type,
+            partitions,
+            live_brokers,
+            self.ts,
+        )
+        self.requests.add(shared, self.request_seq + 1, brokers, delivered)
+        self.request_seq += len(brokers)
 
     def state_change(
         self,

@@ -67,6 +67,17 @@ class KafkaController:
         self.reassignments = Reassignments(self.parts)
         self.elections = LeaderElections(self.parts)
         self._follow_ups: deque[_StopReplicaResponse | _IsrExpansion] = deque()
+        # the checks of `check`, per event type, in the order they run
+        self._checks: dict[type, tuple[Callable, ...]] = {
+            ev.BrokerFailure: (self._known_broker,),
+            ev.ControlledShutdown: (self._known_broker,),
+            ev.StopReplicaResponse: (self._known_broker, self._known_topic),
+            ev.TopicCreation: (self._check_topic_creation,),
+            ev.PartitionCreation: (self._known_topic, self._check_partition_creation),
+            ev.TopicDeletion: (self._known_topic, self._check_deletion_enabled),
+            ev.TopicConfigChange: (self._known_topic, self._check_topic_configs),
+            ev.ControllerFailover: (self._check_failed_brokers,),
+        }
         self._handlers: dict[type, Callable] = {
             ev.BrokerStartup: self._broker_startup,
             ev.BrokerFailure: self._broker_failure,
@@ -86,41 +97,35 @@ class KafkaController:
     def check(self, body: ev.EventBody) -> None:
         """Raise EventRejected when the event names a broker or topic the cluster does not
         know where one is required (CONTRACT §1). Runs before anything changes."""
-        context = self.context
-        broker = getattr(body, "broker", None)
-        needs_broker = ev.BrokerFailure | ev.ControlledShutdown | ev.StopReplicaResponse
-        if isinstance(body, needs_broker) and broker not in context.brokers:
-            raise EventRejected(f"unknown broker {broker}: the cluster has never seen it")
-        if (
-            isinstance(
-                body,
-                ev.PartitionCreation
-                | ev.TopicDeletion
-                | ev.StopReplicaResponse
-                | ev.TopicConfigChange,
-            )
-            and body.topic not in context.topics
-        ):
+        for rule in self._checks.get(type(body), ()):
+            rule(body)
+
+    def _known_broker(self, body: ev.BrokerFailure | ev.ControlledShutdown) -> None:
+        if body.broker not in self.context.brokers:
+            raise EventRejected(f"unknown broker {body.broker}: the cluster has never seen it")
+
+    def _known_topic(self, body: ev.PartitionCreation | ev.TopicDeletion) -> None:
+        if body.topic not in self.context.topics:
             raise EventRejected(f"unknown topic '{body.topic}'")
-        if isinstance(body, ev.TopicCreation):
-            self._check_topic_creation(body)
-        if isinstance(body, ev.PartitionCreation):
-            self._check_partition_creation(body)
-        if isinstance(body, ev.TopicConfigChange):
-            # Kafka validates the topic's whole set of overrides after the change (one
-            # key's range may depend on another's: the compaction lags). Overrides stored
-            # by a kcsim that did not validate them yet are left out of it: the change
-            # itself has been checked, and an old value must not block every new one.
-            stored = context.topics[body.topic].configs
-            problem = topic_config_error({**stored, **body.configs})
-            if problem is not None and topic_config_error(stored) is None:
-                raise EventRejected(f"field 'configs': {problem}")
-        if isinstance(body, ev.TopicDeletion) and not self.settings.delete_topic_enable:
+
+    def _check_topic_configs(self, body: ev.TopicConfigChange) -> None:
+        # Kafka validates the topic's whole set of overrides after the change (one key's
+        # range may depend on another's: the compaction lags). Overrides stored by a kcsim
+        # that did not validate them yet are left out of it: the change itself has been
+        # checked, and an old value must not block every new one.
+        stored = self.context.topics[body.topic].configs
+        problem = topic_config_error({**stored, **body.configs})
+        if problem is not None and topic_config_error(stored) is None:
+            raise EventRejected(f"field 'configs': {problem}")
+
+    def _check_deletion_enabled(self, body: ev.TopicDeletion) -> None:
+        if not self.settings.delete_topic_enable:
             raise EventRejected("topic deletion is disabled (delete.topic.enable=false)")
-        if isinstance(body, ev.ControllerFailover):
-            unknown = [b for b in body.failed_brokers if b not in context.brokers]
-            if unknown:
-                raise EventRejected(f"unknown failed_brokers {unknown}")
+
+    def _check_failed_brokers(self, body: ev.ControllerFailover) -> None:
+        unknown = [b for b in body.failed_brokers if b not in self.context.brokers]
+        if unknown:
+            raise EventRejected(f"unknown failed_brokers {unknown}")
 
     def apply(self, body: ev.EventBody) -> None:
         self._handlers[type(body)](body)

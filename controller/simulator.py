@@ -7,17 +7,19 @@ foreachBatch (streaming). A batch's output is plain rows whose columns are exact
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from controller import snapshot
 from controller.config import Settings
 from controller.context import ControllerContext
-from controller.events import ControllerFailover, Event, Rejection
+from controller.events import ControllerFailover, Event, Header, Rejection
 from controller.journal import Journal
 from controller.kafka_controller import EventRejected, KafkaController
 from controller.memory import cyclic_gc_paused
+from controller.request_log import RequestLog
 from controller.parse import INT64_MAX, parse_event
 from schemas.tables import APPEND_TABLES, STATE_TABLES
 
@@ -32,9 +34,9 @@ class RawEvent:
 
 @dataclass(slots=True)
 class BatchOutput:
-    # append-only tables: controller_requests, state_changes, event_results,
-    # rejected_events, applied_events
-    appends: dict[str, list[Row]] = field(default_factory=dict)
+    # append-only tables: controller_requests (a RequestLog from the core, a list of rows
+    # from elsewhere), state_changes, event_results, rejected_events, applied_events
+    appends: dict[str, Sequence[Row]] = field(default_factory=dict)
     # keyed state tables: the current full row of every key the batch changed...
     upserts: dict[str, list[Row]] = field(default_factory=dict)
     # ...and the key columns of every row the batch removed
@@ -94,6 +96,7 @@ class Simulator:
             touched[cluster] = runner
         output = BatchOutput()
         output.appends = {name: [] for name in APPEND_TABLE_NAMES}
+        output.appends["controller_requests"] = RequestLog()
         output.upserts = {name: [] for name in STATE_TABLE_NAMES}
         output.deletes = {name: [] for name in STATE_TABLE_NAMES}
         output.appends["rejected_events"] = rejected
@@ -118,6 +121,10 @@ class Simulator:
         """Every current row of a state table."""
         for cluster in sorted(self._clusters):
             yield from snapshot.dump(self._clusters[cluster].context)[table]
+
+
+def _rejection(header: Header, cluster: str, reason: str) -> Rejection:
+    return Rejection(cluster, header.raw, reason, header.source)
 
 
 def rejection_row(rejection: Rejection) -> Row:
@@ -156,10 +163,7 @@ class ClusterRunner:
         last = context.last_seq
         seq = (last or 0) + 1 if header.seq is None else header.seq
         event_id = header.event_id if header.event_id is not None else f"{context.cluster}:{seq}"
-
-        def reject(reason: str) -> Rejection:
-            return Rejection(context.cluster, header.raw, reason, header.source)
-
+        reject = partial(_rejection, header, context.cluster)
         if seq > INT64_MAX:
             return reject(
                 f"the cluster's last applied seq is {last}, the largest int64: no seq follows it"

@@ -7,13 +7,15 @@ fast path both ways (rows -> `pa.Table` -> `spark.createDataFrame`, and
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from operator import itemgetter
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql import types as T
 
+from controller.request_log import RequestLog
 from schemas import TABLES, ArrayOf, DataType, MapOf, Scalar, StructOf, Table
 
 _SPARK_SCALARS: dict[str, T.DataType] = {
@@ -111,17 +113,47 @@ def rows_to_arrow(
     schema = arrow_schema(table)
     if columns is not None:
         schema = pa.schema([schema.field(c) for c in columns])
-    rows = rows if isinstance(rows, list) else list(rows)
-    columns = _columns(rows, schema.names)
+    column_array: Callable[[pa.Field, bool], pa.Array]
+    if isinstance(rows, RequestLog):
+        column_array = _request_log_columns(rows)
+    else:
+        rows = rows if isinstance(rows, list) else list(rows)
+        values = _columns(rows, schema.names)
+
+        def column_array(field: pa.Field, escape: bool) -> pa.Array:
+            column = values[field.name]
+            return _column_array(_escaped(column) if escape else column, field.type)
+
     try:
-        arrays = [_column_array(columns[f.name], f.type) for f in schema]
+        arrays = [column_array(f, False) for f in schema]
     except UnicodeEncodeError:
         # An undecodable input byte reaches the core as a lone surrogate escape; Delta
         # strings are UTF-8, so it is stored as the text "\\udcXX" (the byte stays known).
-        arrays = [
-            _column_array([_escape_surrogates(v) for v in columns[f.name]], f.type) for f in schema
-        ]
+        arrays = [column_array(f, True) for f in schema]
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _request_log_columns(log: RequestLog) -> Callable[[pa.Field, bool], pa.Array]:
+    """Columns of a RequestLog: a request's shared values converted once and repeated for
+    its recipients with `take` (in C), the recipients' own values as they are."""
+    rows_request = pa.array(np.frombuffer(log.request_of_row(), np.int64))
+    shared, own = log.request_columns(), log.recipient_columns()
+
+    def column_array(field: pa.Field, escape: bool) -> pa.Array:
+        if field.name in own:  # C arrays of numbers and booleans (as bytes), no copy
+            values = np.frombuffer(own[field.name], _NUMPY_TYPES[own[field.name].typecode])
+            return pa.array(values.astype(bool) if field.type == pa.bool_() else values)
+        column = shared[field.name]
+        return pa.array(_escaped(column) if escape else column, field.type).take(rows_request)
+
+    return column_array
+
+
+_NUMPY_TYPES = {"i": np.int32, "q": np.int64, "b": np.int8}
+
+
+def _escaped(values: list[Any]) -> list[Any]:
+    return [_escape_surrogates(v) for v in values]
 
 
 def _columns(rows: list[Mapping[str, Any]], names: list[str]) -> dict[str, list[Any]]:

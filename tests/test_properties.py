@@ -89,7 +89,7 @@ def check_columns(output: BatchOutput) -> None:
     # JSON-compatible values: a row survives a round-trip through JSON unchanged
     for kind in (output.appends, output.upserts, output.deletes):
         for rows in kind.values():
-            assert json.loads(json.dumps(rows)) == rows
+            assert json.loads(json.dumps(list(rows))) == list(rows)
 
 
 def check_stream_matches_live(tables: Tables, simulator: Simulator) -> None:

@@ -1,0 +1,138 @@
+"""The `controller_requests` rows of a batch, held as requests and their recipients.
+
+An UpdateMetadata goes to every registered broker with one payload, so a batch's rows are
+mostly copies: six per AlterPartition on a 6-broker cluster, hundreds on a large one. The
+log keeps each request once (its payload and everything else its rows share) and, per
+row, only what differs: the recipient, whether it was delivered, the row's request_seq.
+Adding a fan-out is then a few list appends, and the writer turns the columns into Arrow
+without visiting a row (`streaming.spark_schemas`). Read as a sequence, the log gives
+the same dict rows as `schemas.tables.CONTROLLER_REQUESTS`, the rows of one request
+sharing their `partitions` and `live_brokers` lists.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
+
+Row = dict[str, Any]
+
+# What every row of one request shares, and what each row has of its own, in the table's
+# column order once merged (the table's schema is the reference; tests check the match).
+REQUEST_COLUMNS = (
+    "cluster",
+    "controller_epoch",
+    "event_id",
+    "seq",
+    "type",
+    "partitions",
+    "live_brokers",
+    "ts",
+)
+# (with their array typecodes: int32, int32, bool as a byte)
+RECIPIENT_COLUMNS = {"request_seq": "i", "broker": "i", "delivered": "b"}
+
+
+class RequestLog(Sequence[Row]):
+    __slots__ = ("_requests", "_request_of_row", "_recipients")
+
+    def __init__(self) -> None:
+        # column name -> one value per request / per row
+        self._requests: dict[str, list[Any]] = {name: [] for name in REQUEST_COLUMNS}
+        # per row, as C arrays: the writer hands them to Arrow without a copy
+        self._recipients: dict[str, array[int]] = {
+            name: array(code) for name, code in RECIPIENT_COLUMNS.items()
+        }
+        self._request_of_row = array("q")  # each row's request, an index into _requests
+
+    def add(
+        self,
+        shared: tuple[Any, ...],
+        first_request_seq: int,
+        brokers: Sequence[int],
+        delivered: Sequence[bool],
+    ) -> None:
+        """One request (`shared`: its REQUEST_COLUMNS values) to `brokers` in order, rows
+        numbered on from `first_request_seq`."""
+        requests = self._requests
+        index = len(requests["cluster"])
+        for name, value in zip(REQUEST_COLUMNS, shared, strict=True):
+            requests[name].append(value)
+        count = len(brokers)
+        self._request_of_row.extend([index] * count)
+        recipients = self._recipients
+        recipients["request_seq"].extend(range(first_request_seq, first_request_seq + count))
+        recipients["broker"].extend(brokers)
+        recipients["delivered"].extend(delivered)
+
+    def extend(self, other: RequestLog) -> None:
+        offset = len(self._requests["cluster"])
+        for name, values in other._requests.items():
+            self._requests[name].extend(values)
+        for name, values in other._recipients.items():
+            self._recipients[name].extend(values)
+        rows = other._request_of_row
+        self._request_of_row.extend(rows if offset == 0 else array("q", map(offset.__add__, rows)))
+
+    # ---- columns, for the writer ----------------------------------------------------------
+
+    def request_columns(self) -> dict[str, list[Any]]:
+        """REQUEST_COLUMNS, one value per request (read-only)."""
+        return self._requests
+
+    def request_of_row(self) -> array[int]:
+        """Each row's request, as an index into `request_columns` (read-only)."""
+        return self._request_of_row
+
+    def recipient_columns(self) -> dict[str, array[int]]:
+        """RECIPIENT_COLUMNS, one value per row (read-only)."""
+        return self._recipients
+
+    # ---- rows --------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._request_of_row)
+
+    @overload
+    def __getitem__(self, position: int) -> Row: ...
+    @overload
+    def __getitem__(self, position: slice) -> list[Row]: ...
+    def __getitem__(self, position: int | slice) -> Row | list[Row]:
+        if isinstance(position, slice):
+            return [self._row(i) for i in range(*position.indices(len(self)))]
+        if position < 0:
+            position += len(self)
+        if not 0 <= position < len(self):
+            raise IndexError("request row index out of range")
+        return self._row(position)
+
+    def __iter__(self) -> Iterator[Row]:
+        return map(self._row, range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RequestLog | list):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like a list
+
+    def __repr__(self) -> str:
+        return f"RequestLog({list(self)!r})"
+
+    def _row(self, position: int) -> Row:
+        request = self._request_of_row[position]
+        requests, recipients = self._requests, self._recipients
+        return {
+            "cluster": requests["cluster"][request],
+            "controller_epoch": requests["controller_epoch"][request],
+            "event_id": requests["event_id"][request],
+            "seq": requests["seq"][request],
+            "request_seq": recipients["request_seq"][position],
+            "type": requests["type"][request],
+            "broker": recipients["broker"][position],
+            "delivered": bool(recipients["delivered"][position]),
+            "partitions": requests["partitions"][request],
+            "live_brokers": requests["live_brokers"][request],
+            "ts": requests["ts"][request],
+        }
