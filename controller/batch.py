@@ -116,7 +116,7 @@ class RequestBatch:
     def add_update_metadata(
         self, brokers: Iterable[int], partitions: Iterable[TopicPartition] = ()
     ) -> None:
-        self._update_metadata_brokers.update(b for b in brokers if b >= 0)
+        self._update_metadata_brokers.update(filter((0).__le__, brokers))  # ids >= 0
         context = self._context
         for tp in partitions:
             record = context.partition(tp)

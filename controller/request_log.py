@@ -35,11 +35,10 @@ RECIPIENT_COLUMNS = {"request_seq": "i", "broker": "i", "delivered": "b"}
 
 
 class RequestLog(Sequence[Row]):
-    __slots__ = ("_requests", "_request_of_row", "_recipients")
+    __slots__ = ("_recipients", "_request_of_row", "_requests")
 
     def __init__(self) -> None:
-        # column name -> one value per request / per row
-        self._requests: dict[str, list[Any]] = {name: [] for name in REQUEST_COLUMNS}
+        self._requests: list[tuple[Any, ...]] = []  # each request's REQUEST_COLUMNS values
         # per row, as C arrays: the writer hands them to Arrow without a copy
         self._recipients: dict[str, array[int]] = {
             name: array(code) for name, code in RECIPIENT_COLUMNS.items()
@@ -55,21 +54,17 @@ class RequestLog(Sequence[Row]):
     ) -> None:
         """One request (`shared`: its REQUEST_COLUMNS values) to `brokers` in order, rows
         numbered on from `first_request_seq`."""
-        requests = self._requests
-        index = len(requests["cluster"])
-        for name, value in zip(REQUEST_COLUMNS, shared, strict=True):
-            requests[name].append(value)
         count = len(brokers)
-        self._request_of_row.extend([index] * count)
+        self._request_of_row.extend([len(self._requests)] * count)
+        self._requests.append(shared)
         recipients = self._recipients
         recipients["request_seq"].extend(range(first_request_seq, first_request_seq + count))
         recipients["broker"].extend(brokers)
         recipients["delivered"].extend(delivered)
 
     def extend(self, other: RequestLog) -> None:
-        offset = len(self._requests["cluster"])
-        for name, values in other._requests.items():
-            self._requests[name].extend(values)
+        offset = len(self._requests)
+        self._requests.extend(other._requests)
         for name, values in other._recipients.items():
             self._recipients[name].extend(values)
         rows = other._request_of_row
@@ -78,8 +73,11 @@ class RequestLog(Sequence[Row]):
     # ---- columns, for the writer ----------------------------------------------------------
 
     def request_columns(self) -> dict[str, list[Any]]:
-        """REQUEST_COLUMNS, one value per request (read-only)."""
-        return self._requests
+        """REQUEST_COLUMNS, one value per request."""
+        columns = (
+            zip(*self._requests, strict=True) if self._requests else ([] for _ in REQUEST_COLUMNS)
+        )
+        return dict(zip(REQUEST_COLUMNS, map(list, columns), strict=True))
 
     def request_of_row(self) -> array[int]:
         """Each row's request, as an index into `request_columns` (read-only)."""
@@ -121,18 +119,20 @@ class RequestLog(Sequence[Row]):
         return f"RequestLog({list(self)!r})"
 
     def _row(self, position: int) -> Row:
-        request = self._request_of_row[position]
-        requests, recipients = self._requests, self._recipients
+        cluster, epoch, event_id, seq, request_type, partitions, live_brokers, ts = self._requests[
+            self._request_of_row[position]
+        ]
+        recipients = self._recipients
         return {
-            "cluster": requests["cluster"][request],
-            "controller_epoch": requests["controller_epoch"][request],
-            "event_id": requests["event_id"][request],
-            "seq": requests["seq"][request],
+            "cluster": cluster,
+            "controller_epoch": epoch,
+            "event_id": event_id,
+            "seq": seq,
             "request_seq": recipients["request_seq"][position],
-            "type": requests["type"][request],
+            "type": request_type,
             "broker": recipients["broker"][position],
             "delivered": bool(recipients["delivered"][position]),
-            "partitions": requests["partitions"][request],
-            "live_brokers": requests["live_brokers"][request],
-            "ts": requests["ts"][request],
+            "partitions": partitions,
+            "live_brokers": live_brokers,
+            "ts": ts,
         }

@@ -19,8 +19,8 @@ from controller.events import ControllerFailover, Event, Header, Rejection
 from controller.journal import Journal
 from controller.kafka_controller import EventRejected, KafkaController
 from controller.memory import cyclic_gc_paused
-from controller.request_log import RequestLog
 from controller.parse import INT64_MAX, parse_event
+from controller.request_log import RequestLog
 from schemas.tables import APPEND_TABLES, STATE_TABLES
 
 Row = dict[str, Any]

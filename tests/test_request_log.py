@@ -1,0 +1,89 @@
+"""The batch's controller_requests as a RequestLog: the same rows (CONTRACT §2) as one dict
+per request and recipient, and the same Arrow table as those rows give."""
+
+from __future__ import annotations
+
+from controller.journal import Journal
+from controller.request_log import RECIPIENT_COLUMNS, REQUEST_COLUMNS, RequestLog
+from schemas import TABLES
+from streaming.spark_schemas import rows_to_arrow
+
+PARTITION = {
+    "topic": "t",
+    "partition": 0,
+    "controller_epoch": 1,
+    "leader": 1,
+    "leader_epoch": 0,
+    "isr": [1, 2],
+    "partition_epoch": 3,
+    "replicas": [1, 2],
+    "adding_replicas": None,
+    "removing_replicas": None,
+    "leader_recovery_state": None,
+    "offline_replicas": [],
+    "is_new": None,
+    "delete_partition": None,
+}
+
+
+def journal_with_requests(cluster: str = "c", event_id: str = "c:7") -> Journal:
+    journal = Journal(cluster)
+    journal.begin(event_id, 7, 1_700_000_000_000)
+    journal.request(2, "LeaderAndIsr", 1, True, [PARTITION], None)
+    journal.fan_out(2, "UpdateMetadata", [1, 2, 3], {1, 3}.__contains__, [PARTITION], [1, 3])
+    journal.request(2, "StopReplica", 4, False, [], None)
+    return journal
+
+
+def test_columns_are_the_tables():
+    columns = TABLES["controller_requests"].column_names
+    assert sorted((*REQUEST_COLUMNS, *RECIPIENT_COLUMNS)) == sorted(columns)
+
+
+def test_rows_number_requests_and_name_each_recipient():
+    log = journal_with_requests().requests
+    base = {"cluster": "c", "controller_epoch": 2, "event_id": "c:7", "seq": 7}
+    base["ts"] = 1_700_000_000_000
+    um = {"type": "UpdateMetadata", "partitions": [PARTITION], "live_brokers": [1, 3]}
+    expected = [
+        {**base, "request_seq": 1, "type": "LeaderAndIsr", "broker": 1, "delivered": True,
+         "partitions": [PARTITION], "live_brokers": None},
+        {**base, **um, "request_seq": 2, "broker": 1, "delivered": True},
+        {**base, **um, "request_seq": 3, "broker": 2, "delivered": False},
+        {**base, **um, "request_seq": 4, "broker": 3, "delivered": True},
+        {**base, "request_seq": 5, "type": "StopReplica", "broker": 4, "delivered": False,
+         "partitions": [], "live_brokers": None},
+    ]  # fmt: skip
+    assert len(log) == 5
+    assert list(log) == expected
+    assert log == expected
+    assert log[2] == expected[2] and log[-1] == expected[-1] and log[1:3] == expected[1:3]
+    # every column in the table's order
+    assert [tuple(row) for row in log] == [TABLES["controller_requests"].column_names] * 5
+    # the recipients of one request share its payload, as one request object would
+    assert log[1]["partitions"] is log[3]["partitions"]
+
+
+def test_extend_keeps_each_logs_rows_in_order():
+    first, second = journal_with_requests("a", "a:7"), journal_with_requests("b", "b:7")
+    merged = RequestLog()
+    merged.extend(first.requests)
+    merged.extend(second.requests)
+    assert list(merged) == list(first.requests) + list(second.requests)
+    assert [r["cluster"] for r in merged] == ["a"] * 5 + ["b"] * 5
+
+
+def test_arrow_equals_the_rows_arrow():
+    log = journal_with_requests().requests
+    assert rows_to_arrow(log, "controller_requests").equals(
+        rows_to_arrow(list(log), "controller_requests")
+    )
+    assert rows_to_arrow(RequestLog(), "controller_requests").num_rows == 0
+
+
+def test_arrow_escapes_an_undecodable_byte_as_the_rows_do():
+    # a byte that is not UTF-8 reaches the core as a surrogate escape (CONTRACT §1)
+    log = journal_with_requests("c\udcff", "c\udcff:7").requests
+    table = rows_to_arrow(log, "controller_requests")
+    assert table.equals(rows_to_arrow(list(log), "controller_requests"))
+    assert table.column("cluster").to_pylist() == ["c\\udcff"] * 5
