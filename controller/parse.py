@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -118,7 +118,7 @@ def is_unicode(text: str) -> bool:
 
 def _is_int(value: object) -> bool:
     # JSON true/false arrive as Python bools, which are ints: not numbers here.
-    return isinstance(value, int) and not isinstance(value, bool)
+    return type(value) is int or (isinstance(value, int) and not isinstance(value, bool))
 
 
 def _int_in(name: str, value: object, low: int, high: int, what: str) -> int:
@@ -184,15 +184,22 @@ def _brokers(
     if not value and not allow_empty:
         raise FieldError(f"field '{name}' must not be empty")
     low, what = (0, "non-negative 32-bit") if kafka_checked else (INT32_MIN, "32-bit")
+    if value and {*map(type, value)} == {int} and low <= min(value) and max(value) <= INT32_MAX:
+        pass  # every id in range: the common case, checked in C
+    else:
+        _check_broker_ids(name, value, low, what)
+    if kafka_checked and len(set(value)) != len(value):
+        raise FieldError(f"field '{name}' must not repeat a broker, got {show(value)}")
+    return tuple(value)
+
+
+def _check_broker_ids(name: str, value: list[object], low: int, what: str) -> None:
     for item in value:
         if not _is_int(item) or not low <= item <= INT32_MAX:
             raise FieldError(
                 f"field '{name}' must hold {what} integer broker ids, "
                 f"got {show(item)} in {show(value)}"
             )
-    if kafka_checked and len(set(value)) != len(value):
-        raise FieldError(f"field '{name}' must not repeat a broker, got {show(value)}")
-    return tuple(value)
 
 
 def replicas(name: str, value: object) -> tuple[int, ...]:
@@ -346,6 +353,18 @@ assert set(VALIDATORS) == set(Kind)
 _HEADER_FIELDS = tuple(s for s in COMMON_FIELDS if s.name not in ("type", "cluster"))
 # Kinds whose JSON null is a value, not an absence.
 _NULL_IS_VALUE = frozenset({Kind.REPLICAS_OR_NULL, Kind.ERROR_OR_NULL})
+# What _read_fields needs of a field, looked up once: (name, validator, required, whether
+# null is a value).
+_Reader = tuple[str, Validator, bool, bool]
+_ABSENT = object()
+
+
+def _readers(specs: Iterable[FieldSpec]) -> tuple[_Reader, ...]:
+    return tuple((s.name, VALIDATORS[s.kind], s.required, s.kind in _NULL_IS_VALUE) for s in specs)
+
+
+_HEADER_READERS = _readers(_HEADER_FIELDS)
+_EVENT_READERS = {event_type: _readers(specs) for event_type, specs in EVENT_FIELDS.items()}
 
 
 # ---------------------------------------------------------------------- cross-field
@@ -392,23 +411,22 @@ CROSS_CHECKS: Mapping[str, Callable[[dict[str, Any]], None]] = {
 
 
 def _read_fields(
-    obj: Mapping[str, Any], specs: tuple[FieldSpec, ...], event_type: str
+    obj: Mapping[str, Any], readers: tuple[_Reader, ...], event_type: str
 ) -> dict[str, Any]:
-    """Validated values of `specs` that are present. An optional field given as null counts
-    as absent (JSON writers and Spark's to_json use both forms for "no value")."""
+    """Validated values of the fields `readers` read that are present. An optional field
+    given as null counts as absent (JSON writers and Spark's to_json use both forms for
+    "no value")."""
     values: dict[str, Any] = {}
-    for spec in specs:
-        present = spec.name in obj and (obj[spec.name] is not None or spec.kind in _NULL_IS_VALUE)
-        if not present:
-            if spec.required and spec.name not in obj:
-                raise FieldError(
-                    f"missing required field '{spec.name}' for event type '{event_type}'"
-                )
-            if spec.required:  # given as null, which this kind does not take
-                VALIDATORS[spec.kind](spec.name, None)
-                raise FieldError(f"field '{spec.name}' must not be null")
+    for name, validate, required, null_is_value in readers:
+        value = obj.get(name, _ABSENT)
+        if value is _ABSENT or (value is None and not null_is_value):
+            if required and value is _ABSENT:
+                raise FieldError(f"missing required field '{name}' for event type '{event_type}'")
+            if required:  # given as null, which this kind does not take
+                validate(name, None)
+                raise FieldError(f"field '{name}' must not be null")
             continue
-        values[spec.name] = VALIDATORS[spec.kind](spec.name, obj[spec.name])
+        values[name] = validate(name, value)
     return values
 
 
@@ -501,8 +519,8 @@ def parse_event(raw: str, source: str) -> Event | Rejection:
             raise FieldError(f"expected a JSON object, got {show(obj)}")
         cluster = _cluster(obj)
         event_type = _event_type(obj)
-        common = _read_fields(obj, _HEADER_FIELDS, event_type)
-        values = _read_fields(obj, EVENT_FIELDS[event_type], event_type)
+        common = _read_fields(obj, _HEADER_READERS, event_type)
+        values = _read_fields(obj, _EVENT_READERS[event_type], event_type)
         if check := CROSS_CHECKS.get(event_type):
             check(values)
     except FieldError as error:
