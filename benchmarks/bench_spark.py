@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -100,6 +101,7 @@ def main() -> None:
         os.utime(path, (1_000_000 + index, 1_000_000 + index))
         files.append(lines)
 
+    core_seconds: list[float] = []
     if not args.skip_core:
         simulator = Simulator.from_tables(settings, fleet_rows(clusters, args))
         for size, lines in zip(args.batches, files, strict=True):
@@ -107,6 +109,7 @@ def main() -> None:
             began = time.perf_counter()
             output = simulator.apply(batch)
             seconds = time.perf_counter() - began
+            core_seconds.append(seconds)
             requests = len(output.appends["controller_requests"])
             rejected = len(output.appends["rejected_events"])
             print(
@@ -149,6 +152,27 @@ def main() -> None:
     total = time.perf_counter() - began
     print(f"spark total (query start, restore, {len(args.batches)} batches): {total:.1f} s")
     spark.stop()
+    summarize(args.batches, core_seconds, log)
+
+
+BATCH_LINE = re.compile(r"^batch (\d+): (\d+) events, .* (\d+\.\d+) s \((.*)\)")
+
+
+def summarize(sizes: list[int], core_seconds: list[float], log: list[str]) -> None:
+    """Per batch: the job's seconds and events/s beside the core's, and their ratio (what
+    Spark and Delta add), with the job's own split of its time."""
+    print(f"\n{'events':>9} {'job s':>8} {'job ev/s':>10} {'core s':>8} {'core ev/s':>10} "
+          f"{'job/core':>8}  job split")  # fmt: skip
+    batches = [m for m in map(BATCH_LINE.match, log) if m]
+    for index, match in enumerate(batches):
+        events, seconds, split = int(match[2]), float(match[3]), match[4]
+        line = f"{events:>9,d} {seconds:>8.2f} {events / seconds:>10,.0f} "
+        if index < len(core_seconds) and sizes[index] == events:
+            core = core_seconds[index]
+            line += f"{core:>8.2f} {events / core:>10,.0f} {seconds / core:>8.1f}"
+        else:
+            line += f"{'':>8} {'':>10} {'':>8}"
+        print(f"{line}  {split}")
 
 
 if __name__ == "__main__":
