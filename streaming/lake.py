@@ -40,6 +40,7 @@ from pyspark.sql import functions as F
 
 from controller.simulator import BatchOutput
 from schemas import APPEND_TABLES, STATE_TABLES, TABLES, Table
+from streaming import delta_append
 from streaming.spark_schemas import arrow_to_rows, rows_to_arrow, table_schema
 
 # What `Simulator.from_tables` is given at start and restart (table -> columns, None for
@@ -99,9 +100,16 @@ class WriteStats:
 
 
 class Lake:
-    def __init__(self, spark: SparkSession, root: str) -> None:
+    def __init__(self, spark: SparkSession, root: str, native_appends: bool | None = None) -> None:
+        """`native_appends`: append-only tables are written by `streaming.delta_append`
+        (pyarrow files, delta-spark's commit) rather than a Spark job; by default when
+        the lake is on the local file system, which is the only one it writes to."""
         self.spark = spark
         self.root = root.rstrip("/")
+        local = delta_append.local_directory(self.root) is not None
+        if native_appends and not local:
+            raise ValueError(f"native appends need a local lake, not {root}")
+        self.native_appends = local if native_appends is None else native_appends
 
     def path(self, table: str) -> str:
         return f"{self.root}/{table}"
@@ -273,13 +281,19 @@ class Lake:
     def _append(
         self, table: Table, rows: list[dict[str, Any]], run_id: str, batch_id: int, tag: str
     ) -> None:
+        path = self.path(table.name)
+        if self.native_appends:
+            data = rows_to_arrow(rows, table)
+            stats = STATS_COLUMNS[table.name]
+            delta_append.append(self.spark, path, data, stats, user_metadata=tag)
+            return
         (
             self.frame(rows, table)
             .write.format("delta")
             .mode("append")
             .option("userMetadata", tag)
             .option("maxRecordsPerFile", 0)  # a batch's rows in one file per task
-            .save(self.path(table.name))
+            .save(path)
         )
 
     def _merge(

@@ -1,0 +1,139 @@
+"""`streaming.delta_append` against Spark's own Delta append, on real local Spark and Delta:
+the same rows, the same commit tag, the same file statistics (what data skipping trusts).
+
+The batch is the core's output for the test corpus (every event type, bad lines too), so
+every append-only table gets rows with nulls, nested lists and undecodable bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from pyspark.sql import DataFrame
+from spark_session import spark  # noqa: F401  (the session-scoped fixture)
+
+from controller.config import Settings
+from controller.replay import read_events
+from controller.simulator import BatchOutput, Simulator
+from schemas import APPEND_TABLES
+from streaming import delta_append
+
+pytestmark = pytest.mark.spark
+
+CORPUS = Path(__file__).parent / "data" / "corpus"
+
+
+@pytest.fixture(scope="module")
+def corpus_output() -> BatchOutput:
+    return Simulator(Settings()).apply(list(read_events(CORPUS)))
+
+
+def sorted_rows(frame: DataFrame) -> list[str]:
+    return sorted(json.dumps(row, sort_keys=True) for row in frame.toArrow().to_pylist())
+
+
+def add_actions(table: Path) -> list[dict]:
+    adds = []
+    for commit in sorted((table / "_delta_log").glob("*.json")):
+        for line in commit.read_text().splitlines():
+            action = json.loads(line)
+            if "add" in action:
+                adds.append(action["add"])
+    return adds
+
+
+def test_native_append_writes_what_a_spark_append_writes(
+    spark,  # noqa: F811
+    corpus_output: BatchOutput,
+    tmp_path: Path,
+) -> None:
+    from streaming.lake import Lake
+
+    output = BatchOutput(appends=corpus_output.appends)  # the append-only tables only
+    native, through_spark = (
+        Lake(spark, str(tmp_path / "native")),
+        Lake(spark, str(tmp_path / "spark"), native_appends=False),
+    )
+    assert native.native_appends
+    for lake in (native, through_spark):
+        lake.create_tables()
+        lake.write(output, "run-1", 7)
+    for table in APPEND_TABLES:
+        mine, theirs = (sorted_rows(lake.read(table.name)) for lake in (native, through_spark))
+        assert len(mine) == len(output.appends[table.name]) > 0, table.name
+        assert mine == theirs, table.name
+        # one commit, tagged with the batch, as a blind append
+        history = native.history(table.name)
+        assert history[-1][2] == "kcsim:run-1:7"
+        (add,) = add_actions(tmp_path / "native" / table.name)
+        (spark_add,) = add_actions(tmp_path / "spark" / table.name)
+        assert json.loads(add["stats"]) == json.loads(spark_add["stats"]), table.name
+        assert add["dataChange"] is True and add["partitionValues"] == {}
+
+
+def test_the_restart_lookup_finds_a_native_commit(
+    spark,  # noqa: F811
+    corpus_output: BatchOutput,
+    tmp_path: Path,
+) -> None:
+    from streaming.lake import Lake
+
+    lake = Lake(spark, str(tmp_path / "lake"))
+    lake.create_tables()
+    stats = lake.write(corpus_output, "run-1", 3)
+    assert set(lake.pending_commits("run-1", 3)) == set(stats.rows)
+    assert {t.name for t in APPEND_TABLES} <= set(stats.rows)
+    assert lake.pending_commits("run-1", 4) == {}
+
+
+def test_long_string_bounds_are_left_out_and_the_row_is_still_found(
+    spark,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    from streaming.lake import Lake
+
+    lake = Lake(spark, str(tmp_path / "lake"))
+    lake.create_tables()
+    long_cluster = "c" * 40  # longer than Delta's 32-character statistics prefix
+    row = {"cluster": long_cluster, "raw": "{", "reason": "not valid JSON", "source": "f:1"}
+    output = BatchOutput(appends={"rejected_events": [row]})
+    lake.write(output, "run-1", 1)
+    (add,) = add_actions(tmp_path / "lake" / "rejected_events")
+    stats = json.loads(add["stats"])
+    assert stats == {
+        "numRecords": 1,
+        "minValues": {},
+        "maxValues": {},
+        "nullCount": {"cluster": 0},
+    }
+    found = lake.read("rejected_events").where(f"cluster = '{long_cluster}'")
+    assert [r["source"] for r in found.collect()] == ["f:1"]
+
+
+def test_file_stats_bound_numbers_and_short_strings_and_count_nulls() -> None:
+    data = pa.table(
+        {
+            "cluster": pa.array(["b", None, "a"], pa.string()),
+            "seq": pa.array([5, 3, None], pa.int64()),
+            "gone": pa.array([None, None, None], pa.int32()),
+        }
+    )
+    assert delta_append.file_stats(data, ["cluster", "seq", "gone"]) == {
+        "numRecords": 3,
+        "minValues": {"cluster": "a", "seq": 3},
+        "maxValues": {"cluster": "b", "seq": 5},
+        "nullCount": {"cluster": 1, "seq": 1, "gone": 3},
+    }
+
+
+def test_only_local_lakes_take_native_appends(spark) -> None:  # noqa: F811
+    from streaming.lake import Lake
+
+    assert not Lake(spark, "s3a://bucket/lake").native_appends
+    with pytest.raises(ValueError, match="local lake"):
+        Lake(spark, "s3a://bucket/lake", native_appends=True)
+    assert delta_append.local_directory("file:///tmp/x%20y") == "/tmp/x y"
+    assert delta_append.local_directory("relative/dir").startswith("/")
