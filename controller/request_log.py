@@ -18,8 +18,8 @@ from typing import Any, overload
 
 Row = dict[str, Any]
 
-# What every row of one request shares, and what each row has of its own, in the table's
-# column order once merged (the table's schema is the reference; tests check the match).
+# The table's columns split in two (a test checks they are exactly the table's): what every
+# row of one request shares, and what each row has of its own.
 REQUEST_COLUMNS = (
     "cluster",
     "controller_epoch",
@@ -30,7 +30,7 @@ REQUEST_COLUMNS = (
     "live_brokers",
     "ts",
 )
-# (with their array typecodes: int32, int32, bool as a byte)
+# (with their array typecodes: int32 as the table's INT columns, a bool as a byte)
 RECIPIENT_COLUMNS = {"request_seq": "i", "broker": "i", "delivered": "b"}
 
 

@@ -17,6 +17,10 @@ batch the first time, never a mix of before and after), the batch is recomputed
 is skipped. Loading the latest versions instead would be wrong: a crash between two
 tables' commits leaves the lake half-way through a batch.
 
+Appends to a local lake skip Spark's writer (`streaming.delta_append`: pyarrow writes the
+Parquet, delta-spark's transaction commits it, same tag); MERGEs, and appends to a lake on
+another file system, go through Spark.
+
 Appends carry no `txnAppId`/`txnVersion`: the tags already make a re-run batch skip
 every table it wrote, appends and MERGEs alike, and Delta's own check costs two extra
 Spark jobs per append (measured: an append of 1k rows takes 1.3 s with it, 0.5 s

@@ -309,11 +309,11 @@ def test_sink_rerun_produces_only_what_an_interrupted_send_left_out(
     records = [(r.partition, r.key.decode(), json.loads(r.value)) for r in consumer]
     consumer.close()
     assert sorted(v["request_id"] for _, _, v in records) == sorted(
-        request_id(r) for r in earlier + batch
+        request_id(r) for r in [*earlier, *batch]
     )
     assert len({p for p, _, _ in records}) > 1, "the keys spread over the partitions"
     keys = {k for _, k, _ in records}
     for key in keys:
         sent = [v["request_id"] for _, k, v in records if k == key]
-        wanted = [r for r in earlier + batch if f"{r['cluster']}:{r['broker']}" == key]
+        wanted = [r for r in [*earlier, *batch] if f"{r['cluster']}:{r['broker']}" == key]
         assert sent == [request_id(r) for r in wanted]
