@@ -3,18 +3,23 @@
 An append through Spark converts the Arrow rows back into Spark rows and encodes Parquet
 row by row in the JVM: measured on 2 cores, a 1M-event batch's 8M append rows cost ~45
 CPU-seconds there and ~23 s of the batch. Here pyarrow writes the same Parquet (C++, off
-the GIL, ~5 CPU-seconds) and delta-spark's own transaction commits the files: the same
+the GIL, ~5 CPU-seconds; equivalent files, not byte-identical ones) and delta-spark's own
+transaction commits the files: the same
 log entry a Spark append makes (commitInfo with the batch's `userMetadata` tag, `add`
 actions with statistics, the checksum file), through the same conflict checks and
 post-commit hooks (checkpoints). What kcsim gives up is Delta's public API: the commit
 goes through `DeltaLog`/`OptimisticTransaction`, internal classes of the pinned
 delta-spark (tests/test_delta_append.py fails if they change), and `operationMetrics` in
-the table history stay empty.
+the table history stay empty, and files hold up to 1M rows (Spark's, 200k).
 
 File statistics are what Delta's data skipping reads, so they must never claim less than
 the file holds: row count, null counts, and min/max of the table's statistics columns,
-except string bounds longer than Delta's 32-character prefix, which are left out (Delta
-truncates them; an absent bound only means the file is always read).
+except string bounds longer than Delta's 32-character prefix, which are left out: Delta
+keeps a truncated bound (with its own tie-breaking rules, in UTF-16 units), and an absent
+bound only means a filter on that column always reads the file (DataSkippingReader's
+verifyStatsForFilter). Up to 32 characters the bounds are exact, as Delta's are; a max
+with characters beyond the BMP is exact where Delta's is cut in UTF-16 units, so tighter
+but still true.
 """
 
 from __future__ import annotations
@@ -25,7 +30,6 @@ import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -37,34 +41,44 @@ STRING_PREFIX = 32  # spark.databricks.io.skipping.stringPrefixLength's default
 CODEC = "snappy"  # as Spark writes Parquet by default
 
 
-def local_directory(path: str) -> str | None:
-    """The local directory a table path names, or None when it is on another file system."""
-    parsed = urlparse(path)
-    if parsed.scheme == "":
-        return os.path.abspath(path)
-    if parsed.scheme == "file":
-        return os.path.normpath(unquote(parsed.path))
-    return None
+def local_directory(spark: SparkSession, path: str) -> str | None:
+    """The local directory Delta (Hadoop) resolves `path` to, or None when that is on
+    another file system. Resolved by Hadoop itself: it reads no %-escapes, keeps "#" and
+    "?", takes a path without a scheme on `fs.defaultFS` and a relative one against the
+    JVM's working directory, which a Python reading of the path would each get wrong."""
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    assert jvm is not None
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+    scheme = hadoop_path.toUri().getScheme()
+    if scheme is not None and scheme != "file":
+        return None  # not even loaded: its file system classes may be absent
+    conf = spark._jsparkSession.sessionState().newHadoopConf()  # type: ignore[attr-defined]
+    file_system = hadoop_path.getFileSystem(conf)
+    if file_system.getScheme() != "file":
+        return None
+    return str(file_system.makeQualified(hadoop_path).toUri().getPath())
 
 
 def append(
     spark: SparkSession,
     table_path: str,
+    directory: str,
     data: pa.Table,
+    schema: str,
     stats_columns: Sequence[str],
     user_metadata: str,
 ) -> int:
-    """Append `data` to the Delta table at `table_path` (local) in one commit, tagged with
-    `user_metadata`; returns the new table version."""
-    directory = local_directory(table_path)
-    if directory is None:
-        raise ValueError(f"not a local table path: {table_path}")
+    """Append `data` to the Delta table at `table_path`, whose files are in the local
+    `directory` (`local_directory(table_path)`), in one commit tagged with `user_metadata`;
+    returns the new table version. `schema` is the Spark schema `data` stands for
+    (`simpleString`): the table's must be the same, as a Spark append checks (a commit of
+    files alone checks nothing)."""
     files = max(1, -(-data.num_rows // ROWS_PER_FILE))
     step = -(-data.num_rows // files)
     parts = [data.slice(i * step, step) for i in range(files)]
     with ThreadPoolExecutor(min(files, os.cpu_count() or 2)) as pool:
         adds = list(pool.map(lambda part: _write_file(directory, part, stats_columns), parts))
-    return _commit(spark, table_path, adds, user_metadata)
+    return _commit(spark, table_path, schema, adds, user_metadata)
 
 
 def _write_file(directory: str, data: pa.Table, stats_columns: Sequence[str]) -> str:
@@ -91,6 +105,9 @@ def file_stats(data: pa.Table, stats_columns: Sequence[str]) -> dict[str, Any]:
     nulls: dict[str, int] = {}
     for name in stats_columns:
         column = data.column(name)
+        # only what kcsim's statistics columns hold; booleans or floats would need
+        # Delta's rules for them (NaN, no bounds for booleans)
+        assert pa.types.is_integer(column.type) or pa.types.is_string(column.type), name
         nulls[name] = column.null_count
         bounds = pc.min_max(column)
         low, high = bounds["min"].as_py(), bounds["max"].as_py()
@@ -107,7 +124,9 @@ def file_stats(data: pa.Table, stats_columns: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def _commit(spark: SparkSession, table_path: str, adds: list[str], user_metadata: str) -> int:
+def _commit(
+    spark: SparkSession, table_path: str, schema: str, adds: list[str], user_metadata: str
+) -> int:
     jvm = spark._jvm  # type: ignore[attr-defined]
     assert jvm is not None
     delta = jvm.org.apache.spark.sql.delta
@@ -131,4 +150,11 @@ def _commit(spark: SparkSession, table_path: str, adds: list[str], user_metadata
         none,
     )
     log = delta.DeltaLog.forTable(spark._jsparkSession, table_path)  # type: ignore[attr-defined]
-    return int(log.startTransaction().commit(to_scala(actions).toList(), operation))
+    transaction = log.startTransaction()
+    found = transaction.metadata().schema().simpleString()
+    if found != schema:
+        raise ValueError(
+            f"the Delta table at {table_path} has the schema {found}, the rows {schema}: "
+            "a lake written by another kcsim version needs migrating (README)"
+        )
+    return int(transaction.commit(to_scala(actions).toList(), operation))

@@ -110,7 +110,9 @@ class Lake:
         the lake is on the local file system, which is the only one it writes to."""
         self.spark = spark
         self.root = root.rstrip("/")
-        local = delta_append.local_directory(self.root) is not None
+        # where the lake is on the local file system, as Hadoop resolves it (None: elsewhere)
+        self._local_root = delta_append.local_directory(spark, self.root)
+        local = self._local_root is not None
         if native_appends and not local:
             raise ValueError(f"native appends need a local lake, not {root}")
         self.native_appends = local if native_appends is None else native_appends
@@ -289,7 +291,10 @@ class Lake:
         if self.native_appends:
             data = rows_to_arrow(rows, table)
             stats = STATS_COLUMNS[table.name]
-            delta_append.append(self.spark, path, data, stats, user_metadata=tag)
+            assert self._local_root is not None
+            directory = os.path.join(self._local_root, table.name)
+            schema = table_schema(table).simpleString()
+            delta_append.append(self.spark, path, directory, data, schema, stats, tag)
             return
         (
             self.frame(rows, table)

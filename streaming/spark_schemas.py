@@ -136,12 +136,15 @@ def rows_to_arrow(
 def _request_log_columns(log: RequestLog) -> Callable[[pa.Field, bool], pa.Array]:
     """Columns of a RequestLog: a request's shared values converted once and repeated for
     its recipients with `take` (in C), the recipients' own values as they are."""
-    rows_request = pa.array(np.frombuffer(log.request_of_row(), np.int64))
+    rows_request = pa.array(np.frombuffer(log.request_of_row(), np.int64).copy())
     shared, own = log.request_columns(), log.recipient_columns()
 
     def column_array(field: pa.Field, escape: bool) -> pa.Array:
-        if field.name in own:  # C arrays of numbers and booleans (as bytes), no copy
-            values = np.frombuffer(own[field.name], _NUMPY_TYPES[own[field.name].typecode])
+        if field.name in own:  # C arrays of numbers and booleans (as bytes)
+            column = own[field.name]
+            # copied: an array whose buffer is exported refuses to grow, and the log may
+            # still be added to after its rows are written
+            values = np.frombuffer(column, _NUMPY_TYPES[column.typecode]).copy()
             return pa.array(values.astype(bool) if field.type == pa.bool_() else values)
         column = shared[field.name]
         return pa.array(_escaped(column) if escape else column, field.type).take(rows_request)

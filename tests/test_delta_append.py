@@ -8,6 +8,7 @@ every append-only table gets rows with nulls, nested lists and undecodable bytes
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -74,6 +75,32 @@ def test_native_append_writes_what_a_spark_append_writes(
         assert add["dataChange"] is True and add["partitionValues"] == {}
 
 
+# Strings at the edges of Delta's statistics: 32 characters (kept whole), empty, the ASCII
+# and BMP maxima, 16 characters beyond the BMP (32 UTF-16 units, Delta's unit), accents.
+EDGE_STRINGS = ["x" * 32, "", "a\x7f", "\uffff", "\U0001f600" * 16, "é", "e"]
+
+
+def test_statistics_of_edge_strings_are_sparks(spark, tmp_path: Path) -> None:  # noqa: F811
+    from streaming.lake import Lake
+
+    lakes = [
+        Lake(spark, str(tmp_path / "native")),
+        Lake(spark, str(tmp_path / "spark"), native_appends=False),
+    ]
+    batches = [[text] for text in EDGE_STRINGS] + [EDGE_STRINGS]  # each alone, then all
+    for lake in lakes:
+        lake.create_tables()
+        for batch_id, clusters in enumerate(batches):
+            rows = [{"cluster": c, "raw": "[]", "reason": "r", "source": "f:1"} for c in clusters]
+            lake.write(BatchOutput(appends={"rejected_events": rows}), "run-1", batch_id)
+    native, through_spark = (
+        [json.loads(a["stats"]) for a in add_actions(tmp_path / name / "rejected_events")]
+        for name in ("native", "spark")
+    )
+    assert len(native) == len(batches)
+    assert native == through_spark
+
+
 def test_the_restart_lookup_finds_a_native_commit(
     spark,  # noqa: F811
     corpus_output: BatchOutput,
@@ -135,5 +162,10 @@ def test_only_local_lakes_take_native_appends(spark) -> None:  # noqa: F811
     assert not Lake(spark, "s3a://bucket/lake").native_appends
     with pytest.raises(ValueError, match="local lake"):
         Lake(spark, "s3a://bucket/lake", native_appends=True)
-    assert delta_append.local_directory("file:///tmp/x%20y") == "/tmp/x y"
-    assert delta_append.local_directory("relative/dir").startswith("/")
+    # as Hadoop (and so Delta) reads a path: no %-escapes, relative to the JVM's directory
+    assert delta_append.local_directory(spark, "file:///tmp/x%20y#z") == "/tmp/x%20y#z"
+    assert delta_append.local_directory(spark, "/tmp/a/../b") == "/tmp/b"
+    assert delta_append.local_directory(spark, "relative/dir") == os.path.join(
+        spark._jvm.java.lang.System.getProperty("user.dir"), "relative/dir"
+    )
+    assert delta_append.local_directory(spark, "s3a://bucket/lake") is None
