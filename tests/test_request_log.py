@@ -3,6 +3,9 @@ per request and recipient, and the same Arrow table as those rows give."""
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from controller.journal import Journal
 from controller.request_log import RECIPIENT_COLUMNS, REQUEST_COLUMNS, RequestLog
 from schemas import TABLES
@@ -87,3 +90,51 @@ def test_arrow_escapes_an_undecodable_byte_as_the_rows_do():
     table = rows_to_arrow(log, "controller_requests")
     assert table.equals(rows_to_arrow(list(log), "controller_requests"))
     assert table.column("cluster").to_pylist() == ["c\\udcff"] * 5
+
+
+# ----------------------------------------------------------------- random logs (hypothesis)
+
+recipients = st.lists(st.integers(0, 7), unique=True, max_size=5).flatmap(
+    lambda brokers: st.tuples(
+        st.just(brokers), st.lists(st.booleans(), min_size=len(brokers), max_size=len(brokers))
+    )
+)
+request = st.tuples(
+    st.sampled_from(["a", "b\udcff"]),  # the second one as an undecodable byte leaves it
+    st.integers(1, 3),
+    st.sampled_from(["LeaderAndIsr", "UpdateMetadata", "StopReplica"]),
+    recipients,
+)
+
+
+@given(st.lists(st.lists(request, max_size=6), max_size=4), st.data())
+@settings(max_examples=150, deadline=None)
+def test_any_log_reads_as_the_rows_it_stands_for(logs, data) -> None:
+    merged, expected = RequestLog(), []
+    for requests in logs:
+        log, rows, request_seq = RequestLog(), [], 1
+        for cluster, epoch, request_type, (brokers, delivered) in requests:
+            partitions = [PARTITION] if request_type != "StopReplica" else []
+            live = list(brokers) if request_type == "UpdateMetadata" else None
+            shared = (cluster, epoch, f"{cluster}:1", 1, request_type, partitions, live, None)
+            log.add(shared, request_seq, brokers, delivered)
+            for offset, (broker, sent) in enumerate(zip(brokers, delivered, strict=True)):
+                rows.append(
+                    {"cluster": cluster, "controller_epoch": epoch, "event_id": f"{cluster}:1",
+                     "seq": 1, "request_seq": request_seq + offset, "type": request_type,
+                     "broker": broker, "delivered": sent, "partitions": partitions,
+                     "live_brokers": live, "ts": None}
+                )  # fmt: skip
+            request_seq += len(brokers)
+        assert len(log) == len(rows) and list(log) == rows
+        assert rows_to_arrow(log, "controller_requests").equals(
+            rows_to_arrow(rows, "controller_requests")
+        )
+        merged.extend(log)
+        expected.extend(rows)
+        log.add(("late", 1, "late:1", 2, "StopReplica", [], None, None), 99, [1], [True])
+    assert list(merged) == expected
+    if expected:
+        start = data.draw(st.integers(-len(expected), len(expected) - 1))
+        assert merged[start] == expected[start]
+        assert merged[start:] == expected[start:]
