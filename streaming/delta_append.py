@@ -69,16 +69,17 @@ def append(
     user_metadata: str,
 ) -> int:
     """Append `data` to the Delta table at `table_path`, whose files are in the local
-    `directory` (`local_directory(table_path)`), in one commit tagged with `user_metadata`;
-    returns the new table version. `schema` is the Spark schema `data` stands for
-    (`simpleString`): the table's must be the same, as a Spark append checks (a commit of
-    files alone checks nothing)."""
+    `directory` (what `local_directory` gives for it), in one commit tagged with
+    `user_metadata`; returns the new table version. `schema` is the Spark schema `data`
+    stands for (`simpleString`): the table's must be the same, as a Spark append checks (a
+    commit of files alone checks nothing), and it is checked before any file is written."""
+    transaction = _start_transaction(spark, table_path, schema)
     files = max(1, -(-data.num_rows // ROWS_PER_FILE))
     step = -(-data.num_rows // files)
     parts = [data.slice(i * step, step) for i in range(files)]
     with ThreadPoolExecutor(min(files, os.cpu_count() or 2)) as pool:
         adds = list(pool.map(lambda part: _write_file(directory, part, stats_columns), parts))
-    return _commit(spark, table_path, schema, adds, user_metadata)
+    return _commit(spark, transaction, adds, user_metadata)
 
 
 def _write_file(directory: str, data: pa.Table, stats_columns: Sequence[str]) -> str:
@@ -124,9 +125,23 @@ def file_stats(data: pa.Table, stats_columns: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def _commit(
-    spark: SparkSession, table_path: str, schema: str, adds: list[str], user_metadata: str
-) -> int:
+def _start_transaction(spark: SparkSession, table_path: str, schema: str) -> Any:
+    """delta-spark's OptimisticTransaction on the table, once its schema is `schema`."""
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    assert jvm is not None
+    session = spark._jsparkSession  # type: ignore[attr-defined]
+    log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(session, table_path)
+    transaction = log.startTransaction()
+    found = transaction.metadata().schema().simpleString()
+    if found != schema:
+        raise ValueError(
+            f"the Delta table at {table_path} has the schema {found}, the rows {schema}: "
+            "a lake written by another kcsim version needs migrating (README)"
+        )
+    return transaction
+
+
+def _commit(spark: SparkSession, transaction: Any, adds: list[str], user_metadata: str) -> int:
     jvm = spark._jvm  # type: ignore[attr-defined]
     assert jvm is not None
     delta = jvm.org.apache.spark.sql.delta
@@ -149,12 +164,4 @@ def _commit(
         none,
         none,
     )
-    log = delta.DeltaLog.forTable(spark._jsparkSession, table_path)  # type: ignore[attr-defined]
-    transaction = log.startTransaction()
-    found = transaction.metadata().schema().simpleString()
-    if found != schema:
-        raise ValueError(
-            f"the Delta table at {table_path} has the schema {found}, the rows {schema}: "
-            "a lake written by another kcsim version needs migrating (README)"
-        )
     return int(transaction.commit(to_scala(actions).toList(), operation))
