@@ -100,11 +100,19 @@ class KafkaController:
         for rule in self._checks.get(type(body), ()):
             rule(body)
 
-    def _known_broker(self, body: ev.BrokerFailure | ev.ControlledShutdown) -> None:
+    def _known_broker(
+        self, body: ev.BrokerFailure | ev.ControlledShutdown | ev.StopReplicaResponse
+    ) -> None:
         if body.broker not in self.context.brokers:
             raise EventRejected(f"unknown broker {body.broker}: the cluster has never seen it")
 
-    def _known_topic(self, body: ev.PartitionCreation | ev.TopicDeletion) -> None:
+    def _known_topic(
+        self,
+        body: ev.PartitionCreation
+        | ev.TopicDeletion
+        | ev.StopReplicaResponse
+        | ev.TopicConfigChange,
+    ) -> None:
         if body.topic not in self.context.topics:
             raise EventRejected(f"unknown topic '{body.topic}'")
 

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 from controller import snapshot
 from controller.config import Settings
 from controller.context import ControllerContext
-from controller.events import ControllerFailover, Event, Header, Rejection
+from controller.events import ControllerFailover, Event, Rejection
 from controller.journal import Journal
 from controller.kafka_controller import EventRejected, KafkaController
 from controller.memory import cyclic_gc_paused
@@ -123,10 +122,6 @@ class Simulator:
             yield from snapshot.dump(self._clusters[cluster].context)[table]
 
 
-def _rejection(header: Header, cluster: str, reason: str) -> Rejection:
-    return Rejection(cluster, header.raw, reason, header.source)
-
-
 def rejection_row(rejection: Rejection) -> Row:
     return {
         "cluster": rejection.cluster,
@@ -163,7 +158,10 @@ class ClusterRunner:
         last = context.last_seq
         seq = (last or 0) + 1 if header.seq is None else header.seq
         event_id = header.event_id if header.event_id is not None else f"{context.cluster}:{seq}"
-        reject = partial(_rejection, header, context.cluster)
+
+        def reject(reason: str) -> Rejection:
+            return Rejection(context.cluster, header.raw, reason, header.source)
+
         if seq > INT64_MAX:
             return reject(
                 f"the cluster's last applied seq is {last}, the largest int64: no seq follows it"

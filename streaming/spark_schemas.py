@@ -152,7 +152,7 @@ def _request_log_columns(log: RequestLog) -> Callable[[pa.Field, bool], pa.Array
     return column_array
 
 
-_NUMPY_TYPES = {"i": np.int32, "q": np.int64, "b": np.int8}
+_NUMPY_TYPES = {"i": np.int32, "b": np.int8}  # RECIPIENT_COLUMNS' array typecodes
 
 
 def _escaped(values: list[Any]) -> list[Any]:
