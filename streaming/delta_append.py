@@ -7,10 +7,11 @@ the GIL, ~5 CPU-seconds; equivalent files, not byte-identical ones) and delta-sp
 transaction commits the files: the same
 log entry a Spark append makes (commitInfo with the batch's `userMetadata` tag, `add`
 actions with statistics, the checksum file), through the same conflict checks and
-post-commit hooks (checkpoints). What kcsim gives up is Delta's public API: the commit
-goes through `DeltaLog`/`OptimisticTransaction`, internal classes of the pinned
-delta-spark (tests/test_delta_append.py fails if they change), and `operationMetrics` in
-the table history stay empty, and files hold up to 1M rows (Spark's, 200k).
+post-commit hooks (checkpoints), with the metrics a Spark append reports in the history
+(`numFiles`, `numOutputRows`, `numOutputBytes`). What kcsim gives up is Delta's public
+API: the commit goes through `DeltaLog`/`OptimisticTransaction`, internal classes of the
+pinned delta-spark (tests/test_delta_append.py and tests/test_delta_merge.py fail if they
+change); and files hold up to 1M rows (Spark's, 200k).
 
 File statistics are what Delta's data skipping reads, so they must never claim less than
 the file holds: row count, null counts, and min/max of the table's statistics columns,
@@ -27,8 +28,9 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -73,17 +75,40 @@ def append(
     `user_metadata`; returns the new table version. `schema` is the Spark schema `data`
     stands for (`simpleString`): the table's must be the same, as a Spark append checks (a
     commit of files alone checks nothing), and it is checked before any file is written."""
-    transaction = _start_transaction(spark, table_path, schema)
-    files = max(1, -(-data.num_rows // ROWS_PER_FILE))
+    transaction = start_transaction(spark, table_path, schema)
+    files = write_data_files(directory, data, stats_columns, ROWS_PER_FILE)
+    metrics = {
+        "numFiles": len(files),
+        "numOutputBytes": sum(f.size for f in files),
+        "numOutputRows": data.num_rows,
+    }
+    operation = _append_operation(spark, user_metadata)
+    return commit(spark, transaction, [f.action for f in files], operation, metrics)
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenFile:
+    action: str  # its `add` action, as JSON
+    size: int  # bytes
+    rows: int
+
+
+def write_data_files(
+    directory: str, data: pa.Table, stats_columns: Sequence[str], rows_per_file: int
+) -> list[WrittenFile]:
+    """`data` as Parquet files of at most `rows_per_file` rows (as even as can be, written
+    in parallel: pyarrow releases the GIL)."""
+    files = max(1, -(-data.num_rows // rows_per_file))
     step = -(-data.num_rows // files)
     parts = [data.slice(i * step, step) for i in range(files)]
+    if len(parts) == 1:
+        return [_write_file(directory, parts[0], stats_columns)]
     with ThreadPoolExecutor(min(files, os.cpu_count() or 2)) as pool:
-        adds = list(pool.map(lambda part: _write_file(directory, part, stats_columns), parts))
-    return _commit(spark, transaction, adds, user_metadata)
+        return list(pool.map(lambda part: _write_file(directory, part, stats_columns), parts))
 
 
-def _write_file(directory: str, data: pa.Table, stats_columns: Sequence[str]) -> str:
-    """One Parquet file of `data`; its `add` action as JSON."""
+def _write_file(directory: str, data: pa.Table, stats_columns: Sequence[str]) -> WrittenFile:
+    """One Parquet file of `data`."""
     name = f"part-00000-{uuid.uuid4()}-c000.{CODEC}.parquet"
     path = os.path.join(directory, name)
     pq.write_table(data, path, compression=CODEC)
@@ -96,7 +121,8 @@ def _write_file(directory: str, data: pa.Table, stats_columns: Sequence[str]) ->
         "dataChange": True,
         "stats": json.dumps(file_stats(data, stats_columns), separators=(",", ":")),
     }
-    return json.dumps({"add": add}, separators=(",", ":"))
+    action = json.dumps({"add": add}, separators=(",", ":"))
+    return WrittenFile(action, info.st_size, data.num_rows)
 
 
 def file_stats(data: pa.Table, stats_columns: Sequence[str]) -> dict[str, Any]:
@@ -125,7 +151,7 @@ def file_stats(data: pa.Table, stats_columns: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def _start_transaction(spark: SparkSession, table_path: str, schema: str) -> Any:
+def start_transaction(spark: SparkSession, table_path: str, schema: str) -> Any:
     """delta-spark's OptimisticTransaction on the table, once its schema is `schema`."""
     jvm = spark._jvm  # type: ignore[attr-defined]
     assert jvm is not None
@@ -141,19 +167,44 @@ def _start_transaction(spark: SparkSession, table_path: str, schema: str) -> Any
     return transaction
 
 
-def _commit(spark: SparkSession, transaction: Any, adds: list[str], user_metadata: str) -> int:
+def commit(
+    spark: SparkSession,
+    transaction: Any,
+    actions: Sequence[Any],
+    operation: Any,
+    metrics: Mapping[str, int],
+) -> int:
+    """Commit `actions` (JSON text, or delta-spark Action objects) as `operation`, with
+    `metrics` as the history's operationMetrics (the names a Spark job of the operation
+    reports); returns the new table version."""
     jvm = spark._jvm  # type: ignore[attr-defined]
     assert jvm is not None
-    delta = jvm.org.apache.spark.sql.delta
+    registered = jvm.scala.Predef.Map().empty()
+    for name, value in metrics.items():
+        metric = jvm.org.apache.spark.sql.execution.metric.SQLMetrics.createMetric(
+            spark._jsc.sc(),  # type: ignore[attr-defined]
+            name,
+        )
+        metric.set(value)
+        registered = registered.updated(name, metric)
+    transaction.registerSQLMetrics(spark._jsparkSession, registered)  # type: ignore[attr-defined]
+    from_json = jvm.org.apache.spark.sql.delta.actions.Action.fromJson
+    java_actions = jvm.java.util.ArrayList()
+    for action in actions:
+        java_actions.add(from_json(action) if isinstance(action, str) else action)
     to_scala = jvm.scala.jdk.javaapi.CollectionConverters.asScala
-    actions = jvm.java.util.ArrayList()
-    for add in adds:
-        actions.add(delta.actions.Action.fromJson(add))
+    return int(transaction.commit(to_scala(java_actions).toList(), operation))
+
+
+def _append_operation(spark: SparkSession, user_metadata: str) -> Any:
+    """DeltaOperations.Write(mode, partitionBy, predicate, userMetadata, and five options
+    a plain append leaves unset): what DataFrameWriter's append records."""
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    assert jvm is not None
+    to_scala = jvm.scala.jdk.javaapi.CollectionConverters.asScala
     none = jvm.scala.Option.empty()
     no_partitions = jvm.scala.Option.apply(to_scala(jvm.java.util.ArrayList()).toList())
-    # DeltaOperations.Write(mode, partitionBy, predicate, userMetadata, and five options
-    # a plain append leaves unset): what DataFrameWriter's append records
-    operation = delta.DeltaOperations.Write(
+    return jvm.org.apache.spark.sql.delta.DeltaOperations.Write(
         jvm.org.apache.spark.sql.SaveMode.Append,
         no_partitions,
         none,
@@ -164,4 +215,3 @@ def _commit(spark: SparkSession, transaction: Any, adds: list[str], user_metadat
         none,
         none,
     )
-    return int(transaction.commit(to_scala(actions).toList(), operation))

@@ -17,9 +17,10 @@ batch the first time, never a mix of before and after), the batch is recomputed
 is skipped. Loading the latest versions instead would be wrong: a crash between two
 tables' commits leaves the lake half-way through a batch.
 
-Appends to a local lake skip Spark's writer (`streaming.delta_append`: pyarrow writes the
-Parquet, delta-spark's transaction commits it, same tag); MERGEs, and appends to a lake on
-another file system, go through Spark.
+A local lake is written without Spark jobs: pyarrow writes the Parquet files and
+delta-spark's own transaction commits them, with the same tag (`streaming.delta_append`
+for appends, `streaming.delta_merge` for MERGEs: a Spark MERGE costs ~2 s however small).
+A lake on another file system is written through Spark.
 
 Appends carry no `txnAppId`/`txnVersion`: the tags already make a re-run batch skip
 every table it wrote, appends and MERGEs alike, and Delta's own check costs two extra
@@ -44,7 +45,7 @@ from pyspark.sql import functions as F
 
 from controller.simulator import BatchOutput
 from schemas import APPEND_TABLES, STATE_TABLES, TABLES, Table
-from streaming import delta_append
+from streaming import delta_append, delta_merge
 from streaming.spark_schemas import arrow_to_rows, rows_to_arrow, table_schema
 
 # What `Simulator.from_tables` is given at start and restart (table -> columns, None for
@@ -104,18 +105,19 @@ class WriteStats:
 
 
 class Lake:
-    def __init__(self, spark: SparkSession, root: str, native_appends: bool | None = None) -> None:
-        """`native_appends`: append-only tables are written by `streaming.delta_append`
-        (pyarrow files, delta-spark's commit) rather than a Spark job; by default when
-        the lake is on the local file system, which is the only one it writes to."""
+    def __init__(self, spark: SparkSession, root: str, native_writes: bool | None = None) -> None:
+        """`native_writes`: tables are written by `streaming.delta_append` and
+        `streaming.delta_merge` (pyarrow files, delta-spark's commit) rather than Spark
+        jobs; by default when the lake is on the local file system, the only one they
+        write to."""
         self.spark = spark
         self.root = root.rstrip("/")
         # where the lake is on the local file system, as Hadoop resolves it (None: elsewhere)
         self._local_root = delta_append.local_directory(spark, self.root)
         local = self._local_root is not None
-        if native_appends and not local:
-            raise ValueError(f"native appends need a local lake, not {root}")
-        self.native_appends = local if native_appends is None else native_appends
+        if native_writes and not local:
+            raise ValueError(f"native writes need a local lake, not {root}")
+        self.native_writes = local if native_writes is None else native_writes
 
     def path(self, table: str) -> str:
         return f"{self.root}/{table}"
@@ -288,7 +290,7 @@ class Lake:
         self, table: Table, rows: list[dict[str, Any]], run_id: str, batch_id: int, tag: str
     ) -> None:
         path = self.path(table.name)
-        if self.native_appends:
+        if self.native_writes:
             data = rows_to_arrow(rows, table)
             stats = STATS_COLUMNS[table.name]
             assert self._local_root is not None
@@ -314,18 +316,34 @@ class Lake:
         batch_id: int,
         tag: str,
     ) -> None:
+        text = merge_text(table)
+        if self.native_writes:
+            upserted, deleted = merge_rows(table, upserts, deletes)
+            assert self._local_root is not None
+            try:
+                delta_merge.merge(
+                    self.spark,
+                    self.path(table.name),
+                    os.path.join(self._local_root, table.name),
+                    table_schema(table).simpleString(),
+                    table.key,
+                    upserted,
+                    deleted.select(table.key),
+                    text,
+                )
+                return
+            except delta_merge.NotNative:
+                pass  # nothing was committed: Spark's MERGE does it
         data = merge_source(table, upserts, deletes)
         source = _sized(self.spark.createDataFrame(data), data.num_rows)
-        columns = table.column_names
-        condition = " AND ".join(f"t.`{k}` = s.`{k}`" for k in table.key)
-        values = {c: f"s.`{c}`" for c in columns}
+        values = {c: f"s.`{c}`" for c in table.column_names}
         (
             DeltaTable.forPath(self.spark, self.path(table.name))
             .alias("t")
-            .merge(source.alias("s"), condition)
-            .whenMatchedDelete(condition=f"s.{OP_COLUMN} = 'D'")
-            .whenMatchedUpdate(condition=f"s.{OP_COLUMN} = 'U'", set=values)
-            .whenNotMatchedInsert(condition=f"s.{OP_COLUMN} = 'U'", values=values)
+            .merge(source.alias("s"), text.condition)
+            .whenMatchedDelete(condition=text.delete_when)
+            .whenMatchedUpdate(condition=text.upsert_when, set=values)
+            .whenNotMatchedInsert(condition=text.upsert_when, values=values)
             .execute()
         )
 
@@ -348,16 +366,32 @@ def _timestamp(text: str) -> float:
     return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
-def merge_source(
+def merge_text(table: Table) -> delta_merge.MergeText:
+    """The MERGE of a batch into `table`: target `t`, source `s` (`merge_source`)."""
+    return delta_merge.MergeText(
+        condition=" AND ".join(f"t.`{k}` = s.`{k}`" for k in table.key),
+        delete_when=f"s.{OP_COLUMN} = 'D'",
+        upsert_when=f"s.{OP_COLUMN} = 'U'",
+    )
+
+
+def merge_rows(
     table: Table, upserts: list[dict[str, Any]], deletes: list[dict[str, Any]]
-) -> pa.Table:
-    """The MERGE source: upserts (full rows) then deletes (keys), one row per key.
+) -> tuple[pa.Table, pa.Table]:
+    """A batch's upserts (full rows) and deletes (keys), one row per key.
 
     A key both deleted and upserted in one batch (removed then created again) keeps
     its upsert: upserts hold every changed key's row as of the end of the batch."""
     if upserts and deletes:
         kept = {tuple(r[k] for k in table.key) for r in upserts}
         deletes = [r for r in deletes if tuple(r[k] for k in table.key) not in kept]
-    data = rows_to_arrow(upserts + deletes, table)
-    ops = pa.array(["U"] * len(upserts) + ["D"] * len(deletes), pa.string())
-    return data.append_column(OP_COLUMN, ops)
+    return rows_to_arrow(upserts, table), rows_to_arrow(deletes, table)
+
+
+def merge_source(
+    table: Table, upserts: list[dict[str, Any]], deletes: list[dict[str, Any]]
+) -> pa.Table:
+    """Spark's MERGE source: upserts then deletes (`merge_rows`), each marked by its op."""
+    upserted, deleted = merge_rows(table, upserts, deletes)
+    ops = pa.array(["U"] * upserted.num_rows + ["D"] * deleted.num_rows, pa.string())
+    return pa.concat_tables([upserted, deleted]).append_column(OP_COLUMN, ops)

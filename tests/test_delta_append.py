@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from delta.tables import DeltaTable
 from pyspark.sql import DataFrame
 from spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
@@ -56,9 +57,9 @@ def test_native_append_writes_what_a_spark_append_writes(
     output = BatchOutput(appends=corpus_output.appends)  # the append-only tables only
     native, through_spark = (
         Lake(spark, str(tmp_path / "native")),
-        Lake(spark, str(tmp_path / "spark"), native_appends=False),
+        Lake(spark, str(tmp_path / "spark"), native_writes=False),
     )
-    assert native.native_appends
+    assert native.native_writes
     for lake in (native, through_spark):
         lake.create_tables()
         lake.write(output, "run-1", 7)
@@ -73,6 +74,14 @@ def test_native_append_writes_what_a_spark_append_writes(
         (spark_add,) = add_actions(tmp_path / "spark" / table.name)
         assert json.loads(add["stats"]) == json.loads(spark_add["stats"]), table.name
         assert add["dataChange"] is True and add["partitionValues"] == {}
+        # the history's metrics, as a Spark append reports them
+        (entry,) = DeltaTable.forPath(spark, native.path(table.name)).history(1).collect()
+        assert entry["operation"] == "WRITE"
+        assert entry["operationMetrics"] == {
+            "numFiles": "1",
+            "numOutputRows": str(len(output.appends[table.name])),
+            "numOutputBytes": str(add["size"]),
+        }
 
 
 # Strings at the edges of Delta's statistics: 32 characters (kept whole), empty, the ASCII
@@ -85,7 +94,7 @@ def test_statistics_of_edge_strings_are_sparks(spark, tmp_path: Path) -> None:  
 
     lakes = [
         Lake(spark, str(tmp_path / "native")),
-        Lake(spark, str(tmp_path / "spark"), native_appends=False),
+        Lake(spark, str(tmp_path / "spark"), native_writes=False),
     ]
     batches = [[text] for text in EDGE_STRINGS] + [EDGE_STRINGS]  # each alone, then all
     for lake in lakes:
@@ -156,12 +165,12 @@ def test_file_stats_bound_numbers_and_short_strings_and_count_nulls() -> None:
     }
 
 
-def test_only_local_lakes_take_native_appends(spark) -> None:  # noqa: F811
+def test_only_local_lakes_take_native_writes(spark) -> None:  # noqa: F811
     from streaming.lake import Lake
 
-    assert not Lake(spark, "s3a://bucket/lake").native_appends
+    assert not Lake(spark, "s3a://bucket/lake").native_writes
     with pytest.raises(ValueError, match="local lake"):
-        Lake(spark, "s3a://bucket/lake", native_appends=True)
+        Lake(spark, "s3a://bucket/lake", native_writes=True)
     # as Hadoop (and so Delta) reads a path: no %-escapes, relative to the JVM's directory
     assert delta_append.local_directory(spark, "file:///tmp/x%20y#z") == "/tmp/x%20y#z"
     assert delta_append.local_directory(spark, "/tmp/a/../b") == "/tmp/b"

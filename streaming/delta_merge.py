@@ -1,0 +1,308 @@
+"""A batch's MERGE into a kcsim state table on the local file system, without a Spark job.
+
+The core knows every row a batch changes: the full new row of each upserted key and
+the key of each deleted one. A Delta MERGE of them through Spark costs ~2 s however few
+they are (log replay, a join to find the touched files, a second to rewrite them, all as
+Spark jobs); it is most of a small batch's time. Here the same copy-on-write is done
+with pyarrow, and delta-spark's own transaction commits it:
+
+1. the table's files come from the transaction's snapshot, which records that the whole
+   table was read (for Delta's conflict checks);
+2. files whose key statistics cannot hold a changed key are skipped; the others' keys
+   are read, and those holding a changed key are touched;
+3. a touched file is removed; its untouched rows, the batch's upserts and its inserts are
+   written as new files sorted by key, at most `ROWS_PER_FILE` rows each (what the
+   session's `maxRecordsPerFile` gives a Spark MERGE);
+4. the Change Data Feed gets the rows a Spark MERGE gives it (`update_preimage` and
+   `update_postimage` for an upserted key that existed, `delete`, `insert`), in a
+   `_change_data` file; a commit that only adds files carries none, since Delta infers
+   inserts from the added files, as it does for a Spark MERGE that only inserts;
+5. the commit is a MERGE in the table's history, tagged like every commit of the batch.
+
+Deleting a key the table does not hold changes nothing, as in a MERGE. Files with
+deletion vectors are not read here (kcsim's tables have none): `NotNative` sends such
+a table back to Spark's MERGE.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyspark.sql import SparkSession
+
+from streaming import delta_append
+
+ROWS_PER_FILE = 10_000
+CHANGE_TYPE = "_change_type"  # CDCReader.CDC_TYPE_COLUMN_NAME
+CHANGE_DIRECTORY = "_change_data"  # CDCReader.CDC_LOCATION
+_ROW = "__kcsim_row"  # a row's position in its table, carried through joins
+
+
+class NotNative(Exception):
+    """The table holds something this module does not write (deletion vectors, files
+    outside the table's directory): MERGE it through Spark."""
+
+
+@dataclass(frozen=True, slots=True)
+class MergeText:
+    """A MERGE's conditions as SQL text: what Spark runs and the history records."""
+
+    condition: str  # the join of target `t` and source `s`
+    delete_when: str  # a matched source row deletes
+    upsert_when: str  # a source row updates, or inserts when unmatched
+
+
+@dataclass(frozen=True, slots=True)
+class DataFile:
+    """A data file of the table, as its `add` action lists it."""
+
+    action: Any  # delta-spark's AddFile, kept to commit its removal
+    local_path: str
+    size: int
+    minimums: dict[str, Any]
+    maximums: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """What a MERGE does to the touched files' rows."""
+
+    kept: pa.Table  # rows of touched files whose key the batch does not change
+    preimages: pa.Table  # old rows of upserted keys
+    deleted: pa.Table  # old rows of deleted keys
+    updated: pa.Table  # upserts of keys the table held
+    inserted: pa.Table  # upserts of keys it did not
+
+    @classmethod
+    def of_inserts(cls, upserts: pa.Table) -> Changes:
+        """The changes when no file holds a changed key: every upsert inserts."""
+        none = upserts.slice(0, 0)
+        return cls(kept=none, preimages=none, deleted=none, updated=none, inserted=upserts)
+
+
+def merge(
+    spark: SparkSession,
+    table_path: str,
+    directory: str,
+    schema: str,
+    key: Sequence[str],
+    upserts: pa.Table,
+    deleted_keys: pa.Table,
+    text: MergeText,
+) -> int:
+    """MERGE `upserts` (full rows, one per key) and `deleted_keys` (none of them
+    upserted) into the table at `table_path`, whose files are in the local `directory`,
+    in one commit; returns its version. `schema` is the rows' Spark schema, which must be
+    the table's (as for `delta_append.append`); `text` is what the history records."""
+    began = time.perf_counter()
+    transaction = delta_append.start_transaction(spark, table_path, schema)
+    files = data_files(spark, transaction, directory)
+    changed_keys = pa.concat_tables([upserts.select(key), deleted_keys.select(key)])
+    touched = [f for f in candidates(files, changed_keys, key) if holds_any(f, changed_keys, key)]
+    scanned = time.perf_counter()
+    if touched:
+        old = pa.concat_tables([_read(f.local_path, upserts.schema) for f in touched])
+        changes = split_changes(old, upserts, deleted_keys, key)
+    else:
+        changes = Changes.of_inserts(upserts)
+    rows = pa.concat_tables([changes.kept, changes.updated, changes.inserted])
+    rows = rows.sort_by([(k, "ascending") for k in key])
+    written = delta_append.write_data_files(directory, rows, key, ROWS_PER_FILE) if rows else []
+    # a commit that only adds files needs no change file: Delta reads them as inserts
+    change_files = (
+        [_write_change_file(directory, changes)]
+        if touched and _change_feed_enabled(transaction)
+        else []
+    )
+    actions = [f.action.remove() for f in touched] + [f.action for f in written] + change_files
+    done = time.perf_counter()
+    metrics = {
+        "operationNumSourceRows": upserts.num_rows + deleted_keys.num_rows,
+        "numTargetRowsInserted": changes.inserted.num_rows,
+        "numTargetRowsUpdated": changes.updated.num_rows,
+        "numTargetRowsMatchedUpdated": changes.updated.num_rows,
+        "numTargetRowsDeleted": changes.deleted.num_rows,
+        "numTargetRowsMatchedDeleted": changes.deleted.num_rows,
+        "numTargetRowsCopied": changes.kept.num_rows,
+        "numTargetFilesAdded": len(written),
+        "numTargetFilesRemoved": len(touched),
+        "numTargetChangeFilesAdded": len(change_files),
+        "numTargetBytesAdded": sum(f.size for f in written),
+        "numTargetBytesRemoved": sum(f.size for f in touched),
+        "executionTimeMs": round((done - began) * 1000),
+        "scanTimeMs": round((scanned - began) * 1000),
+        "rewriteTimeMs": round((done - scanned) * 1000),
+    }
+    operation = _merge_operation(spark, text)
+    return delta_append.commit(spark, transaction, actions, operation, metrics)
+
+
+def data_files(spark: SparkSession, transaction: Any, directory: str) -> list[DataFile]:
+    """The files of the transaction's snapshot, with the key bounds of their statistics."""
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    assert jvm is not None
+    files = []
+    for action in jvm.scala.jdk.javaapi.CollectionConverters.asJava(_all_files(transaction)):
+        add = json.loads(action.json())["add"]
+        if add.get("deletionVector"):
+            raise NotNative(f"{add['path']} has a deletion vector")
+        stats = json.loads(add.get("stats") or "{}")
+        files.append(
+            DataFile(
+                action,
+                _local_path(directory, add["path"]),
+                add["size"],
+                stats.get("minValues", {}),
+                stats.get("maxValues", {}),
+            )
+        )
+    return files
+
+
+def _all_files(transaction: Any) -> Any:
+    """The snapshot's files, marked as read by the transaction (for Delta's conflict
+    checks). From the checksum file when it lists them (`allFilesInCrc`, tables of few
+    files), which takes no Spark job; `filterFiles` runs one (~2 s on 2 cores)."""
+    checksum = transaction.snapshot().checksumOpt()
+    listed = checksum.get().allFiles() if checksum.isDefined() else None
+    if listed is not None and listed.isDefined():
+        transaction.readWholeTable()
+        return listed.get()
+    return transaction.filterFiles()
+
+
+def candidates(files: list[DataFile], keys: pa.Table, key: Sequence[str]) -> list[DataFile]:
+    """The files whose statistics allow them to hold one of `keys` (a key column without
+    bounds allows anything)."""
+    if not keys.num_rows:
+        return []
+    found = []
+    for data_file in files:
+        inside = pa.repeat(True, keys.num_rows)
+        for column in key:
+            low, high = data_file.minimums.get(column), data_file.maximums.get(column)
+            if low is not None and high is not None:
+                values = keys.column(column)
+                within = pc.and_(pc.greater_equal(values, low), pc.less_equal(values, high))
+                inside = pc.and_(inside, within)
+        if pc.any(inside).as_py():
+            found.append(data_file)
+    return found
+
+
+def holds_any(data_file: DataFile, keys: pa.Table, key: Sequence[str]) -> bool:
+    """Whether the file holds one of `keys` (its key columns only are read)."""
+    held = pq.read_table(data_file.local_path, columns=list(key)).cast(keys.schema)
+    return held.join(keys, list(key), join_type="left semi").num_rows > 0
+
+
+def split_changes(
+    old: pa.Table, upserts: pa.Table, deleted_keys: pa.Table, key: Sequence[str]
+) -> Changes:
+    """What the batch does to `old`, the rows of the touched files."""
+    upserted_old = _positions_of(old, upserts, key)
+    deleted_old = _positions_of(old, deleted_keys, key)
+    updated = _positions_of(upserts, old, key)
+    return Changes(
+        kept=_without(old, pa.concat_arrays([upserted_old, deleted_old])),
+        preimages=old.take(upserted_old),
+        deleted=old.take(deleted_old),
+        updated=upserts.take(updated),
+        inserted=_without(upserts, updated),
+    )
+
+
+def _positions_of(rows: pa.Table, keys: pa.Table, key: Sequence[str]) -> pa.Array:
+    """Positions of the `rows` whose key is among `keys`', in order."""
+    numbered = rows.select(key).append_column(_ROW, pa.array(range(rows.num_rows), pa.int64()))
+    matched = numbered.join(keys.select(key), list(key), join_type="left semi")
+    positions = matched.column(_ROW).combine_chunks()
+    return positions.take(pc.sort_indices(positions))
+
+
+def _without(rows: pa.Table, positions: pa.Array) -> pa.Table:
+    everything = pa.array(range(rows.num_rows), pa.int64())
+    return rows.filter(pc.invert(pc.is_in(everything, value_set=positions)))
+
+
+def _read(local_path: str, schema: pa.Schema) -> pa.Table:
+    """A data file's rows in the table's Arrow schema (Spark's files name list items and
+    mark nullability their own way)."""
+    return pq.read_table(local_path).select(schema.names).cast(schema)
+
+
+def _change_feed_enabled(transaction: Any) -> bool:
+    setting = transaction.metadata().configuration().get("delta.enableChangeDataFeed")
+    return bool(setting.isDefined()) and str(setting.get()).lower() == "true"
+
+
+def _write_change_file(directory: str, changes: Changes) -> str:
+    """The Change Data Feed rows of `changes` as one file; its `cdc` action as JSON."""
+    parts = [
+        (changes.preimages, "update_preimage"),
+        (changes.updated, "update_postimage"),
+        (changes.deleted, "delete"),
+        (changes.inserted, "insert"),
+    ]
+    rows = pa.concat_tables(
+        [t.append_column(CHANGE_TYPE, pa.repeat(pa.scalar(kind), t.num_rows)) for t, kind in parts]
+    )
+    name = f"{CHANGE_DIRECTORY}/cdc-00000-{uuid.uuid4()}.c000.{delta_append.CODEC}.parquet"
+    path = os.path.join(directory, name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    pq.write_table(rows, path, compression=delta_append.CODEC)
+    cdc = {
+        "path": name,
+        "partitionValues": {},
+        "size": os.stat(path).st_size,
+        "dataChange": False,
+    }
+    return json.dumps({"cdc": cdc}, separators=(",", ":"))
+
+
+def _local_path(directory: str, path: str) -> str:
+    """The local file of a log entry's path (a URI, relative to the table or absolute)."""
+    parsed = urlparse(path)
+    if parsed.scheme not in ("", "file"):
+        raise NotNative(f"{path} is not on the local file system")
+    local = unquote(parsed.path)
+    return local if os.path.isabs(local) else os.path.join(directory, local)
+
+
+def _merge_operation(spark: SparkSession, text: MergeText) -> Any:
+    """DeltaOperations.Merge(predicate, three deprecated ones, then the matched, not
+    matched and not-matched-by-source clauses), as a Spark MERGE records it."""
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    assert jvm is not None
+    operations = jvm.org.apache.spark.sql.delta.DeltaOperations
+    to_scala = jvm.scala.jdk.javaapi.CollectionConverters.asScala
+    option = jvm.scala.Option
+
+    def clauses(*pairs: tuple[str, str]) -> Any:
+        items = jvm.java.util.ArrayList()
+        for predicate, action in pairs:
+            items.add(operations.MergePredicate(option.apply(predicate), action))
+        return to_scala(items).toList()
+
+    upsert, delete = text.upsert_when, text.delete_when
+    parser = spark._jsparkSession.sessionState().sqlParser()  # type: ignore[attr-defined]
+    predicate = parser.parseExpression(text.condition)
+    return operations.Merge(
+        option.apply(predicate),
+        option.empty(),
+        option.empty(),
+        option.empty(),
+        clauses((delete, "delete"), (upsert, "update")),
+        clauses((upsert, "insert")),
+        clauses(),
+    )

@@ -1,0 +1,273 @@
+"""`streaming.delta_merge` against Spark's own Delta MERGE, on real local Spark and Delta:
+the same table rows after every batch, the same Change Data Feed, the same history
+entries, and files a Spark reader (data skipping included) reads right.
+
+The batches are the core's output for the test corpus (every event type: topics created,
+deleted and re-created, reassignments, broker changes), replayed in several batches so
+rows are inserted, updated and deleted across commits.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from itertools import chain, islice
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from spark_session import spark  # noqa: F401  (the session-scoped fixture)
+
+from controller.config import Settings
+from controller.replay import read_events
+from controller.simulator import BatchOutput, RawEvent, Simulator
+from schemas import STATE_TABLES
+from streaming import delta_merge
+from streaming.produce import ChaosGenerator
+
+pytestmark = pytest.mark.spark
+
+CORPUS = Path(__file__).parent / "data" / "corpus"
+BATCH_EVENTS = 300
+
+
+@pytest.fixture(scope="module")
+def corpus_batches() -> list[BatchOutput]:
+    """The corpus, then a chaos run (topics deleted in a later batch than they were created
+    in), through the core in batches of BATCH_EVENTS events; state tables only."""
+    simulator = Simulator(Settings())
+    chaos = ChaosGenerator(7).events()
+    events = chain(
+        read_events(CORPUS),
+        (RawEvent(json.dumps(e), f"chaos:{i}") for i, e in enumerate(islice(chaos, 1000))),
+    )
+    batches = []
+    while chunk := list(islice(events, BATCH_EVENTS)):
+        output = simulator.apply(chunk)
+        batches.append(BatchOutput(upserts=output.upserts, deletes=output.deletes))
+    return batches
+
+
+def rows_of(frame: DataFrame, drop: tuple[str, ...] = ()) -> Counter[str]:
+    rows = frame.drop(*drop).toArrow().to_pylist()
+    return Counter(json.dumps(row, sort_keys=True, default=str) for row in rows)
+
+
+# What a MERGE's history entry must say alike however it was written (the rest depends on
+# the files' layout, or is Spark's plan text with its expression ids).
+ROW_METRICS = (
+    "numSourceRows",
+    "numTargetRowsInserted",
+    "numTargetRowsUpdated",
+    "numTargetRowsDeleted",
+)
+
+
+def history(lake, table: str) -> list[tuple]:
+    """Per commit: version, operation, tag, the names of its parameters, its row counts."""
+    from delta.tables import DeltaTable
+
+    frame = DeltaTable.forPath(lake.spark, lake.path(table)).history()
+    return [
+        (
+            r["version"],
+            r["operation"],
+            r["userMetadata"],
+            sorted(r["operationParameters"]),
+            {m: r["operationMetrics"].get(m) for m in ROW_METRICS},
+        )
+        for r in frame.orderBy("version").collect()
+    ]
+
+
+def add_actions(table: Path) -> list[dict]:
+    """The `add` actions of every commit, in order (removed files included)."""
+    adds = []
+    for commit in sorted((table / "_delta_log").glob("*.json")):
+        for line in commit.read_text().splitlines():
+            action = json.loads(line)
+            if "add" in action:
+                adds.append(action["add"])
+    return adds
+
+
+def live_files(table: Path) -> list[dict]:
+    """The `add` actions of the table's current files (a file is its path and deletion
+    vector: a DELETE adds a file with its vector and removes it without)."""
+    live: dict[tuple[str, str], dict] = {}
+
+    def file_id(entry: dict) -> tuple[str, str]:
+        return entry["path"], json.dumps(entry.get("deletionVector"), sort_keys=True)
+
+    for commit in sorted((table / "_delta_log").glob("*.json")):
+        for line in commit.read_text().splitlines():
+            action = json.loads(line)
+            if "add" in action:
+                live[file_id(action["add"])] = action["add"]
+            elif "remove" in action:
+                live.pop(file_id(action["remove"]))
+    return list(live.values())
+
+
+@pytest.fixture(scope="module")
+def lakes(spark, corpus_batches: list[BatchOutput], tmp_path_factory) -> tuple:  # noqa: F811
+    """The corpus batches written natively and through Spark, one lake each."""
+    from streaming.lake import Lake
+
+    root = tmp_path_factory.mktemp("merges")
+    native = Lake(spark, str(root / "native"))
+    through_spark = Lake(spark, str(root / "spark"), native_writes=False)
+    assert native.native_writes and not through_spark.native_writes
+    for lake in (native, through_spark):
+        lake.create_tables()
+        for batch_id, output in enumerate(corpus_batches):
+            lake.write(output, "run-1", batch_id)
+    return native, through_spark
+
+
+def test_native_merges_leave_what_spark_merges_leave(spark, lakes: tuple) -> None:  # noqa: F811
+    """The same rows, and version by version the same changes (so the same rows at every
+    version), commit tags and row counts in the history."""
+    kinds: Counter[str] = Counter()
+    for table in STATE_TABLES:
+        mine, theirs = (rows_of(lake.read(table.name)) for lake in lakes)
+        assert mine == theirs, table.name
+        feeds = [
+            rows_of(
+                spark.read.format("delta")
+                .option("readChangeFeed", "true")
+                .option("startingVersion", 0)
+                .load(lake.path(table.name)),
+                drop=("_commit_timestamp",),
+            )
+            for lake in lakes
+        ]
+        assert feeds[0] == feeds[1], table.name
+        kinds.update(json.loads(row)["_change_type"] for row in feeds[0])
+        assert history(lakes[0], table.name) == history(lakes[1], table.name), table.name
+    # the batches exercised every kind of change
+    assert set(kinds) == {"insert", "update_preimage", "update_postimage", "delete"}
+
+
+def test_data_skipping_finds_rows_of_natively_merged_files(spark, lakes: tuple) -> None:  # noqa: F811
+    """A file's key statistics must never exclude a row it holds: look rows up by their
+    key (Delta skips files by those statistics)."""
+    native = lakes[0]
+    for table in STATE_TABLES:
+        frame = native.read(table.name)
+        rows = frame.select(*table.key).toArrow().to_pylist()
+        assert rows, table.name
+        for row in rows[:: max(1, len(rows) // 6)]:
+            condition = F.lit(True)
+            for column, value in row.items():
+                condition = condition & (F.col(column) == value)
+            assert frame.where(condition).count() == 1, (table.name, row)
+
+
+def partition_rows(count: int, leader: int = 1, event: str = "e0") -> list[dict]:
+    return [
+        {
+            "cluster": "c",
+            "topic": f"t{i // 1000:03d}",
+            "partition": i % 1000,
+            "state": "OnlinePartition",
+            "leader": leader,
+            "leader_epoch": 0,
+            "isr": [1, 2, 3],
+            "partition_epoch": 0,
+            "leader_recovery_state": "RECOVERED",
+            "controller_epoch": 1,
+            "replicas": [1, 2, 3],
+            "adding_replicas": [],
+            "removing_replicas": [],
+            "last_event_id": event,
+        }
+        for i in range(count)
+    ]
+
+
+def test_a_small_merge_rewrites_only_the_file_holding_its_key(
+    spark,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    from streaming.lake import Lake
+
+    lake = Lake(spark, str(tmp_path / "lake"))
+    lake.create_tables()
+    table_dir = tmp_path / "lake" / "partition_state"
+    rows = partition_rows(25_000)
+    lake.write(BatchOutput(upserts={"partition_state": rows}), "run-1", 0)
+    first = live_files(table_dir)
+    # sorted by key, at most ROWS_PER_FILE rows a file, as even as can be
+    assert sorted(json.loads(f["stats"])["numRecords"] for f in first) == [8332, 8334, 8334]
+    changed = {**rows[12_345], "leader": 2, "last_event_id": "e1"}
+    gone = {k: rows[12_346][k] for k in ("cluster", "topic", "partition")}
+    output = BatchOutput(
+        upserts={"partition_state": [changed]}, deletes={"partition_state": [gone]}
+    )
+    lake.write(output, "run-1", 1)
+    after = live_files(table_dir)
+    kept = [f for f in first if f in after]
+    (new,) = [f for f in after if f not in first]
+    assert len(kept) == 2
+    assert json.loads(new["stats"])["numRecords"] == 8333
+    new_rows = pq.read_table(table_dir / new["path"]).to_pylist()
+    assert changed in new_rows
+    assert lake.read("partition_state").count() == 24_999
+    changes = (
+        spark.read.format("delta")
+        .option("readChangeFeed", "true")
+        .option("startingVersion", 2)
+        .load(lake.path("partition_state"))
+        .select("partition", "leader", "_change_type")
+        .collect()
+    )
+    assert sorted(tuple(r) for r in changes) == sorted(
+        [
+            (rows[12_346]["partition"], 1, "delete"),
+            (rows[12_345]["partition"], 1, "update_preimage"),
+            (rows[12_345]["partition"], 2, "update_postimage"),
+        ]
+    )
+
+
+def test_deleting_an_absent_key_commits_nothing_but_the_tag(
+    spark,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    from streaming.lake import Lake
+
+    lake = Lake(spark, str(tmp_path / "lake"))
+    lake.create_tables()
+    lake.write(BatchOutput(upserts={"partition_state": partition_rows(3)}), "run-1", 0)
+    absent = {"cluster": "c", "topic": "nope", "partition": 0}
+    lake.write(BatchOutput(deletes={"partition_state": [absent]}), "run-1", 1)
+    assert lake.read("partition_state").count() == 3
+    assert history(lake, "partition_state")[-1][1:3] == ("MERGE", "kcsim:run-1:1")
+    assert lake.pending_commits("run-1", 1) == {"partition_state": 2}
+
+
+def test_a_table_with_deletion_vectors_is_merged_by_spark(
+    spark,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    from streaming.lake import Lake
+
+    lake = Lake(spark, str(tmp_path / "lake"))
+    lake.create_tables()
+    path = lake.path("partition_state")
+    lake.write(BatchOutput(upserts={"partition_state": partition_rows(100)}), "run-1", 0)
+    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES (delta.enableDeletionVectors = true)")
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE partition = 7")
+    assert any(f.get("deletionVector") for f in live_files(tmp_path / "lake" / "partition_state"))
+    transaction = spark._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(
+        spark._jsparkSession, path
+    ).startTransaction()
+    with pytest.raises(delta_merge.NotNative, match="deletion vector"):
+        delta_merge.data_files(spark, transaction, str(tmp_path / "lake" / "partition_state"))
+    changed = {**partition_rows(100)[8], "leader": 3}
+    lake.write(BatchOutput(upserts={"partition_state": [changed]}), "run-1", 1)
+    leaders = {r["partition"]: r["leader"] for r in lake.read("partition_state").collect()}
+    assert len(leaders) == 99 and 7 not in leaders and leaders[8] == 3
