@@ -82,17 +82,6 @@ def history(lake, table: str) -> list[tuple]:
     ]
 
 
-def add_actions(table: Path) -> list[dict]:
-    """The `add` actions of every commit, in order (removed files included)."""
-    adds = []
-    for commit in sorted((table / "_delta_log").glob("*.json")):
-        for line in commit.read_text().splitlines():
-            action = json.loads(line)
-            if "add" in action:
-                adds.append(action["add"])
-    return adds
-
-
 def live_files(table: Path) -> list[dict]:
     """The `add` actions of the table's current files (a file is its path and deletion
     vector: a DELETE adds a file with its vector and removes it without)."""
