@@ -6,8 +6,9 @@ they are (log replay, a join to find the touched files, a second to rewrite them
 Spark jobs); it is most of a small batch's time. Here the same copy-on-write is done
 with pyarrow, and delta-spark's own transaction commits it:
 
-1. the table's files come from the transaction's snapshot, which records that the whole
-   table was read (for Delta's conflict checks);
+1. the table's files come from the checksum file of the transaction's snapshot (no
+   Spark job), and the transaction records that the whole table was read (for Delta's
+   conflict checks);
 2. files whose key statistics cannot hold a changed key are skipped; the others' keys
    are read, and those holding a changed key are touched;
 3. a touched file is removed; its untouched rows, the batch's upserts and its inserts are
@@ -19,9 +20,9 @@ with pyarrow, and delta-spark's own transaction commits it:
    inserts from the added files, as it does for a Spark MERGE that only inserts;
 5. the commit is a MERGE in the table's history, tagged like every commit of the batch.
 
-Deleting a key the table does not hold changes nothing, as in a MERGE. Files with
-deletion vectors are not read here (kcsim's tables have none): `NotNative` sends such
-a table back to Spark's MERGE.
+Deleting a key the table does not hold changes nothing, as in a MERGE. A table this
+does not write (deletion vectors, which kcsim's tables do not have; no file list in the
+checksum) raises `delta_files.NotNative` before anything is written: Spark MERGEs it.
 """
 
 from __future__ import annotations
@@ -33,24 +34,18 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
-from streaming import delta_append
+from streaming import delta_append, delta_files
 
 ROWS_PER_FILE = 10_000
 CHANGE_TYPE = "_change_type"  # CDCReader.CDC_TYPE_COLUMN_NAME
 CHANGE_DIRECTORY = "_change_data"  # CDCReader.CDC_LOCATION
 _ROW = "__kcsim_row"  # a row's position in its table, carried through joins
-
-
-class NotNative(Exception):
-    """The table holds something this module does not write (deletion vectors, files
-    outside the table's directory): MERGE it through Spark."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,37 +143,23 @@ def merge(
 
 
 def data_files(spark: SparkSession, transaction: Any, directory: str) -> list[DataFile]:
-    """The files of the transaction's snapshot, with the key bounds of their statistics."""
-    jvm = spark._jvm  # type: ignore[attr-defined]
-    assert jvm is not None
+    """The files of the transaction's snapshot, with the key bounds of their statistics;
+    the transaction records that it read the whole table (for Delta's conflict checks).
+    The list comes from the checksum file: `filterFiles` would run a Spark job (~2 s)."""
     files = []
-    for action in jvm.scala.jdk.javaapi.CollectionConverters.asJava(_all_files(transaction)):
-        add = json.loads(action.json())["add"]
-        if add.get("deletionVector"):
-            raise NotNative(f"{add['path']} has a deletion vector")
+    for action, add in delta_files.listed_files(spark, transaction.snapshot(), directory):
         stats = json.loads(add.get("stats") or "{}")
         files.append(
             DataFile(
                 action,
-                _local_path(directory, add["path"]),
+                delta_files.local_path(directory, add["path"]),
                 add["size"],
                 stats.get("minValues", {}),
                 stats.get("maxValues", {}),
             )
         )
+    transaction.readWholeTable()
     return files
-
-
-def _all_files(transaction: Any) -> Any:
-    """The snapshot's files, marked as read by the transaction (for Delta's conflict
-    checks). From the checksum file when it lists them (`allFilesInCrc`, tables of few
-    files), which takes no Spark job; `filterFiles` runs one (~2 s on 2 cores)."""
-    checksum = transaction.snapshot().checksumOpt()
-    listed = checksum.get().allFiles() if checksum.isDefined() else None
-    if listed is not None and listed.isDefined():
-        transaction.readWholeTable()
-        return listed.get()
-    return transaction.filterFiles()
 
 
 def candidates(files: list[DataFile], keys: pa.Table, key: Sequence[str]) -> list[DataFile]:
@@ -236,9 +217,7 @@ def _without(rows: pa.Table, positions: pa.Array) -> pa.Table:
 
 
 def _read(local_path: str, schema: pa.Schema) -> pa.Table:
-    """A data file's rows in the table's Arrow schema (Spark's files name list items and
-    mark nullability their own way)."""
-    return pq.read_table(local_path).select(schema.names).cast(schema)
+    return delta_files.read_files([local_path], schema)
 
 
 def _change_feed_enabled(transaction: Any) -> bool:
@@ -268,15 +247,6 @@ def _write_change_file(directory: str, changes: Changes) -> str:
         "dataChange": False,
     }
     return json.dumps({"cdc": cdc}, separators=(",", ":"))
-
-
-def _local_path(directory: str, path: str) -> str:
-    """The local file of a log entry's path (a URI, relative to the table or absolute)."""
-    parsed = urlparse(path)
-    if parsed.scheme not in ("", "file"):
-        raise NotNative(f"{path} is not on the local file system")
-    local = unquote(parsed.path)
-    return local if os.path.isabs(local) else os.path.join(directory, local)
 
 
 def _merge_operation(spark: SparkSession, text: MergeText) -> Any:

@@ -20,7 +20,8 @@ tables' commits leaves the lake half-way through a batch.
 A local lake is written without Spark jobs: pyarrow writes the Parquet files and
 delta-spark's own transaction commits them, with the same tag (`streaming.delta_append`
 for appends, `streaming.delta_merge` for MERGEs: a Spark MERGE costs ~2 s however small).
-A lake on another file system is written through Spark.
+Its tables are read at start and restart from their files too (`streaming.delta_files`).
+A lake on another file system is read and written through Spark.
 
 Appends carry no `txnAppId`/`txnVersion`: the tags already make a re-run batch skip
 every table it wrote, appends and MERGEs alike, and Delta's own check costs two extra
@@ -39,14 +40,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from controller.simulator import BatchOutput
 from schemas import APPEND_TABLES, STATE_TABLES, TABLES, Table
-from streaming import delta_append, delta_merge
-from streaming.spark_schemas import arrow_to_rows, rows_to_arrow, table_schema
+from streaming import delta_append, delta_files, delta_merge
+from streaming.spark_schemas import arrow_schema, arrow_to_rows, rows_to_arrow, table_schema
 
 # What `Simulator.from_tables` is given at start and restart (table -> columns, None for
 # all): the state tables, and the ids of applied events for duplicate detection.
@@ -105,19 +107,19 @@ class WriteStats:
 
 
 class Lake:
-    def __init__(self, spark: SparkSession, root: str, native_writes: bool | None = None) -> None:
-        """`native_writes`: tables are written by `streaming.delta_append` and
-        `streaming.delta_merge` (pyarrow files, delta-spark's commit) rather than Spark
-        jobs; by default when the lake is on the local file system, the only one they
-        write to."""
+    def __init__(self, spark: SparkSession, root: str, native: bool | None = None) -> None:
+        """`native`: tables are written by `streaming.delta_append` and
+        `streaming.delta_merge`, and read at start by `streaming.delta_files` (pyarrow
+        files, delta-spark's transactions and log) rather than by Spark jobs; by default
+        when the lake is on the local file system, the only one they work on."""
         self.spark = spark
         self.root = root.rstrip("/")
         # where the lake is on the local file system, as Hadoop resolves it (None: elsewhere)
         self._local_root = delta_append.local_directory(spark, self.root)
         local = self._local_root is not None
-        if native_writes and not local:
-            raise ValueError(f"native writes need a local lake, not {root}")
-        self.native_writes = local if native_writes is None else native_writes
+        if native and not local:
+            raise ValueError(f"native reads and writes need a local lake, not {root}")
+        self.native = local if native is None else native
 
     def path(self, table: str) -> str:
         return f"{self.root}/{table}"
@@ -153,6 +155,10 @@ class Lake:
         tag = commit_tag(run_id, batch_id)
 
         def find(name: str) -> int | None:
+            if self.native:
+                directory = self._local_directory(name)
+                recent = delta_files.recent_tags(directory, PENDING_LOOKBACK)
+                return min((v for v, meta in recent if meta == tag), default=None)
             rows = (
                 DeltaTable.forPath(self.spark, self.path(name))
                 .history(PENDING_LOOKBACK)
@@ -179,16 +185,32 @@ class Lake:
 
         def load(name: str) -> list[dict[str, Any]]:
             version = before.get(name)
-            frame = self.read(name, None if version is None else version - 1)
+            data = self._load(name, tables[name], None if version is None else version - 1)
             if clusters is not None:
-                frame = frame.where(F.col("cluster").isin(list(clusters)))
-            columns = tables[name]
-            if columns is not None:
-                return frame.select(*columns).toArrow().to_pylist()
-            return arrow_to_rows(frame.toArrow(), name)
+                data = data.filter(pc.is_in(data.column("cluster"), pa.array(list(clusters))))
+            return arrow_to_rows(data, name) if tables[name] is None else data.to_pylist()
 
         with ThreadPoolExecutor(WRITE_THREADS) as pool:
             return dict(zip(tables, pool.map(load, tables), strict=True))
+
+    def _load(self, name: str, columns: Sequence[str] | None, version: int | None) -> pa.Table:
+        """A table's rows (`columns`, or all) at `version` (None: the latest)."""
+        schema = arrow_schema(name)
+        if columns is not None:
+            schema = pa.schema([schema.field(c) for c in columns])
+        if self.native:
+            try:
+                directory = self._local_directory(name)
+                return delta_files.read_table(
+                    self.spark, self.path(name), directory, schema, version
+                )
+            except delta_files.NotNative:
+                pass  # read through Spark
+        return self.read(name, version).select(*schema.names).toArrow().cast(schema)
+
+    def _local_directory(self, table: str) -> str:
+        assert self._local_root is not None
+        return os.path.join(self._local_root, table)
 
     def history(self, table: str) -> list[tuple[int, float, str | None]]:
         """(version, commit time in epoch seconds, userMetadata) of every commit, oldest
@@ -290,11 +312,10 @@ class Lake:
         self, table: Table, rows: list[dict[str, Any]], run_id: str, batch_id: int, tag: str
     ) -> None:
         path = self.path(table.name)
-        if self.native_writes:
+        if self.native:
             data = rows_to_arrow(rows, table)
             stats = STATS_COLUMNS[table.name]
-            assert self._local_root is not None
-            directory = os.path.join(self._local_root, table.name)
+            directory = self._local_directory(table.name)
             schema = table_schema(table).simpleString()
             delta_append.append(self.spark, path, directory, data, schema, stats, tag)
             return
@@ -317,14 +338,13 @@ class Lake:
         tag: str,
     ) -> None:
         text = merge_text(table)
-        if self.native_writes:
+        if self.native:
             upserted, deleted = merge_rows(table, upserts, deletes)
-            assert self._local_root is not None
             try:
                 delta_merge.merge(
                     self.spark,
                     self.path(table.name),
-                    os.path.join(self._local_root, table.name),
+                    self._local_directory(table.name),
                     table_schema(table).simpleString(),
                     table.key,
                     upserted,
@@ -332,7 +352,7 @@ class Lake:
                     text,
                 )
                 return
-            except delta_merge.NotNative:
+            except delta_files.NotNative:
                 pass  # nothing was committed: Spark's MERGE does it
         data = merge_source(table, upserts, deletes)
         source = _sized(self.spark.createDataFrame(data), data.num_rows)

@@ -57,9 +57,9 @@ def test_native_append_writes_what_a_spark_append_writes(
     output = BatchOutput(appends=corpus_output.appends)  # the append-only tables only
     native, through_spark = (
         Lake(spark, str(tmp_path / "native")),
-        Lake(spark, str(tmp_path / "spark"), native_writes=False),
+        Lake(spark, str(tmp_path / "spark"), native=False),
     )
-    assert native.native_writes
+    assert native.native
     for lake in (native, through_spark):
         lake.create_tables()
         lake.write(output, "run-1", 7)
@@ -94,7 +94,7 @@ def test_statistics_of_edge_strings_are_sparks(spark, tmp_path: Path) -> None:  
 
     lakes = [
         Lake(spark, str(tmp_path / "native")),
-        Lake(spark, str(tmp_path / "spark"), native_writes=False),
+        Lake(spark, str(tmp_path / "spark"), native=False),
     ]
     batches = [[text] for text in EDGE_STRINGS] + [EDGE_STRINGS]  # each alone, then all
     for lake in lakes:
@@ -165,12 +165,12 @@ def test_file_stats_bound_numbers_and_short_strings_and_count_nulls() -> None:
     }
 
 
-def test_only_local_lakes_take_native_writes(spark) -> None:  # noqa: F811
+def test_only_local_lakes_take_native(spark) -> None:  # noqa: F811
     from streaming.lake import Lake
 
-    assert not Lake(spark, "s3a://bucket/lake").native_writes
+    assert not Lake(spark, "s3a://bucket/lake").native
     with pytest.raises(ValueError, match="local lake"):
-        Lake(spark, "s3a://bucket/lake", native_writes=True)
+        Lake(spark, "s3a://bucket/lake", native=True)
     # as Hadoop (and so Delta) reads a path: no %-escapes, relative to the JVM's directory
     assert delta_append.local_directory(spark, "file:///tmp/x%20y#z") == "/tmp/x%20y#z"
     assert delta_append.local_directory(spark, "/tmp/a/../b") == "/tmp/b"

@@ -24,7 +24,7 @@ from controller.config import Settings
 from controller.replay import read_events
 from controller.simulator import BatchOutput, RawEvent, Simulator
 from schemas import STATE_TABLES
-from streaming import delta_merge
+from streaming import delta_files, delta_merge
 from streaming.produce import ChaosGenerator
 
 pytestmark = pytest.mark.spark
@@ -107,8 +107,8 @@ def lakes(spark, corpus_batches: list[BatchOutput], tmp_path_factory) -> tuple: 
 
     root = tmp_path_factory.mktemp("merges")
     native = Lake(spark, str(root / "native"))
-    through_spark = Lake(spark, str(root / "spark"), native_writes=False)
-    assert native.native_writes and not through_spark.native_writes
+    through_spark = Lake(spark, str(root / "spark"), native=False)
+    assert native.native and not through_spark.native
     for lake in (native, through_spark):
         lake.create_tables()
         for batch_id, output in enumerate(corpus_batches):
@@ -254,9 +254,36 @@ def test_a_table_with_deletion_vectors_is_merged_by_spark(
     transaction = spark._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(
         spark._jsparkSession, path
     ).startTransaction()
-    with pytest.raises(delta_merge.NotNative, match="deletion vector"):
+    with pytest.raises(delta_files.NotNative, match="deletion vector"):
         delta_merge.data_files(spark, transaction, str(tmp_path / "lake" / "partition_state"))
     changed = {**partition_rows(100)[8], "leader": 3}
     lake.write(BatchOutput(upserts={"partition_state": [changed]}), "run-1", 1)
     leaders = {r["partition"]: r["leader"] for r in lake.read("partition_state").collect()}
     assert len(leaders) == 99 and 7 not in leaders and leaders[8] == 3
+
+
+def test_a_restart_reads_natively_what_spark_reads(
+    spark,  # noqa: F811
+    lakes: tuple,
+    corpus_batches: list[BatchOutput],
+) -> None:
+    """The start and restart reads (`streaming.delta_files`): the tables at their latest
+    versions and as of a re-run batch (time travel), and the lookup of a batch's commits."""
+    from streaming.lake import RESTORE_TABLES, Lake
+
+    native = lakes[0]
+    same_through_spark = Lake(spark, native.root, native=False)
+    last = len(corpus_batches) - 1
+    for batch_id in (0, last, last + 1):
+        pending = native.pending_commits("run-1", batch_id)
+        assert pending == same_through_spark.pending_commits("run-1", batch_id)
+        assert bool(pending) == (batch_id <= last)
+        for clusters in (None, ["nope"]):
+            mine, theirs = (
+                lake.load_rows(RESTORE_TABLES, before=pending, clusters=clusters)
+                for lake in (native, same_through_spark)
+            )
+            for table in RESTORE_TABLES:
+                assert Counter(map(repr, mine[table])) == Counter(map(repr, theirs[table]))
+            # as of before batch 0 the lake is empty
+            assert bool(mine["partition_state"]) == (clusters is None and batch_id > 0)

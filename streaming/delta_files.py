@@ -1,0 +1,113 @@
+"""A local Delta table's files as its log lists them, read with pyarrow.
+
+Reading a table through Spark costs Spark jobs: Delta's log replay, then the scan, then
+the rows' way back to Python. At start and restart the job reads every state table (a
+100k-partition cluster: ~25 s on a cold JVM, ~5 s warm) and the history of every table;
+on a local lake both come from the files themselves:
+
+* a snapshot's files from its checksum file (`allFilesInCrc`: Delta lists them there
+  for tables of up to `spark.databricks.delta.allFilesInCrc.thresholdNumFiles` files),
+  read by pyarrow; a table whose checksum lists none, or with deletion vectors, is not
+  read here (`NotNative`: the caller reads it through Spark);
+* recent commits' `userMetadata` from the commit files of `_delta_log`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import SparkSession
+
+_COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
+
+
+class NotNative(Exception):
+    """The table holds something this package does not read or write (no file list in
+    its checksum, deletion vectors, files elsewhere): use Spark for it."""
+
+
+def listed_files(spark: SparkSession, snapshot: Any, directory: str) -> list[tuple[Any, dict]]:
+    """The snapshot's files as its checksum file lists them: delta-spark's AddFile and its
+    `add` action as a dict, per file."""
+    checksum = snapshot.checksumOpt()
+    listed = checksum.get().allFiles() if checksum.isDefined() else None
+    if listed is None or not listed.isDefined():
+        raise NotNative(f"the checksum of {directory} at v{snapshot.version()} lists no files")
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    assert jvm is not None
+    files = []
+    for action in jvm.scala.jdk.javaapi.CollectionConverters.asJava(listed.get()):
+        add = json.loads(action.json())["add"]
+        if add.get("deletionVector"):
+            raise NotNative(f"{add['path']} has a deletion vector")
+        files.append((action, add))
+    return files
+
+
+def local_path(directory: str, path: str) -> str:
+    """The local file of a log entry's path (a URI, relative to the table or absolute)."""
+    parsed = urlparse(path)
+    if parsed.scheme not in ("", "file"):
+        raise NotNative(f"{path} is not on the local file system")
+    local = unquote(parsed.path)
+    return local if os.path.isabs(local) else os.path.join(directory, local)
+
+
+def read_table(
+    spark: SparkSession,
+    table_path: str,
+    directory: str,
+    schema: pa.Schema,
+    version: int | None = None,
+) -> pa.Table:
+    """The table's rows at `version` (the latest when None), the columns of `schema` in
+    its types (Spark's files name list items and mark nullability their own way)."""
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    assert jvm is not None
+    log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(
+        spark._jsparkSession,  # type: ignore[attr-defined]
+        table_path,
+    )
+    if version is None:
+        snapshot = log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty())
+    else:
+        none = jvm.scala.Option.empty()
+        snapshot = log.getSnapshotAt(version, none, none, False)
+    files = listed_files(spark, snapshot, directory)
+    return read_files([local_path(directory, add["path"]) for _, add in files], schema)
+
+
+def read_files(paths: Sequence[str], schema: pa.Schema) -> pa.Table:
+    """Data files' rows, the columns of `schema` in its types."""
+    if not paths:
+        return schema.empty_table()
+    parts = [pq.read_table(path, columns=schema.names).cast(schema) for path in paths]
+    return pa.concat_tables(parts)
+
+
+def recent_tags(directory: str, count: int) -> list[tuple[int, str | None]]:
+    """(version, userMetadata) of the table's last `count` commits, newest first, from
+    its commit files."""
+    log_directory = os.path.join(directory, "_delta_log")
+    versions = sorted(
+        (int(m[1]) for m in map(_COMMIT_FILE.match, os.listdir(log_directory)) if m),
+        reverse=True,
+    )[:count]
+    return [(v, _user_metadata(os.path.join(log_directory, f"{v:020d}.json"))) for v in versions]
+
+
+def _user_metadata(commit_file: str) -> str | None:
+    with open(commit_file, encoding="utf-8") as commit:
+        for line in commit:
+            action = json.loads(line)
+            if "commitInfo" in action:
+                value: str | None = action["commitInfo"].get("userMetadata")
+                return value
+    return None
