@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from controller.context import ControllerContext
 from controller.model import LeaderAndIsr, RecoveryState, TopicPartition
 from controller.parts import ControllerParts
 
@@ -55,20 +56,23 @@ def alter_partition(
         return {change.tp: stale for change in request.partitions}
     results: dict[TopicPartition, AlterPartitionResult] = {}
     for change in request.partitions:
-        result = _validate(parts, request.broker, change)
         record = context.partition(change.tp)
-        if result is None and record is not None and record.leadership is not None:
-            proposed = LeaderAndIsr(
+        current = None if record is None else record.leadership
+        result = _validate(context, request.broker, change, current)
+        if result is None:
+            assert record is not None and current is not None  # accepted: both exist
+            # the proposed state after its conditional write (LeaderAndIsr.written), built
+            # in one step: this runs for every accepted change; the leader epoch is not bumped
+            written = LeaderAndIsr(
                 request.broker,
                 change.leader_epoch,
                 change.isr,
-                record.leadership.partition_epoch,
+                current.partition_epoch + 1,
                 change.recovery,
+                context.epoch,
             )
-            written = proposed.written(context.epoch)  # the leader epoch is not bumped
             context.set_leadership(record, written)
             result = AlterPartitionResult(None, written)
-        assert result is not None
         results[change.tp] = result
     # every partition of the request, accepted or not, is re-announced (one without
     # leadership is skipped); the UpdateMetadata goes out even when none is left: it then
@@ -78,11 +82,13 @@ def alter_partition(
 
 
 def _validate(
-    parts: ControllerParts, broker: int, request: PartitionChange
+    context: ControllerContext,
+    broker: int,
+    request: PartitionChange,
+    current: LeaderAndIsr | None,
 ) -> AlterPartitionResult | None:
-    """The first matching rule of §13.1; None means accepted."""
-    context = parts.context
-    current = context.leadership(request.tp)
+    """The first matching rule of §13.1 against the partition's cached leadership
+    `current`; None means accepted."""
     if current is None:
         return AlterPartitionResult(
             "UNKNOWN_TOPIC_OR_PARTITION", message="The partition does not exist."
@@ -121,7 +127,7 @@ def _validate(
             "INVALID_REQUEST",
             message="the leader recovery state cannot change from RECOVERED to RECOVERING",
         )
-    ineligible = sorted(set(request.isr) - set(context.live_broker_ids()))
+    ineligible = sorted({b for b in request.isr if not context.is_live(b)})
     if ineligible:
         return AlterPartitionResult(
             "INELIGIBLE_REPLICA",

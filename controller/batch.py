@@ -82,19 +82,25 @@ class RequestBatch:
                 continue
             per_broker = self._leader_and_isr.setdefault(broker, {})
             previous = per_broker.get(tp)
-            entry = _request_partition(tp)
-            entry["controller_epoch"] = leadership.controller_epoch
-            entry["leader"] = leadership.leader
-            entry["leader_epoch"] = leadership.leader_epoch
-            entry["isr"] = list(leadership.isr)
-            entry["partition_epoch"] = leadership.partition_epoch
-            entry["replicas"] = list(assignment.replicas)
-            entry["adding_replicas"] = list(assignment.adding)
-            entry["removing_replicas"] = list(assignment.removing)
-            entry["leader_recovery_state"] = str(leadership.recovery)
-            # isNew is sticky within a batch: a later add for the same broker cannot clear it
-            entry["is_new"] = is_new or (previous is not None and previous["is_new"])
-            per_broker[tp] = entry
+            # one literal, in _request_partition's key order
+            per_broker[tp] = {
+                "topic": tp.topic,
+                "partition": tp.partition,
+                "controller_epoch": leadership.controller_epoch,
+                "leader": leadership.leader,
+                "leader_epoch": leadership.leader_epoch,
+                "isr": list(leadership.isr),
+                "partition_epoch": leadership.partition_epoch,
+                "replicas": list(assignment.replicas),
+                "adding_replicas": list(assignment.adding),
+                "removing_replicas": list(assignment.removing),
+                "leader_recovery_state": str(leadership.recovery),
+                "offline_replicas": None,
+                # isNew is sticky within a batch: a later add for the same broker cannot
+                # clear it
+                "is_new": is_new or (previous is not None and previous["is_new"]),
+                "delete_partition": None,
+            }
         # any LeaderAndIsr implies an UpdateMetadata of the partition to every registered broker
         self._update_metadata_all_registered = True
         self.add_update_metadata((), (tp,))
@@ -124,20 +130,25 @@ class RequestBatch:
                 continue  # "Leader not yet assigned": nothing to say about it
             leadership = record.leadership
             replicas = record.assignment.replicas
-            entry = _request_partition(tp)
-            entry["controller_epoch"] = leadership.controller_epoch
-            if context.is_queued_for_deletion(tp.topic):
-                entry["leader"] = LEADER_DURING_DELETE
-                entry["leader_epoch"] = 0
-                entry["partition_epoch"] = 0
-            else:
-                entry["leader"] = leadership.leader
-                entry["leader_epoch"] = leadership.leader_epoch
-                entry["partition_epoch"] = leadership.partition_epoch
-            entry["isr"] = list(leadership.isr)
-            entry["replicas"] = list(replicas)
-            entry["offline_replicas"] = [r for r in replicas if not context.is_live(r)]
-            self._update_metadata_partitions[tp] = entry
+            deleting = context.is_queued_for_deletion(tp.topic)
+            # one literal, in _request_partition's key order: this runs for every
+            # partition an UpdateMetadata carries
+            self._update_metadata_partitions[tp] = {
+                "topic": tp.topic,
+                "partition": tp.partition,
+                "controller_epoch": leadership.controller_epoch,
+                "leader": LEADER_DURING_DELETE if deleting else leadership.leader,
+                "leader_epoch": 0 if deleting else leadership.leader_epoch,
+                "isr": list(leadership.isr),
+                "partition_epoch": 0 if deleting else leadership.partition_epoch,
+                "replicas": list(replicas),
+                "adding_replicas": None,
+                "removing_replicas": None,
+                "leader_recovery_state": None,
+                "offline_replicas": [r for r in replicas if not context.is_live(r)],
+                "is_new": None,
+                "delete_partition": None,
+            }
 
     def send(self) -> None:
         """sendRequestsToBrokers: flush every accumulator, in Kafka's order."""

@@ -448,9 +448,20 @@ def _no_constant(name: str) -> None:
 
 # Stateless, so one serves every call (json.loads with hooks builds a decoder per call).
 _DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constant)
+_SCAN_ONCE = _DECODER.scan_once  # (C) the value at an index and where it ends
 
 
 def _load_json(raw: str) -> object:
+    # A line that is one JSON value and nothing else (what producers write) takes the
+    # decoder's C scanner directly, skipping JSONDecoder.decode's Python wrappers; on
+    # anything else the scanner's outcome is dropped and decode runs, for its own errors
+    # (the BOM check, "Extra data", whitespace around the value).
+    try:
+        value, end = _SCAN_ONCE(raw, 0)
+    except (StopIteration, ValueError, RecursionError):
+        end = -1
+    if end == len(raw):
+        return value
     try:
         if raw.startswith("\ufeff"):  # as json.loads words it
             raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", raw, 0)
@@ -494,11 +505,14 @@ def _cluster(obj: Mapping[str, Any]) -> str:
     return cluster
 
 
+_EXPECTED_TYPES = ", ".join(EVENT_TYPES)
+
+
 def _event_type(obj: Mapping[str, Any]) -> str:
     if "type" not in obj:
-        raise FieldError("missing required field 'type'; expected one of " + ", ".join(EVENT_TYPES))
+        raise FieldError("missing required field 'type'; expected one of " + _EXPECTED_TYPES)
     value = obj["type"]
-    expected = ", ".join(EVENT_TYPES)
+    expected = _EXPECTED_TYPES
     if not isinstance(value, str):
         raise FieldError(f"field 'type' must be a string, one of {expected}; got {show(value)}")
     if value not in EVENT_FIELDS:
