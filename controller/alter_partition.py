@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from controller.context import ControllerContext
 from controller.model import LeaderAndIsr, RecoveryState, TopicPartition
 from controller.parts import ControllerParts
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionChange:
+# The request and its answers are built for every isr_change: named tuples (immutable, and
+# built in one call where a frozen dataclass sets each field through object.__setattr__).
+class PartitionChange(NamedTuple):
     """One partition of an AlterPartition request: what its leader proposes."""
 
     tp: TopicPartition
@@ -20,15 +21,13 @@ class PartitionChange:
     recovery: RecoveryState = RecoveryState.RECOVERED
 
 
-@dataclass(frozen=True, slots=True)
-class AlterPartitionRequest:
+class AlterPartitionRequest(NamedTuple):
     broker: int
     broker_epoch: int
     partitions: tuple[PartitionChange, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class AlterPartitionResult:
+class AlterPartitionResult(NamedTuple):
     error: str | None  # Kafka's error code name; None on success
     leadership: LeaderAndIsr | None = None
     message: str | None = None

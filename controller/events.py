@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from controller.model import TopicPartition
 
 
-@dataclass(frozen=True, slots=True)
-class Header:
+# Header and Event are built for every line, so they are named tuples (immutable like the
+# frozen dataclasses, but built in a single call instead of one object.__setattr__ per
+# field); the bodies stay dataclasses, which parse checks against the field specs.
+class Header(NamedTuple):
     """Common fields. `seq` and `event_id` are as given; the simulator fills the defaults."""
 
     type: str
@@ -123,8 +126,7 @@ EventBody = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
+class Event(NamedTuple):
     header: Header
     body: EventBody
 
