@@ -126,7 +126,7 @@ def _validate(
             "INVALID_REQUEST",
             message="the leader recovery state cannot change from RECOVERED to RECOVERING",
         )
-    ineligible = sorted({b for b in request.isr if not context.is_live(b)})
+    ineligible = sorted(set(request.isr) - context.live_broker_set())
     if ineligible:
         return AlterPartitionResult(
             "INELIGIBLE_REPLICA",

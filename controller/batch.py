@@ -124,6 +124,7 @@ class RequestBatch:
     ) -> None:
         self._update_metadata_brokers.update(filter((0).__le__, brokers))  # ids >= 0
         context = self._context
+        live = context.live_broker_set()
         for tp in partitions:
             record = context.partition(tp)
             if record is None or record.leadership is None:
@@ -145,7 +146,7 @@ class RequestBatch:
                 "adding_replicas": None,
                 "removing_replicas": None,
                 "leader_recovery_state": None,
-                "offline_replicas": [r for r in replicas if not context.is_live(r)],
+                "offline_replicas": [r for r in replicas if r not in live],
                 "is_new": None,
                 "delete_partition": None,
             }
@@ -173,7 +174,7 @@ class RequestBatch:
                 epoch,
                 UPDATE_METADATA,
                 sorted(recipients),
-                context.is_registered,
+                context.registered_broker_set().__contains__,  # is_registered, in C
                 states,
                 live_brokers,
             )

@@ -62,8 +62,9 @@ class ControllerContext:
         self.last_event_id: str | None = None
         self.event_id: str | None = None  # the event being applied: stamped on changed rows
         self.brokers: dict[int, Broker] = {}  # every broker ever seen; change via methods
-        self._live: set[int] = set()
-        self._registered: set[int] = set()
+        # replaced, never mutated, on every broker change: callers may hold them
+        self._live: frozenset[int] = frozenset()
+        self._registered: frozenset[int] = frozenset()
         self._registered_sorted: tuple[int, ...] = ()
         self.shutting_down: set[int] = set()
         self.topics: dict[str, Topic] = {}
@@ -105,15 +106,26 @@ class ControllerContext:
     def live_broker_ids(self) -> list[int]:
         return sorted(self._live)
 
+    def live_broker_set(self) -> frozenset[int]:
+        """The live brokers, for membership tests in bulk (as is_live, without a call per
+        broker)."""
+        return self._live
+
+    def registered_broker_set(self) -> frozenset[int]:
+        """The registered brokers, for membership tests in bulk (as is_registered)."""
+        return self._registered
+
     def registered_broker_ids(self) -> tuple[int, ...]:
         return self._registered_sorted
 
     def _refresh_broker_views(self) -> None:
         # membership tests run for every replica of every touched partition: keep them O(1)
-        self._live = {b for b, info in self.brokers.items() if info.status is BrokerStatus.LIVE}
-        self._registered = {
+        self._live = frozenset(
+            b for b, info in self.brokers.items() if info.status is BrokerStatus.LIVE
+        )
+        self._registered = frozenset(
             b for b, info in self.brokers.items() if info.status is not BrokerStatus.DEAD
-        }
+        )
         self._registered_sorted = tuple(sorted(self._registered))
 
     def next_broker_epoch(self) -> int:
