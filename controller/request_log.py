@@ -35,7 +35,7 @@ RECIPIENT_COLUMNS = {"request_seq": "i", "broker": "i", "delivered": "b"}
 
 
 class RequestLog(Sequence[Row]):
-    __slots__ = ("_recipients", "_request_of_row", "_requests")
+    __slots__ = ("_last_recipients", "_recipients", "_request_of_row", "_requests")
 
     def __init__(self) -> None:
         self._requests: list[tuple[Any, ...]] = []  # each request's REQUEST_COLUMNS values
@@ -44,6 +44,8 @@ class RequestLog(Sequence[Row]):
             name: array(code) for name, code in RECIPIENT_COLUMNS.items()
         }
         self._request_of_row = array("q")  # each row's request, an index into _requests
+        # the recipient columns of the last add, as C arrays, with what they were built from
+        self._last_recipients: tuple[tuple[Any, ...], dict[str, array[int]]] | None = None
 
     def add(
         self,
@@ -55,12 +57,32 @@ class RequestLog(Sequence[Row]):
         """One request (`shared`: its REQUEST_COLUMNS values) to `brokers` in order, rows
         numbered on from `first_request_seq`."""
         count = len(brokers)
-        self._request_of_row.extend([len(self._requests)] * count)
+        # (an array repeated and appended is copied in C; a list's items would each go
+        # through the array's argument parser)
+        self._request_of_row.extend(array("q", (len(self._requests),)) * count)
         self._requests.append(shared)
         recipients = self._recipients
-        recipients["request_seq"].extend(range(first_request_seq, first_request_seq + count))
-        recipients["broker"].extend(brokers)
-        recipients["delivered"].extend(delivered)
+        for name, column in self._recipient_arrays(first_request_seq, brokers, delivered).items():
+            recipients[name].extend(column)
+
+    def _recipient_arrays(
+        self, first_request_seq: int, brokers: Sequence[int], delivered: Sequence[bool]
+    ) -> dict[str, array[int]]:
+        """The RECIPIENT_COLUMNS of one request as C arrays. A fan-out repeats the same
+        recipients request after request (an UpdateMetadata to every registered broker
+        per AlterPartition), so the last ones are reused: converting a list into an
+        array costs more than the rest of the add."""
+        key = (first_request_seq, tuple(brokers), tuple(delivered))
+        last = self._last_recipients
+        if last is not None and last[0] == key:
+            return last[1]
+        columns = {
+            "request_seq": array("i", range(first_request_seq, first_request_seq + len(brokers))),
+            "broker": array("i", brokers),
+            "delivered": array("b", delivered),
+        }
+        self._last_recipients = (key, columns)
+        return columns
 
     def extend(self, other: RequestLog) -> None:
         offset = len(self._requests)
