@@ -50,7 +50,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -275,16 +275,24 @@ class BatchRunner:
             self.lake.write(output, self.run_id, batch_id, skip)
             clock.lap("write")
             if self.options.sink is not None:
-                requests = output.appends.get("controller_requests") or []
-                # the sink is written after the lake: only a re-run batch whose requests
-                # already reached the lake may have reached the sink too
-                sent_before = "controller_requests" in skip
-                held = self.options.sink.send(self.spark, requests, may_be_rerun=sent_before)
-                if held:
-                    self.log(f"batch {batch_id}: re-run; {held} requests already in the sink")
+                self._send(output, batch_id, skip)
                 clock.lap("sink")
             self.files_done += files
-            self.log(self._line(batch_id, events, output, clock))
+            line = self._line(batch_id, events, output, clock)
+            # freed here, by reference counting: alive when the collector resumes, the
+            # batch's millions of rows would all be walked by its next collection
+            del events, output
+        self.log(line)
+
+    def _send(self, output: BatchOutput, batch_id: int, skip: Mapping[str, int]) -> None:
+        """The batch's requests to the sink, which is written after the lake: only a
+        re-run batch whose requests already reached the lake may have reached the sink."""
+        assert self.options.sink is not None
+        requests = output.appends.get("controller_requests") or []
+        sent_before = "controller_requests" in skip
+        held = self.options.sink.send(self.spark, requests, may_be_rerun=sent_before)
+        if held:
+            self.log(f"batch {batch_id}: re-run; {held} requests already in the sink")
 
     def _restore(self, batch_id: int) -> None:
         """Before the first batch of this process: find what a crashed run of it wrote,
