@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from controller import snapshot
 from controller.config import Settings
@@ -25,8 +25,10 @@ from schemas.tables import APPEND_TABLES, STATE_TABLES
 Row = dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class RawEvent:
+class RawEvent(NamedTuple):
+    """An input line. A named tuple, like the parsed `Event`: one is built per line, and
+    a frozen dataclass costs ~1.8 µs to build (a field at a time), a named tuple ~0.2."""
+
     raw: str  # the line (or Kafka record value) as received
     source: str  # "<file>:<line>" or "<topic>/<partition>/<offset>"
 

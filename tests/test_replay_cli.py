@@ -7,6 +7,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from controller import replay
 from controller.events import BrokerStartup, Rejection
 from controller.parse import parse_event
@@ -219,3 +222,23 @@ def test_replay_plumbing(tmp_path: Path, monkeypatch: Any) -> None:
         "topic_creation",
     ]
     assert [r["broker"] for r in read_table(out, "brokers")] == [1, 2]
+
+
+# bytes that make UTF-8 go wrong around line ends: truncated and overlong sequences,
+# surrogates, stray continuation bytes, CR
+_AWKWARD_BYTES = st.sampled_from(
+    [b"\n", b"\r", b"a", b" ", b"\xc3", b"\xa9", b"\xe2\x82", b"\xf0\x9f", b"\x98\x80", b"\xff",
+     b"\x80", b"\xed\xa0\x80", b"\xc0\xaf", b"\xf4\x90\x80\x80"]
+)  # fmt: skip
+
+
+@given(st.lists(_AWKWARD_BYTES, max_size=20).map(b"".join))
+def test_a_file_splits_into_the_lines_each_decoded_alone(content: bytes) -> None:
+    """`split_lines` decodes a file at once; each line must read as if decoded by itself
+    (undecodable bytes escaped one by one), so a bad byte never spills into a neighbour."""
+    expected = []
+    for number, data in enumerate(content.split(b"\n"), start=1):
+        line = data.decode("utf-8", "surrogateescape").removesuffix("\r")
+        if line.strip(" \t\r"):
+            expected.append(RawEvent(line, f"f.jsonl:{number}"))
+    assert list(replay.split_lines(content, "f.jsonl")) == expected
