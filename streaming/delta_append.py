@@ -38,6 +38,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
+from streaming.delta_files import NotNative
+
 ROWS_PER_FILE = 1_000_000
 STRING_PREFIX = 32  # spark.databricks.io.skipping.stringPrefixLength's default
 CODEC = "snappy"  # as Spark writes Parquet by default
@@ -151,18 +153,47 @@ def file_stats(data: pa.Table, stats_columns: Sequence[str]) -> dict[str, Any]:
     }
 
 
+# What a plain commit of Parquet files may skip: Delta features that change how files are
+# written (column mapping, partitions), what they must hold (constraints, generated or
+# identity columns, row tracking) or how rows are deleted (deletion vectors) take Delta's
+# own writer. kcsim's tables use none; a table that does is written through Spark.
+PLAIN_WRITER_FEATURES = frozenset({"appendOnly", "invariants", "changeDataFeed"})
+PLAIN_WRITER_VERSION = 4  # legacy protocols up to CDF; 5 adds column mapping, 6 identity
+
+
 def start_transaction(spark: SparkSession, table_path: str, schema: str) -> Any:
-    """delta-spark's OptimisticTransaction on the table, once its schema is `schema`."""
+    """delta-spark's OptimisticTransaction on the table, once the table is one a plain
+    commit of files can write: its schema `schema` (as a Spark append checks; a commit of
+    files alone checks nothing) and none of the features it would have to honour.
+    Otherwise `delta_files.NotNative`, before anything is written."""
     jvm = spark._jvm  # type: ignore[attr-defined]
     assert jvm is not None
     session = spark._jsparkSession  # type: ignore[attr-defined]
     log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(session, table_path)
     transaction = log.startTransaction()
-    found = transaction.metadata().schema().simpleString()
+    metadata = transaction.metadata()
+    found = metadata.schema().simpleString()
     if found != schema:
-        raise ValueError(
-            f"the Delta table at {table_path} has the schema {found}, the rows {schema}: "
-            "a lake written by another kcsim version needs migrating (README)"
+        raise NotNative(
+            f"the Delta table at {table_path} has the schema {found}, the rows {schema}"
+        )
+    protocol = transaction.protocol()
+    as_java = jvm.scala.jdk.javaapi.CollectionConverters.asJava
+    features = {str(name) for name in as_java(protocol.writerFeatureNames())}
+    plain = features <= PLAIN_WRITER_FEATURES
+    if protocol.minWriterVersion() < 7:
+        plain = protocol.minWriterVersion() <= PLAIN_WRITER_VERSION
+    configuration = as_java(metadata.configuration()).keySet()
+    constrained = any(str(key).startswith("delta.constraints.") for key in configuration)
+    schema_json = str(metadata.schemaString())
+    special_columns = any(
+        marker in schema_json
+        for marker in ('"nullable":false', '"delta.generationExpression"', '"delta.identity')
+    )
+    if not plain or constrained or special_columns or metadata.partitionColumns().nonEmpty():
+        raise NotNative(
+            f"the Delta table at {table_path} uses features a plain commit of files does "
+            f"not honour (writer features {sorted(features)}, constraints, partitions)"
         )
     return transaction
 
@@ -193,7 +224,19 @@ def commit(
     for action in actions:
         java_actions.add(from_json(action) if isinstance(action, str) else action)
     to_scala = jvm.scala.jdk.javaapi.CollectionConverters.asScala
-    return int(transaction.commit(to_scala(java_actions).toList(), operation))
+    # Delta reads session settings (a MERGE's userMetadata tag among them) from the
+    # thread's active session: in foreachBatch that is the query's clone, whose settings
+    # were copied when it started
+    sessions = jvm.org.apache.spark.sql.SparkSession
+    active = sessions.getActiveSession()
+    sessions.setActiveSession(spark._jsparkSession)  # type: ignore[attr-defined]
+    try:
+        return int(transaction.commit(to_scala(java_actions).toList(), operation))
+    finally:
+        if active.isDefined():
+            sessions.setActiveSession(active.get())
+        else:
+            sessions.clearActiveSession()
 
 
 def _append_operation(spark: SparkSession, user_metadata: str) -> Any:

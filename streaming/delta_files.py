@@ -88,7 +88,14 @@ def read_files(paths: Sequence[str], schema: pa.Schema) -> pa.Table:
     """Data files' rows, the columns of `schema` in its types."""
     if not paths:
         return schema.empty_table()
-    parts = [pq.read_table(path, columns=schema.names).cast(schema) for path in paths]
+    parts = []
+    for path in paths:
+        held = pq.read_schema(path).names
+        if not set(schema.names) <= set(held):
+            # written before a column was added (ALTER TABLE ADD COLUMNS): Delta reads
+            # nulls there, and so does Spark
+            raise NotNative(f"{path} lacks columns of the table")
+        parts.append(pq.read_table(path, columns=schema.names).cast(schema))
     return pa.concat_tables(parts)
 
 

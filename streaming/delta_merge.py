@@ -9,10 +9,11 @@ with pyarrow, and delta-spark's own transaction commits it:
 1. the table's files come from the checksum file of the transaction's snapshot (no
    Spark job), and the transaction records that the whole table was read (for Delta's
    conflict checks);
-2. files whose key statistics cannot hold a changed key are skipped; the others' keys
-   are read, and those holding a changed key are touched;
-3. a touched file is removed; its untouched rows, the batch's upserts and its inserts are
-   written as new files sorted by key, at most `ROWS_PER_FILE` rows each (what the
+2. files whose key bounds hold none of the changed values in some key column are
+   skipped (a binary search per file and column); the others' key columns are read, and
+   those holding a changed key are touched;
+3. the touched files are removed; their unchanged rows and the batch's upserts (updates
+   and inserts) are written as new files sorted by key, at most `ROWS_PER_FILE` rows each (what the
    session's `maxRecordsPerFile` gives a Spark MERGE);
 4. the Change Data Feed gets the rows a Spark MERGE gives it (`update_preimage` and
    `update_postimage` for an upserted key that existed, `delete`, `insert`), in a
@@ -20,9 +21,10 @@ with pyarrow, and delta-spark's own transaction commits it:
    inserts from the added files, as it does for a Spark MERGE that only inserts;
 5. the commit is a MERGE in the table's history, tagged like every commit of the batch.
 
-Deleting a key the table does not hold changes nothing, as in a MERGE. A table this
-does not write (deletion vectors, which kcsim's tables do not have; no file list in the
-checksum) raises `delta_files.NotNative` before anything is written: Spark MERGEs it.
+Deleting a key the table does not hold changes nothing, as in a MERGE. A table this does
+not write (a schema or Delta features `delta_append.start_transaction` refuses, no file
+list in the checksum, a file lacking a column) raises `delta_files.NotNative` before
+anything is written, and Spark MERGEs it.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import json
 import os
 import time
 import uuid
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -163,22 +166,31 @@ def data_files(spark: SparkSession, transaction: Any, directory: str) -> list[Da
 
 
 def candidates(files: list[DataFile], keys: pa.Table, key: Sequence[str]) -> list[DataFile]:
-    """The files whose statistics allow them to hold one of `keys` (a key column without
-    bounds allows anything)."""
+    """The files whose statistics allow them to hold one of `keys`: in every key column,
+    some changed value lies within the file's bounds (a column without bounds allows
+    anything). Column by column rather than key by key, so a superset of the files whose
+    bounds box a key, but found by binary search: O(files x columns x log values), where
+    testing every key against every file would be O(files x keys)."""
     if not keys.num_rows:
         return []
-    found = []
-    for data_file in files:
-        inside = pa.repeat(True, keys.num_rows)
-        for column in key:
-            low, high = data_file.minimums.get(column), data_file.maximums.get(column)
-            if low is not None and high is not None:
-                values = keys.column(column)
-                within = pc.and_(pc.greater_equal(values, low), pc.less_equal(values, high))
-                inside = pc.and_(inside, within)
-        if pc.any(inside).as_py():
-            found.append(data_file)
-    return found
+    values = {c: sorted(pc.unique(keys.column(c)).to_pylist()) for c in key}
+    return [
+        data_file
+        for data_file in files
+        if all(
+            _any_within(values[c], data_file.minimums.get(c), data_file.maximums.get(c))
+            for c in key
+        )
+    ]
+
+
+def _any_within(ordered: list[Any], low: Any, high: Any) -> bool:
+    """Whether a value of `ordered` (sorted) lies in [low, high]; unknown bounds allow all.
+    Strings compare by code point in Python, by UTF-8 bytes in Delta: the same order."""
+    if low is None or high is None:
+        return True
+    position = bisect_left(ordered, low)
+    return position < len(ordered) and ordered[position] <= high
 
 
 def holds_any(data_file: DataFile, keys: pa.Table, key: Sequence[str]) -> bool:

@@ -120,6 +120,9 @@ class Lake:
         if native and not local:
             raise ValueError(f"native reads and writes need a local lake, not {root}")
         self.native = local if native is None else native
+        # why tables were read or written through Spark although `native` (a table this
+        # package does not handle: see delta_files.NotNative), newest last
+        self.spark_fallbacks: list[str] = []
 
     def path(self, table: str) -> str:
         return f"{self.root}/{table}"
@@ -187,7 +190,9 @@ class Lake:
             version = before.get(name)
             data = self._load(name, tables[name], None if version is None else version - 1)
             if clusters is not None:
-                data = data.filter(pc.is_in(data.column("cluster"), pa.array(list(clusters))))
+                data = data.filter(
+                    pc.is_in(data.column("cluster"), pa.array(list(clusters), pa.string()))
+                )
             return arrow_to_rows(data, name) if tables[name] is None else data.to_pylist()
 
         with ThreadPoolExecutor(WRITE_THREADS) as pool:
@@ -204,8 +209,8 @@ class Lake:
                 return delta_files.read_table(
                     self.spark, self.path(name), directory, schema, version
                 )
-            except delta_files.NotNative:
-                pass  # read through Spark
+            except delta_files.NotNative as reason:
+                self.spark_fallbacks.append(f"{name}: {reason}")
         return self.read(name, version).select(*schema.names).toArrow().cast(schema)
 
     def _local_directory(self, table: str) -> str:
@@ -285,7 +290,10 @@ class Lake:
         # commit, so that one must not wait for a free thread.
         jobs.sort(key=lambda job: (job[2][0] != self._merge, -job[1]))
         # MERGE takes no writer options: the tag goes through the session's commitInfo
-        # conf, set for the whole batch (writes of one batch run only here).
+        # conf, set for the whole batch (writes of one batch run only here). Delta reads
+        # it from the committing thread's active session, which in foreachBatch is the
+        # query's clone: native commits make this session the active one, and Spark's
+        # MERGE does so itself.
         conf_key = "spark.databricks.delta.commitInfo.userMetadata"
         self.spark.conf.set(conf_key, tag)
         try:
@@ -317,8 +325,11 @@ class Lake:
             stats = STATS_COLUMNS[table.name]
             directory = self._local_directory(table.name)
             schema = table_schema(table).simpleString()
-            delta_append.append(self.spark, path, directory, data, schema, stats, tag)
-            return
+            try:
+                delta_append.append(self.spark, path, directory, data, schema, stats, tag)
+                return
+            except delta_files.NotNative as reason:
+                self.spark_fallbacks.append(f"{table.name}: {reason}")  # nothing written
         (
             self.frame(rows, table)
             .write.format("delta")
@@ -352,8 +363,8 @@ class Lake:
                     text,
                 )
                 return
-            except delta_files.NotNative:
-                pass  # nothing was committed: Spark's MERGE does it
+            except delta_files.NotNative as reason:
+                self.spark_fallbacks.append(f"{table.name}: {reason}")  # nothing written
         data = merge_source(table, upserts, deletes)
         source = _sized(self.spark.createDataFrame(data), data.num_rows)
         values = {c: f"s.`{c}`" for c in table.column_names}

@@ -39,6 +39,9 @@ def default_conf() -> dict[str, str]:
         # 4.5 s; appends of 100k-500k rows 2-4x faster).
         "spark.sql.execution.arrow.localRelationThreshold": "0",
         "spark.sql.session.timeZone": "UTC",
+        # ... and the JVM's: on another zone Delta checks every commit's checksum file list
+        # by rebuilding the table's state in a Spark job (allFilesInCrc's verification)
+        "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         # Loopback only: the machines have no other network, and no hostname lookups.

@@ -113,6 +113,7 @@ def lakes(spark, corpus_batches: list[BatchOutput], tmp_path_factory) -> tuple: 
         lake.create_tables()
         for batch_id, output in enumerate(corpus_batches):
             lake.write(output, "run-1", batch_id)
+    assert native.spark_fallbacks == []  # every table was written natively
     return native, through_spark
 
 
@@ -260,6 +261,60 @@ def test_a_table_with_deletion_vectors_is_merged_by_spark(
     lake.write(BatchOutput(upserts={"partition_state": [changed]}), "run-1", 1)
     leaders = {r["partition"]: r["leader"] for r in lake.read("partition_state").collect()}
     assert len(leaders) == 99 and 7 not in leaders and leaders[8] == 3
+    (fallback,) = lake.spark_fallbacks
+    assert fallback.startswith("partition_state: ") and "deletionVectors" in fallback
+
+
+def test_a_table_with_an_extra_column_is_merged_by_spark(
+    spark,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """README's migration notes leave old columns in `clusters`: its MERGE goes through
+    Spark (which leaves them null), not the native one (which writes the table's exact
+    schema only)."""
+    from streaming.lake import Lake
+
+    lake = Lake(spark, str(tmp_path / "lake"))
+    lake.create_tables()
+    spark.sql(f"ALTER TABLE delta.`{lake.path('clusters')}` ADD COLUMNS (last_seq BIGINT)")
+    row = {
+        "cluster": "c",
+        "controller_epoch": 2,
+        "controller": 1,
+        "ineligible_deleted_topics": [],
+        "stale_reassignments": [],
+        "restamped_partitions": [],
+    }
+    lake.write(BatchOutput(upserts={"clusters": [row]}), "run-1", 0)
+    (stored,) = lake.read("clusters").collect()
+    assert stored["controller_epoch"] == 2 and stored["last_seq"] is None
+    (fallback,) = lake.spark_fallbacks
+    assert fallback.startswith("clusters: ") and "last_seq" in fallback
+    assert history(lake, "clusters")[-1][1:3] == ("MERGE", "kcsim:run-1:0")
+
+
+def test_a_merge_committed_from_a_query_thread_carries_the_batch_tag(
+    spark,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """In foreachBatch the committing thread's active session is the query's clone, which
+    never sees the tag set during the batch: native commits must make the lake's session
+    the active one."""
+    from streaming.lake import Lake
+
+    lake = Lake(spark, str(tmp_path / "lake"))
+    lake.create_tables()
+    sessions = spark._jvm.org.apache.spark.sql.SparkSession
+    clone = spark._jsparkSession.cloneSession()
+    sessions.setActiveSession(clone)
+    try:
+        # one table only: the lake commits it on this thread, not in a pool
+        lake.write(BatchOutput(upserts={"partition_state": partition_rows(2)}), "run-1", 5)
+        assert sessions.getActiveSession().get() == clone  # given back as it was
+    finally:
+        sessions.setActiveSession(spark._jsparkSession)
+    assert lake.spark_fallbacks == []
+    assert history(lake, "partition_state")[-1][1:3] == ("MERGE", "kcsim:run-1:5")
 
 
 def test_a_restart_reads_natively_what_spark_reads(
@@ -287,3 +342,28 @@ def test_a_restart_reads_natively_what_spark_reads(
                 assert Counter(map(repr, mine[table])) == Counter(map(repr, theirs[table]))
             # as of before batch 0 the lake is empty
             assert bool(mine["partition_state"]) == (clusters is None and batch_id > 0)
+    assert native.spark_fallbacks == []  # every table was read natively
+
+
+def test_candidate_files_are_those_whose_bounds_hold_a_changed_value_in_every_key_column() -> None:
+    """No Spark: the file pruning before any file is read."""
+    import pyarrow as pa
+
+    key = ("cluster", "topic", "partition")
+    keys = pa.table({"cluster": ["c", "c"], "topic": ["t012", "t012"], "partition": [345, 346]})
+
+    def data_file(name: str, low: tuple | None, high: tuple | None) -> delta_merge.DataFile:
+        bounds = [dict(zip(key, b, strict=True)) if b else {} for b in (low, high)]
+        return delta_merge.DataFile(None, name, 0, *bounds)
+
+    files = [
+        data_file("below", ("c", "t000", 0), ("c", "t008", 999)),
+        data_file("holds", ("c", "t008", 0), ("c", "t016", 999)),
+        data_file("edge", ("c", "t012", 346), ("c", "t012", 346)),
+        data_file("gap", ("c", "t010", 347), ("c", "t014", 999)),
+        data_file("other cluster", ("d", "t000", 0), ("d", "t999", 999)),
+        data_file("no bounds", None, None),  # strings over 32 characters: may hold anything
+    ]
+    found = [f.local_path for f in delta_merge.candidates(files, keys, key)]
+    assert found == ["holds", "edge", "no bounds"]
+    assert delta_merge.candidates(files, keys.slice(0, 0), key) == []
