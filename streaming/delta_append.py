@@ -178,13 +178,13 @@ def start_transaction(spark: SparkSession, table_path: str, schema: str) -> Any:
             f"the Delta table at {table_path} has the schema {found}, the rows {schema}"
         )
     protocol = transaction.protocol()
-    as_java = jvm.scala.jdk.javaapi.CollectionConverters.asJava
-    features = {str(name) for name in as_java(protocol.writerFeatureNames())}
+    # each collection as one string: iterating one through py4j costs a call per item
+    features = set(str(protocol.writerFeatureNames().mkString("\n")).split())
     plain = features <= PLAIN_WRITER_FEATURES
     if protocol.minWriterVersion() < 7:
         plain = protocol.minWriterVersion() <= PLAIN_WRITER_VERSION
-    configuration = as_java(metadata.configuration()).keySet()
-    constrained = any(str(key).startswith("delta.constraints.") for key in configuration)
+    configuration = str(metadata.configuration().keySet().mkString("\n")).split("\n")
+    constrained = any(key.startswith("delta.constraints.") for key in configuration)
     schema_json = str(metadata.schemaString())
     special_columns = any(
         marker in schema_json
