@@ -60,14 +60,13 @@ def alter_partition(
         result = _validate(context, request.broker, change, current)
         if result is None:
             assert record is not None and current is not None  # accepted: both exist
-            # the proposed state after its conditional write (LeaderAndIsr.written), built
-            # in one step: this runs for every accepted change; the leader epoch is not bumped
-            written = LeaderAndIsr(
+            # the proposal after its conditional write; the leader epoch is not bumped
+            written = LeaderAndIsr.after_write(
                 request.broker,
                 change.leader_epoch,
                 change.isr,
-                current.partition_epoch + 1,
                 change.recovery,
+                current.partition_epoch,
                 context.epoch,
             )
             context.set_leadership(record, written)

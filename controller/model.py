@@ -143,16 +143,29 @@ class LeaderAndIsr:
     def written(self, controller_epoch: int) -> LeaderAndIsr:
         """The state after a successful conditional write: znode version + 1, stored and
         cached under the writer's epoch."""
-        # the constructor, not dataclasses.replace: this runs for every accepted write
-        # (a third of an AlterPartition's cost went to replace's introspection)
-        return LeaderAndIsr(
+        return LeaderAndIsr.after_write(
             self.leader,
             self.leader_epoch,
             self.isr,
-            self.partition_epoch + 1,
             self.recovery,
+            self.partition_epoch,
             controller_epoch,
         )
+
+    @staticmethod
+    def after_write(
+        leader: int,
+        leader_epoch: int,
+        isr: tuple[int, ...],
+        recovery: RecoveryState,
+        version: int,
+        controller_epoch: int,
+    ) -> LeaderAndIsr:
+        """`written` of a proposed state whose znode is at `version`, built in one step (no
+        proposal object first: AlterPartition does this for every accepted change)."""
+        # the constructor, not dataclasses.replace: this runs for every accepted write
+        # (a third of an AlterPartition's cost went to replace's introspection)
+        return LeaderAndIsr(leader, leader_epoch, isr, version + 1, recovery, controller_epoch)
 
     def stamped(self, controller_epoch: int) -> LeaderAndIsr:
         """The same stored state, cached under this controller's epoch (no write): the znode
