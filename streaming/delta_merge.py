@@ -10,8 +10,8 @@ with pyarrow, and delta-spark's own transaction commits it:
    Spark job), and the transaction records that the whole table was read (for Delta's
    conflict checks);
 2. files whose key bounds hold none of the changed values in some key column are
-   skipped (a binary search per file and column); the others' key columns are read, and
-   those holding a changed key are touched;
+   skipped (a binary search per file and column); the others are read, and those
+   holding a changed key are touched;
 3. the touched files are removed; their unchanged rows and the batch's upserts (updates
    and inserts) are written as new files sorted by key, at most `ROWS_PER_FILE` rows each (what the
    session's `maxRecordsPerFile` gives a Spark MERGE);
@@ -106,10 +106,9 @@ def merge(
     transaction = delta_append.start_transaction(spark, table_path, schema)
     files = data_files(spark, transaction, directory)
     changed_keys = pa.concat_tables([upserts.select(key), deleted_keys.select(key)])
-    touched = [f for f in candidates(files, changed_keys, key) if holds_any(f, changed_keys, key)]
+    touched, old = touched_files(files, changed_keys, key, upserts.schema)
     scanned = time.perf_counter()
     if touched:
-        old = pa.concat_tables([_read(f.local_path, upserts.schema) for f in touched])
         changes = split_changes(old, upserts, deleted_keys, key)
     else:
         changes = Changes.of_inserts(upserts)
@@ -193,10 +192,19 @@ def _any_within(ordered: list[Any], low: Any, high: Any) -> bool:
     return position < len(ordered) and ordered[position] <= high
 
 
-def holds_any(data_file: DataFile, keys: pa.Table, key: Sequence[str]) -> bool:
-    """Whether the file holds one of `keys` (its key columns only are read)."""
-    held = pq.read_table(data_file.local_path, columns=list(key)).cast(keys.schema)
-    return held.join(keys, list(key), join_type="left semi").num_rows > 0
+def touched_files(
+    files: list[DataFile], keys: pa.Table, key: Sequence[str], schema: pa.Schema
+) -> tuple[list[DataFile], pa.Table]:
+    """The files holding one of `keys`, and their rows (each candidate is read once,
+    whole: at most ROWS_PER_FILE rows, and a candidate is nearly always touched)."""
+    touched: list[DataFile] = []
+    parts: list[pa.Table] = []
+    for data_file in candidates(files, keys, key):
+        rows = delta_files.read_files([data_file.local_path], schema)
+        if rows.select(key).join(keys, list(key), join_type="left semi").num_rows:
+            touched.append(data_file)
+            parts.append(rows)
+    return touched, pa.concat_tables(parts) if parts else schema.empty_table()
 
 
 def split_changes(
@@ -226,10 +234,6 @@ def _positions_of(rows: pa.Table, keys: pa.Table, key: Sequence[str]) -> pa.Arra
 def _without(rows: pa.Table, positions: pa.Array) -> pa.Table:
     everything = pa.array(range(rows.num_rows), pa.int64())
     return rows.filter(pc.invert(pc.is_in(everything, value_set=positions)))
-
-
-def _read(local_path: str, schema: pa.Schema) -> pa.Table:
-    return delta_files.read_files([local_path], schema)
 
 
 def _change_feed_enabled(transaction: Any) -> bool:

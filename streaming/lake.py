@@ -312,16 +312,12 @@ class Lake:
             self.spark.conf.unset(conf_key)
         return WriteStats({name: count for name, count, _ in jobs}, tuple(skipped))
 
-    def frame(self, rows: list[dict[str, Any]], table: Table) -> DataFrame:
-        data = rows_to_arrow(rows, table)
-        return _sized(self.spark.createDataFrame(data, table_schema(table)), len(rows))
-
     def _append(
         self, table: Table, rows: list[dict[str, Any]], run_id: str, batch_id: int, tag: str
     ) -> None:
         path = self.path(table.name)
+        data = rows_to_arrow(rows, table)
         if self.native:
-            data = rows_to_arrow(rows, table)
             stats = STATS_COLUMNS[table.name]
             directory = self._local_directory(table.name)
             schema = table_schema(table).simpleString()
@@ -331,7 +327,7 @@ class Lake:
             except delta_files.NotNative as reason:
                 self.spark_fallbacks.append(f"{table.name}: {reason}")  # nothing written
         (
-            self.frame(rows, table)
+            _sized(self.spark.createDataFrame(data, table_schema(table)), data.num_rows)
             .write.format("delta")
             .mode("append")
             .option("userMetadata", tag)
@@ -349,8 +345,8 @@ class Lake:
         tag: str,
     ) -> None:
         text = merge_text(table)
+        upserted, deleted = merge_rows(table, upserts, deletes)
         if self.native:
-            upserted, deleted = merge_rows(table, upserts, deletes)
             try:
                 delta_merge.merge(
                     self.spark,
@@ -365,7 +361,7 @@ class Lake:
                 return
             except delta_files.NotNative as reason:
                 self.spark_fallbacks.append(f"{table.name}: {reason}")  # nothing written
-        data = merge_source(table, upserts, deletes)
+        data = merge_source(upserted, deleted)
         source = _sized(self.spark.createDataFrame(data), data.num_rows)
         values = {c: f"s.`{c}`" for c in table.column_names}
         (
@@ -419,10 +415,8 @@ def merge_rows(
     return rows_to_arrow(upserts, table), rows_to_arrow(deletes, table)
 
 
-def merge_source(
-    table: Table, upserts: list[dict[str, Any]], deletes: list[dict[str, Any]]
-) -> pa.Table:
-    """Spark's MERGE source: upserts then deletes (`merge_rows`), each marked by its op."""
-    upserted, deleted = merge_rows(table, upserts, deletes)
+def merge_source(upserted: pa.Table, deleted: pa.Table) -> pa.Table:
+    """Spark's MERGE source: a batch's `merge_rows`, upserts then deletes, each marked by
+    its op."""
     ops = pa.array(["U"] * upserted.num_rows + ["D"] * deleted.num_rows, pa.string())
     return pa.concat_tables([upserted, deleted]).append_column(OP_COLUMN, ops)
