@@ -4,7 +4,9 @@ Two Maven poms under `jars/` describe them:
 
 * `jars/pom.xml` -> `.jars/spark/`: Delta Lake and the Spark Kafka connector, the jars
   Spark needs on top of the ones the pyspark wheel ships;
-* `jars/kafka/pom.xml` -> `.kafka/libs/`: an Apache Kafka broker for `kcsim kafka-local`.
+* `jars/kafka/pom.xml` -> `.kafka/libs/`: an Apache Kafka broker for `kcsim kafka-local`;
+* `jars/kafka-zk/pom.xml` -> `.kafka-zk/libs/`: Apache Kafka 3.7.1 and ZooKeeper 3.8.4, for
+  the ZooKeeper-mode cluster of `kcsim kafka-local start --zk`.
 
 `python -m streaming.jars` resolves both with `mvn` when a directory is missing or was
 built from another version of its pom (a stamp file holds the pom's hash).
@@ -65,6 +67,15 @@ def kafka_jar_set(root: Path | None = None) -> JarSet:
     return JarSet(root / "jars" / "kafka" / "pom.xml", root / ".kafka" / "libs")
 
 
+def kafka_zk_jar_set(root: Path | None = None) -> JarSet:
+    root = root or project_root()
+    return JarSet(root / "jars" / "kafka-zk" / "pom.xml", root / ".kafka-zk" / "libs")
+
+
+def jar_sets(root: Path | None = None) -> tuple[JarSet, ...]:
+    return (spark_jar_set(root), kafka_jar_set(root), kafka_zk_jar_set(root))
+
+
 def spark_jars(root: Path | None = None) -> list[str]:
     """Absolute paths of the extra Spark jars (Delta, Kafka connector)."""
     found = spark_jar_set(root).jars()
@@ -82,6 +93,19 @@ def kafka_libs_dir(root: Path | None = None) -> Path:
     jar_set = kafka_jar_set(root)
     if not any(p.name.startswith("kafka_2.13-") for p in jar_set.jars()):
         raise JarsMissingError(f"Apache Kafka jars not found in {jar_set.target}: {INSTALL_HINT}")
+    return jar_set.target
+
+
+def kafka_zk_libs_dir(root: Path | None = None) -> Path:
+    """The classpath directory of the ZooKeeper-mode cluster (Kafka 3.7.1, ZooKeeper)."""
+    jar_set = kafka_zk_jar_set(root)
+    names = [p.name for p in jar_set.jars()]
+    if not any(n.startswith("kafka_2.13-3.") for n in names) or not any(
+        n.startswith("zookeeper-3.") for n in names
+    ):
+        raise JarsMissingError(
+            f"Apache Kafka 3.7.1 / ZooKeeper jars not found in {jar_set.target}: {INSTALL_HINT}"
+        )
     return jar_set.target
 
 
@@ -122,7 +146,7 @@ def ensure(
 ) -> list[Path]:
     """Resolve every jar set that is missing or stale; returns the directories touched."""
     touched = []
-    for jar_set in (spark_jar_set(root), kafka_jar_set(root)):
+    for jar_set in jar_sets(root):
         if force or not jar_set.is_current():
             resolve(jar_set, repo_local=repo_local)
             touched.append(jar_set.target)
@@ -141,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     except JarsMissingError as error:
         print(f"streaming.jars: {error}", file=sys.stderr)
         return 1
-    for jar_set in (spark_jar_set(), kafka_jar_set()):
+    for jar_set in jar_sets():
         state = "resolved" if jar_set.target in touched else "up to date"
         print(f"{jar_set.target}: {len(jar_set.jars())} jars, {state}")
     return 0
