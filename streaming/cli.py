@@ -23,6 +23,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+EXIT_STATUSES = """\
+exit status:
+  0  done; nothing was rejected (`replay`), or the job stopped cleanly (`run`)
+  1  `replay`: done, but some events were rejected (see rejected_events.jsonl);
+     other commands: the work failed (an error is printed)
+  2  bad usage or configuration: an unknown option or setting, a missing input
+"""
+
+
 def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, help="Java .properties file of settings")
     parser.add_argument(
@@ -40,12 +49,25 @@ def load_settings(args: argparse.Namespace) -> Settings:
 
 
 def build_parser(argv: list[str]) -> tuple[argparse.ArgumentParser, str | None]:
-    parser = argparse.ArgumentParser(prog="kcsim", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="kcsim",
+        description=__doc__.splitlines()[0],
+        epilog=EXIT_STATUSES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = next((a for a in argv if not a.startswith("-")), None)
     for name, (module, help_text) in COMMANDS.items():
-        command = sub.add_parser(name, help=help_text)
+        command = sub.add_parser(
+            name,
+            help=help_text,
+            epilog=EXIT_STATUSES,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         add_settings_arguments(command)
+        command.add_argument(
+            "--verbose", action="store_true", help="also print Spark's and Kafka's WARN lines"
+        )
         if name == chosen:
             importlib.import_module(module).configure(command)
     return parser, chosen if chosen in COMMANDS else None

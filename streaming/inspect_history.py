@@ -35,7 +35,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from streaming.session import build_session
 
-    spark = build_session("kcsim-history", args.master)
+    spark = build_session("kcsim-history", args.master, verbose=getattr(args, "verbose", False))
     try:
         changes = partition_history(spark, args.lake, args.cluster, args.topic, args.partition)
         show_history(changes, sys.stdout)

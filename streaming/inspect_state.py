@@ -35,7 +35,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from streaming.session import build_session
 
-    spark = build_session("kcsim-state", args.master)
+    spark = build_session("kcsim-state", args.master, verbose=getattr(args, "verbose", False))
     try:
         show_state(spark, args.lake, args.as_of, args.cluster, sys.stdout)
     except ValueError as error:

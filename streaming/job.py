@@ -126,7 +126,9 @@ def main(args: argparse.Namespace) -> int:
         return 2
     from streaming.session import build_session
 
-    spark = build_session("kcsim-run", options.master, options.spark_conf)
+    spark = build_session(
+        "kcsim-run", options.master, options.spark_conf, verbose=getattr(args, "verbose", False)
+    )
     try:
         return run(spark, options)
     finally:

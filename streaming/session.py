@@ -6,7 +6,10 @@ partitions (micro-batches are small), no UI, UTC session time zone.
 
 from __future__ import annotations
 
+import os
 import sys
+import warnings
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from streaming.jars import spark_jars
@@ -70,19 +73,44 @@ def default_conf() -> dict[str, str]:
     }
 
 
+QUIET_LOG4J2 = Path(__file__).with_name("log4j2-quiet.properties")
+
+
+def quiet_conf() -> dict[str, str]:
+    """Driver logging at ERROR (WARN lines only with --verbose)."""
+    return {
+        "spark.driver.extraJavaOptions": (
+            f"-Duser.timezone=UTC -Dlog4j2.configurationFile=file:{QUIET_LOG4J2}"
+        )
+    }
+
+
 def build_session(
-    app_name: str, master: str = "local[2]", conf: dict[str, str] | None = None
+    app_name: str,
+    master: str = "local[2]",
+    conf: dict[str, str] | None = None,
+    *,
+    verbose: bool = False,
 ) -> SparkSession:
     """A SparkSession with Delta + Kafka; `conf` entries win over the defaults.
 
-    JVM-level settings (jars, driver memory) only apply to the first session of a
-    process, as with any PySpark session.
+    JVM-level settings (jars, driver memory, logging) only apply to the first session of
+    a process, as with any PySpark session.
     """
-    from pyspark.sql import SparkSession  # imported here: Spark is slow to import
+    # Spark reads SPARK_LOCAL_IP before any setting, to pick the address it reports (else
+    # it warns that the hostname is loopback and picks another interface's address). Only
+    # the JVM this process launches reads it.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    with warnings.catch_warnings():
+        # pyspark 4.2 warns on import that it "does not yet fully support pandas >= 3":
+        # kcsim uses pandas only through Arrow conversions, which its tests cover
+        warnings.filterwarnings("ignore", category=FutureWarning, module=r"pyspark\..*")
+        from pyspark.sql import SparkSession  # imported here: Spark is slow to import
 
-    builder = SparkSession.builder.appName(app_name).master(master)
-    for key, value in {**default_conf(), **(conf or {})}.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
+        defaults = default_conf() if verbose else {**default_conf(), **quiet_conf()}
+        builder = SparkSession.builder.appName(app_name).master(master)
+        for key, value in {**defaults, **(conf or {})}.items():
+            builder = builder.config(key, value)
+        spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN" if verbose else "ERROR")
     return spark
