@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import fcntl
 import json
+import logging
 import signal
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -315,7 +316,11 @@ def zookeeper_client(hosts: str, timeout_s: float = 15.0) -> Iterator[KazooClien
     from kazoo.client import KazooClient
     from kazoo.handlers.threading import KazooTimeoutError
 
-    client = KazooClient(hosts=hosts, timeout=10.0)
+    # kazoo warns of every dropped connection, including the one its own stop() closes:
+    # keep its noise out of the commands' output (connection failures still raise)
+    quiet = logging.getLogger("streaming.zk_cluster.kazoo")
+    quiet.setLevel(logging.ERROR)
+    client = KazooClient(hosts=hosts, timeout=10.0, logger=quiet)
     try:
         client.start(timeout=timeout_s)
     except KazooTimeoutError as error:
@@ -446,6 +451,8 @@ def start(
         (data_dir / "log4j.properties").write_text(broker_log4j())
         try:
             _start_zookeeper(layout, timeout_s)
+            down = [b for b in layout.broker_ids if layout.broker_pid(b) is None]
+            _wait_stale_registrations(layout, down)
             for broker in layout.broker_ids:
                 if layout.broker_pid(broker) is None:
                     layout.broker_dir(broker).mkdir(parents=True, exist_ok=True)
@@ -459,6 +466,22 @@ def start(
     return ClusterAddress(layout.zookeeper, layout.bootstrap)
 
 
+def _wait_stale_registrations(layout: Layout, brokers: Iterable[int]) -> None:
+    """Wait until brokers that are not running have no /brokers/ids znode: a killed
+    broker's lingers until its session expires (also across a ZooKeeper restart, which
+    keeps sessions), and Kafka fails to register over it."""
+    stale = set(brokers)
+    if not stale:
+        return
+    with zookeeper_client(layout.zookeeper) as client:
+        gone = wait_until(
+            lambda: not stale & registered_brokers(client), BROKER_SESSION_TIMEOUT_MS / 1000 * 3
+        )
+        if not gone:
+            left = sorted(stale & registered_brokers(client))
+            raise KafkaLocalError(f"brokers {left} are registered by processes not ours")
+
+
 def start_broker(data_dir: Path, broker: int, *, timeout_s: float = START_TIMEOUT_S) -> None:
     """Start one broker again, with its id, port, settings and log dirs; returns once it is
     registered. A killed broker's znode outlives it by up to a session timeout; starting
@@ -468,13 +491,7 @@ def start_broker(data_dir: Path, broker: int, *, timeout_s: float = START_TIMEOU
         if layout.zookeeper_pid() is None:
             raise KafkaLocalError(f"ZooKeeper of {layout.root} is not running: start --zk first")
         if layout.broker_pid(broker) is None:
-            with zookeeper_client(layout.zookeeper) as client:
-                gone = wait_until(
-                    lambda: broker not in registered_brokers(client),
-                    BROKER_SESSION_TIMEOUT_MS / 1000 * 3,
-                )
-            if not gone:
-                raise KafkaLocalError(f"broker {broker} is registered by another process")
+            _wait_stale_registrations(layout, (broker,))
             port = layout.broker_ports[broker]
             if not wait_until(lambda: port_free(port), 30.0):
                 raise KafkaLocalError(f"broker {broker}'s port {port} is taken")
