@@ -18,7 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("streaming.job", "the Spark Structured Streaming job (Delta tables)"),
     "state": ("streaming.inspect_state", "show cluster state from the lake (time travel)"),
     "history": ("streaming.inspect_history", "a partition's leader/ISR/epoch changes"),
-    "kafka-local": ("streaming.kafka_local", "start/stop a local Apache Kafka broker (KRaft)"),
+    "kafka-local": ("streaming.kafka_local", "a local Kafka: KRaft single node, or --zk cluster"),
     "produce": ("streaming.produce", "produce scenario or chaos events to Kafka"),
 }
 

@@ -1,5 +1,8 @@
 """`kcsim kafka-local start|stop`: a single-node Apache Kafka broker in KRaft mode.
 
+With `--zk` (or `--broker ID`, `kill`, `shutdown`, `status`) the command runs the
+ZooKeeper-mode cluster of `zk_cluster` instead.
+
 One JVM plays both roles (process.roles=broker,controller) and listens on 127.0.0.1
 only, on free ports. Everything lives under the data directory: server.properties,
 the log dirs, kafka.log (the JVM's output), kafka.pid and bootstrap.txt. The broker
@@ -13,33 +16,32 @@ import argparse
 import base64
 import contextlib
 import fcntl
-import os
-import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
 import uuid
 from pathlib import Path
 
+from streaming import zk_cluster
 from streaming.jars import JarsMissingError, kafka_libs_dir
+from streaming.local_process import (
+    KafkaLocalError,
+    free_ports,
+    is_running,
+    java,
+    launch_detached,
+    log_tail,
+    port_free,
+    read_pid,
+    read_properties,
+    terminate,
+)
 
 DEFAULT_DIR = Path(".kcsim/kafka")
 HEAP = "-Xmx512m"
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 30.0
 MAIN_CLASS = "kafka.Kafka"
-
-# Starts the broker as a grandchild: the launcher exits at once, so the broker is
-# reparented to init and no Python process is left holding an unreaped child.
-_LAUNCHER = """
-import subprocess, sys
-log = open(sys.argv[1], "ab")
-proc = subprocess.Popen(sys.argv[2:], stdin=subprocess.DEVNULL, stdout=log,
-                        stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
-print(proc.pid)
-"""
 
 # Everything to stdout, which the launcher sends to DIR/kafka.log.
 LOG4J2 = """\
@@ -59,50 +61,14 @@ logger.request.level = WARN
 """
 
 
-class KafkaLocalError(RuntimeError):
-    """The broker could not be started or stopped."""
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        # the broker binds with SO_REUSEADDR too: connections of a stopped broker left in
-        # TIME_WAIT must not make its old port look taken (a restart keeps its address)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
-
-
-def _read_properties(path: Path) -> dict[str, str]:
-    props: dict[str, str] = {}
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            line = line.strip()
-            if line and not line.startswith("#") and "=" in line:
-                key, value = line.split("=", 1)
-                props[key.strip()] = value.strip()
-    return props
-
-
 def _ports(data_dir: Path) -> tuple[int, int]:
     """Broker and controller ports: the previous run's if still free, else new ones."""
-    previous = _read_properties(data_dir / "ports.properties")
+    previous = read_properties(data_dir / "ports.properties")
     with contextlib.suppress(KeyError, ValueError):
         broker, controller = int(previous["broker"]), int(previous["controller"])
-        if _port_free(broker) and _port_free(controller):
+        if port_free(broker) and port_free(controller):
             return broker, controller
-    broker = _free_port()
-    controller = _free_port()
-    while controller == broker:
-        controller = _free_port()
+    broker, controller = free_ports(2)
     return broker, controller
 
 
@@ -139,16 +105,6 @@ def _server_properties(data_dir: Path, broker_port: int, controller_port: int) -
     return "".join(f"{key}={value}\n" for key, value in props.items())
 
 
-def _java() -> str:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "java").is_file():
-        return str(Path(java_home) / "bin" / "java")
-    java = shutil.which("java")
-    if java is None:
-        raise KafkaLocalError("`java` (17+) is not on PATH and JAVA_HOME is not set")
-    return java
-
-
 def _cluster_id() -> str:
     # Kafka's Uuid text form: url-safe base64 of 16 bytes, no padding; like Kafka's
     # Uuid.randomUuid, never one starting with "-" (it would read as an option).
@@ -160,28 +116,15 @@ def _cluster_id() -> str:
 
 def _is_broker(pid: int) -> bool:
     """True while `pid` is a live (not zombie) JVM running kafka.Kafka."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    state = stat.rsplit(")", 1)[1].split()[0]
-    return state not in ("Z", "X") and MAIN_CLASS.encode() in cmdline.split(b"\0")
+    return is_running(pid, (MAIN_CLASS,))
 
 
 def _read_pid(data_dir: Path) -> int | None:
-    try:
-        return int((data_dir / "kafka.pid").read_text().strip())
-    except (OSError, ValueError):
-        return None
+    return read_pid(data_dir / "kafka.pid")
 
 
 def _log_tail(data_dir: Path, lines: int = 30) -> str:
-    try:
-        text = (data_dir / "kafka.log").read_text(errors="replace")
-    except OSError:
-        return "(no kafka.log)"
-    return "\n".join(text.splitlines()[-lines:])
+    return log_tail(data_dir / "kafka.log", lines)
 
 
 def _wait_ready(bootstrap: str, pid: int, data_dir: Path, timeout_s: float) -> None:
@@ -226,7 +169,7 @@ def start(data_dir: Path = DEFAULT_DIR, *, timeout_s: float = START_TIMEOUT_S) -
 def _start_locked(data_dir: Path, timeout_s: float) -> str:
     bootstrap_file = data_dir / "bootstrap.txt"
     pid = _read_pid(data_dir)
-    running_port = _read_properties(data_dir / "ports.properties").get("broker")
+    running_port = read_properties(data_dir / "ports.properties").get("broker")
     if pid is not None and _is_broker(pid) and running_port:
         # Already running (maybe still starting, from another process): reuse it.
         bootstrap = f"127.0.0.1:{running_port}"
@@ -237,7 +180,7 @@ def _start_locked(data_dir: Path, timeout_s: float) -> str:
         classpath = str(kafka_libs_dir() / "*")
     except JarsMissingError as error:
         raise KafkaLocalError(str(error)) from error
-    java = _java()
+    java_bin = java()
     broker_port, controller_port = _ports(data_dir)
     (data_dir / "ports.properties").write_text(
         f"broker={broker_port}\ncontroller={controller_port}\n"
@@ -247,7 +190,7 @@ def _start_locked(data_dir: Path, timeout_s: float) -> str:
     log4j = data_dir / "log4j2.properties"
     log4j.write_text(LOG4J2)
     jvm = [
-        java,
+        java_bin,
         HEAP,
         "-Xms128m",
         "-XX:+UseG1GC",
@@ -272,13 +215,9 @@ def _start_locked(data_dir: Path, timeout_s: float) -> str:
                 + "\n".join((formatted.stdout + formatted.stderr).splitlines()[-15:])
             )
 
-    launched = subprocess.run(
-        [sys.executable, "-c", _LAUNCHER, str(data_dir / "kafka.log"), *jvm, MAIN_CLASS,
-         str(properties)],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    pid = int(launched.stdout.strip())
-    (data_dir / "kafka.pid").write_text(f"{pid}\n")
+    pid = launch_detached(
+        [*jvm, MAIN_CLASS, str(properties)], data_dir / "kafka.log", data_dir / "kafka.pid"
+    )
     bootstrap = f"127.0.0.1:{broker_port}"
     try:
         _wait_ready(bootstrap, pid, data_dir, timeout_s)
@@ -293,37 +232,59 @@ def stop(data_dir: Path = DEFAULT_DIR, *, timeout_s: float = STOP_TIMEOUT_S) -> 
     """Stop the broker started in `data_dir` (SIGTERM to its group, then SIGKILL)."""
     data_dir = data_dir.resolve()
     pid = _read_pid(data_dir)
-    if pid is not None and _is_broker(pid):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(os.getpgid(pid), signal.SIGTERM)
-        deadline = time.monotonic() + timeout_s
-        while _is_broker(pid) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        if _is_broker(pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(os.getpgid(pid), signal.SIGKILL)
-            while _is_broker(pid) and time.monotonic() < deadline + 10:
-                time.sleep(0.2)
+    if pid is not None:
+        terminate(pid, (MAIN_CLASS,), timeout_s)
     for name in ("kafka.pid", "bootstrap.txt"):
         (data_dir / name).unlink(missing_ok=True)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=("start", "stop"))
+    parser.add_argument("action", choices=("start", "stop", "kill", "shutdown", "status"))
     parser.add_argument(
-        "--dir", type=Path, default=DEFAULT_DIR, help=f"data directory (default {DEFAULT_DIR})"
+        "--dir",
+        type=Path,
+        help=f"data directory (default {DEFAULT_DIR}, or {zk_cluster.DEFAULT_DIR} with --zk)",
+    )
+    zk = parser.add_argument_group("ZooKeeper-mode cluster (Kafka 3.7.1)")
+    zk.add_argument("--zk", action="store_true", help="one ZooKeeper and --brokers brokers")
+    zk.add_argument("--brokers", type=int, default=zk_cluster.DEFAULT_BROKERS, metavar="N")
+    zk.add_argument("--broker", type=int, metavar="ID", help="start/kill/shutdown this broker only")
+    zk.add_argument(
+        "--set-broker",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a broker setting for `start --zk` (repeatable)",
+    )
+
+
+def _zk_mode(args: argparse.Namespace) -> bool:
+    """The ZooKeeper-mode cluster is meant: asked for, or only it has the action, or the
+    directory holds one."""
+    return (
+        args.zk
+        or args.broker is not None
+        or args.action in ("kill", "shutdown", "status")
+        or (args.dir is not None and zk_cluster.is_cluster_dir(args.dir))
     )
 
 
 def main(args: argparse.Namespace) -> int:
     try:
+        if _zk_mode(args):
+            if args.action in ("kill", "shutdown") and args.broker is None:
+                raise KafkaLocalError(f"`{args.action}` needs --broker ID")
+            return zk_cluster.main(args)
+        if args.set_broker:
+            raise KafkaLocalError("--set-broker applies to the ZooKeeper-mode cluster (--zk)")
+        data_dir = args.dir or DEFAULT_DIR
         if args.action == "start":
-            bootstrap = start(args.dir)
-            print(f"Kafka (KRaft, pid file {args.dir / 'kafka.pid'}) is up; bootstrap:")
+            bootstrap = start(data_dir)
+            print(f"Kafka (KRaft, pid file {data_dir / 'kafka.pid'}) is up; bootstrap:")
             print(bootstrap)
         else:
-            stop(args.dir)
-            print(f"Kafka in {args.dir} stopped")
+            stop(data_dir)
+            print(f"Kafka in {data_dir} stopped")
     except KafkaLocalError as error:
         print(f"kcsim kafka-local: {error}", file=sys.stderr)
         return 1
