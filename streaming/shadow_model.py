@@ -615,7 +615,9 @@ class ShadowModel:
             events[0]["partitions"] = [{"topic": t, "partition": p} for t, p in cause.writes]
         if cause.kind != "bootstrap" and cause.kind != "bad" and events:
             observed: dict[str, Any] = {
-                "partitions": [self._observed(tp) for tp in cause.writes if tp in self.states]
+                "partitions": [
+                    self._observed(tp) for tp in sorted(cause.writes) if tp in self.states
+                ]
             }
             if cause.deleted_topic is not None:
                 observed["deleted_topics"] = [cause.deleted_topic]
@@ -655,11 +657,7 @@ class ShadowModel:
                 t: [_assignment(v), _assignment_of(v.adding), _assignment_of(v.removing)]
                 for t, v in self.topics.items()
             },
-            "states": [
-                [t, p, s.leader, s.leader_epoch, list(s.isr), s.controller_epoch]
-                + [s.partition_epoch, s.leader_recovery_state]
-                for (t, p), s in self.states.items()
-            ],
+            "states": [[t, p, *_state_row(s)] for (t, p), s in self.states.items()],
             "deleting": sorted(self.deleting),
             "controller": None
             if self.controller is None
@@ -720,3 +718,14 @@ def _state_field(state: PartitionState) -> dict[str, Any]:
         "controller_epoch": state.controller_epoch,
         "leader_recovery_state": state.leader_recovery_state,
     }
+
+
+def _state_row(s: PartitionState) -> list[Any]:
+    return [
+        s.leader,
+        s.leader_epoch,
+        list(s.isr),
+        s.controller_epoch,
+        s.partition_epoch,
+        s.leader_recovery_state,
+    ]
