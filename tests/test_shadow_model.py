@@ -75,9 +75,15 @@ def observed(event) -> dict:
 
 def test_znode_texts_as_kafka_writes_them():
     assert parse_broker(BROKER_JSON, 59, "/brokers/ids/1") == Broker(59, "r1", 5)
-    topic_json = b'{"partitions":{"0":[1,2],"1":[2,3]},"topic_id":"x","adding_replicas":{},"removing_replicas":{},"version":3}'
+    topic_json = (
+        b'{"partitions":{"0":[1,2],"1":[2,3]},"topic_id":"x",'
+        b'"adding_replicas":{},"removing_replicas":{},"version":3}'
+    )
     assert parse_topic(topic_json, "p").assignment == {0: (1, 2), 1: (2, 3)}
-    state_json = b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":4,"isr":[1,2],"leader_recovery_state":0}'
+    state_json = (
+        b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":4,'
+        b'"isr":[1,2],"leader_recovery_state":0}'
+    )
     assert parse_state(state_json, 7, "p") == state(1, 4, [1, 2], 7)
     controller_json = b'{"version":2,"brokerid":1,"timestamp":"1","kraftControllerEpoch":-1}'
     assert parse_controller(controller_json, b"3", "p") == Controller(1, 3, -1)
