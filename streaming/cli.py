@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "history": ("streaming.inspect_history", "a partition's leader/ISR/epoch changes"),
     "kafka-local": ("streaming.kafka_local", "a local Kafka: KRaft single node, or --zk cluster"),
     "produce": ("streaming.produce", "produce scenario or chaos events to Kafka"),
+    "shadow": ("streaming.shadow", "watch a ZooKeeper-mode Kafka cluster, write its events"),
 }
 
 

@@ -1,0 +1,731 @@
+"""ZooKeeper observations → CONTRACT §1 events, for `kcsim shadow` (pure: no I/O, no clock).
+
+`streaming/shadow.py` reads the znodes of a ZooKeeper-mode Kafka cluster and hands this
+module `Change`s: one znode (or registration) as it now is, with the zxid that made it so.
+`ShadowModel` keeps the cluster as it last saw it, turns the changes into the controller
+events that caused them and attributes the controller's partition-state writes to them.
+
+What ZooKeeper does not show is inferred:
+
+* a *cause* is a change the controller reacts to: a broker registration appearing,
+  vanishing or replaced (a bounce), a new topic or partitions, a reassignment (adding or
+  removing replicas in the topic znode), a deletion request, a new controller, a topic
+  config change;
+* a state znode write that keeps the leader epoch is a leader's AlterPartition (the
+  controller bumps the leader epoch on every write of its own): an `isr_change`, itself a
+  cause (a reassignment completes on it);
+* any other state write belongs to the latest pending cause that could have made it (one
+  naming a broker the partition has a replica on, the partition's topic, a failover);
+  if none could, the write says what caused it: a registered broker dropped from the ISR
+  is a `controlled_shutdown` of that broker, a leader moved to the first replica a
+  `preferred` election, a leader from outside the ISR an `unclean` one;
+* nothing in ZooKeeper says a cause is handled: events are held until the caller calls
+  `flush` (when no write came for the settle window) and then emitted in zxid order.
+
+Event ids are `<cluster>:zx<zxid hex>:<n>` (n counts the events of one zxid) and `seq` is
+`max(previous seq + 1, zxid << 8)`: increasing, int64 while ZooKeeper's epoch (a zxid's
+high 32 bits) stays below 2**23, and tied to ZooKeeper's own order so that a restarted
+shadow can tell what it has already written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+Event = dict[str, Any]
+TP = tuple[str, int]
+
+SEQ_SHIFT = 8
+REGISTRATION_VERSION = 5  # /brokers/ids JSON "version" written by Kafka 3.x brokers
+
+
+class ZnodeError(ValueError):
+    """A znode whose content is not what Kafka writes there."""
+
+
+# ------------------------------------------------------------------ znode values
+
+
+@dataclass(frozen=True, slots=True)
+class Broker:
+    epoch: int  # the registration's czxid
+    rack: str | None
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Topic:
+    assignment: dict[int, tuple[int, ...]]
+    adding: dict[int, tuple[int, ...]]
+    removing: dict[int, tuple[int, ...]]
+
+    def target(self, partition: int) -> tuple[int, ...]:
+        removing = set(self.removing.get(partition, ()))
+        return tuple(b for b in self.assignment[partition] if b not in removing)
+
+    def reassigning(self, partition: int) -> bool:
+        return bool(self.adding.get(partition) or self.removing.get(partition))
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+    partition_epoch: int  # the state znode's version
+    leader_recovery_state: str
+
+
+@dataclass(frozen=True, slots=True)
+class Controller:
+    broker: int
+    epoch: int
+    kraft_controller_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class BadZnode:
+    path: str
+    raw: str
+    problem: str
+    event_type: str  # the event this znode would have driven
+
+
+def _json_object(data: bytes, path: str) -> dict[str, Any]:
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as error:
+        raise ZnodeError(f"{path}: not JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise ZnodeError(f"{path}: expected a JSON object")
+    return value
+
+
+def _int(obj: Mapping[str, Any], key: str, path: str) -> int:
+    value = obj.get(key)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ZnodeError(f"{path}: field '{key}' must be an int, got {value!r}")
+    return value
+
+
+def _ints(value: object, what: str) -> tuple[int, ...]:
+    if not isinstance(value, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value
+    ):
+        raise ZnodeError(f"{what} must be a list of ints, got {value!r}")
+    return tuple(value)
+
+
+def _replica_map(obj: Mapping[str, Any], key: str, path: str) -> dict[int, tuple[int, ...]]:
+    value = obj.get(key) or {}
+    if not isinstance(value, dict):
+        raise ZnodeError(f"{path}: field '{key}' must be an object")
+    try:
+        return {int(p): _ints(r, f"{path}: {key}[{p}]") for p, r in value.items()}
+    except ValueError as error:
+        raise ZnodeError(f"{path}: {key}: {error}") from None
+
+
+def parse_broker(data: bytes, epoch: int, path: str) -> Broker:
+    obj = _json_object(data, path)
+    rack = obj.get("rack")
+    if rack is not None and not isinstance(rack, str):
+        raise ZnodeError(f"{path}: field 'rack' must be a string, got {rack!r}")
+    return Broker(epoch, rack, _int(obj, "version", path))
+
+
+def parse_topic(data: bytes, path: str) -> Topic:
+    obj = _json_object(data, path)
+    assignment = _replica_map(obj, "partitions", path)
+    if not assignment:
+        raise ZnodeError(f"{path}: no partitions")
+    return Topic(
+        assignment,
+        _replica_map(obj, "adding_replicas", path),
+        _replica_map(obj, "removing_replicas", path),
+    )
+
+
+def parse_state(data: bytes, version: int, path: str) -> PartitionState:
+    obj = _json_object(data, path)
+    recovery = obj.get("leader_recovery_state", 0)  # absent before IBP 3.2: RECOVERED
+    if recovery not in (0, 1):
+        raise ZnodeError(f"{path}: leader_recovery_state must be 0 or 1, got {recovery!r}")
+    return PartitionState(
+        leader=_int(obj, "leader", path),
+        leader_epoch=_int(obj, "leader_epoch", path),
+        isr=_ints(obj.get("isr"), f"{path}: isr"),
+        controller_epoch=_int(obj, "controller_epoch", path),
+        partition_epoch=version,
+        leader_recovery_state="RECOVERING" if recovery == 1 else "RECOVERED",
+    )
+
+
+def parse_controller(data: bytes, epoch_data: bytes | None, path: str) -> Controller:
+    obj = _json_object(data, path)
+    try:
+        epoch = int((epoch_data or b"0").decode("ascii"))
+    except (UnicodeDecodeError, ValueError):
+        raise ZnodeError(f"/controller_epoch: not an int: {epoch_data!r}") from None
+    kraft = obj.get("kraftControllerEpoch", -1)
+    return Controller(_int(obj, "brokerid", path), epoch, kraft if isinstance(kraft, int) else -1)
+
+
+def parse_configs(data: bytes, path: str) -> dict[str, str]:
+    obj = _json_object(data, path)
+    configs = obj.get("config", {})
+    if not isinstance(configs, dict) or not all(isinstance(v, str) for v in configs.values()):
+        raise ZnodeError(f"{path}: field 'config' must map names to strings")
+    return dict(configs)
+
+
+# --------------------------------------------------------------------- changes
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One znode as it now is (`value` None: gone), made so by transaction `zxid`."""
+
+    zxid: int
+    kind: str  # broker | topic | state | delete | controller | config | bad
+    key: Any = None  # broker id, topic, (topic, partition), or the bad znode's path
+    value: Any = None
+
+
+_KIND_ORDER = {"broker": 0, "controller": 1, "delete": 2, "config": 3, "topic": 4, "state": 5}
+
+
+def change_order(change: Change) -> tuple[int, int, str]:
+    return (change.zxid, _KIND_ORDER.get(change.kind, 9), repr(change.key))
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """Everything the shadow reads from ZooKeeper, with the zxid of each value."""
+
+    zxid: int = 0  # the largest zxid read
+    brokers: dict[int, Broker] = field(default_factory=dict)
+    brokers_pzxid: int = 0
+    topics: dict[str, tuple[Topic, int]] = field(default_factory=dict)
+    topics_pzxid: int = 0
+    states: dict[TP, tuple[PartitionState, int]] = field(default_factory=dict)
+    deletes: dict[str, int] = field(default_factory=dict)
+    deletes_pzxid: int = 0
+    controller: tuple[Controller, int] | None = None
+    configs: dict[str, tuple[dict[str, str], int]] = field(default_factory=dict)
+    bad: list[Change] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------ the model
+
+
+@dataclass(slots=True)
+class _Pending:
+    zxid: int
+    events: list[Event]  # the cause's events; observed goes on the last
+    kind: str
+    brokers: frozenset[int] = frozenset()
+    topic: str | None = None
+    partition: int | None = None
+    writes: dict[TP, None] = field(default_factory=dict)  # insertion-ordered set
+    deleted_topic: str | None = None
+
+
+@dataclass(slots=True)
+class ShadowModel:
+    cluster: str
+    brokers: dict[int, Broker] = field(default_factory=dict)
+    topics: dict[str, Topic] = field(default_factory=dict)
+    states: dict[TP, PartitionState] = field(default_factory=dict)
+    deleting: set[str] = field(default_factory=set)
+    controller: Controller | None = None
+    configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    last_seq: int = 0
+    last_zxid: int = 0
+    started: bool = False
+    unexplained: int = 0  # controller writes no cause could have made (logged by the caller)
+    _gone_controller: Controller | None = None
+    _pending: list[_Pending] = field(default_factory=list)
+
+    # ------------------------------------------------------------ start
+
+    def bootstrap(self, snap: Snapshot) -> list[Event]:
+        """The cluster's present state as events (the first start): brokers, topics with
+        their stored partition state, a controller failover observing every partition,
+        queued deletions, in-flight reassignments."""
+        cause = _Pending(snap.zxid, [], "bootstrap")
+        for broker_id in sorted(snap.brokers):
+            broker = snap.brokers[broker_id]
+            event: Event = {"type": "broker_startup", "broker": broker_id}
+            if broker.rack is not None:
+                event["rack"] = broker.rack
+            cause.events.append(event)
+        self.brokers = dict(snap.brokers)
+        for topic in sorted(snap.topics):
+            info = snap.topics[topic][0]
+            self.topics[topic] = info
+            event = {"type": "topic_creation", "topic": topic, "assignment": _assignment(info)}
+            stored = {}
+            for p in sorted(info.assignment):
+                if (state := snap.states.get((topic, p))) is not None:
+                    self.states[topic, p] = state[0]
+                    stored[str(p)] = _state_field(state[0])
+            if stored:
+                event["state"] = stored
+            if configs := snap.configs.get(topic, ({}, 0))[0]:
+                self.configs[topic] = configs
+                event["configs"] = configs
+            cause.events.append(event)
+        failover: Event = {"type": "controller_failover"}
+        if snap.controller is not None:
+            self.controller = snap.controller[0]
+            failover["controller"] = self.controller.broker
+            failover["controller_epoch"] = self.controller.epoch
+        failover["observed"] = {"partitions": [self._observed(tp) for tp in sorted(self.states)]}
+        cause.events.append(failover)
+        for topic in sorted(snap.deletes):
+            if topic in self.topics:
+                self.deleting.add(topic)
+                cause.events.append({"type": "topic_deletion", "topic": topic})
+        for topic in sorted(self.topics):
+            info = self.topics[topic]
+            for p in sorted(info.assignment):
+                if info.reassigning(p):
+                    cause.events.append(_reassignment(topic, p, info.target(p)))
+        self.started = True
+        out = self._stamp(cause)
+        return out + [self._rejected(c) for c in snap.bad]
+
+    def diff(self, snap: Snapshot) -> list[Change]:
+        """The changes that turn the model's cluster into `snap`'s (a restart, a new
+        session): what vanished gets its parent's pzxid, what changed its own zxid."""
+        changes: list[Change] = list(snap.bad)
+        for broker_id, broker in snap.brokers.items():
+            if self.brokers.get(broker_id) != broker:
+                changes.append(Change(broker.epoch, "broker", broker_id, broker))
+        changes += [
+            Change(snap.brokers_pzxid, "broker", b) for b in self.brokers if b not in snap.brokers
+        ]
+        if snap.controller is not None and snap.controller[0] != self.controller:
+            changes.append(Change(snap.controller[1], "controller", None, snap.controller[0]))
+        for topic, zxid in snap.deletes.items():
+            if topic not in self.deleting:
+                changes.append(Change(zxid, "delete", topic, True))
+        changes += [
+            Change(snap.deletes_pzxid, "delete", t) for t in self.deleting if t not in snap.deletes
+        ]
+        for topic, (configs, zxid) in snap.configs.items():
+            if self.configs.get(topic, {}) != configs:
+                changes.append(Change(zxid, "config", topic, configs))
+        for topic, (info, zxid) in snap.topics.items():
+            if self.topics.get(topic) != info:
+                changes.append(Change(zxid, "topic", topic, info))
+        changes += [
+            Change(snap.topics_pzxid, "topic", t) for t in self.topics if t not in snap.topics
+        ]
+        for tp, (state, zxid) in snap.states.items():
+            if self.states.get(tp) != state:
+                changes.append(Change(zxid, "state", tp, state))
+        return changes
+
+    # ------------------------------------------------------------ changes
+
+    def apply(self, changes: Iterable[Change]) -> None:
+        """Take changes in (zxid) order; events wait for `flush`."""
+        for change in sorted(changes, key=change_order):
+            handler = getattr(self, f"_on_{change.kind}")
+            handler(change)
+            self.last_zxid = max(self.last_zxid, change.zxid)
+
+    def flush(self) -> list[Event]:
+        """Every pending cause's events, in zxid order, with ids, seqs and `observed`."""
+        pending, self._pending = sorted(self._pending, key=lambda c: c.zxid), []
+        return [event for cause in pending for event in self._stamp(cause)]
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    def _on_bad(self, change: Change) -> None:
+        self._pending.append(_Pending(change.zxid, [self._rejected(change)], "bad"))
+
+    def _on_broker(self, change: Change) -> None:
+        broker_id, new = change.key, change.value
+        old = self.brokers.get(broker_id)
+        if new is None:
+            if old is None:
+                return
+            del self.brokers[broker_id]
+            self._broker_cause(change.zxid, "broker_failure", broker_id)
+        elif old is None or old.epoch != new.epoch:
+            self.brokers[broker_id] = new
+            self._broker_cause(change.zxid, "broker_startup", broker_id, new.rack)
+        else:
+            self.brokers[broker_id] = new  # endpoints or features: no partition effect
+
+    def _broker_cause(self, zxid: int, kind: str, broker: int, rack: str | None = None) -> None:
+        last = self._pending[-1] if self._pending else None
+        # Several registrations changing before the controller wrote anything: one
+        # BrokerChange (the controller reads all registrations at once).
+        if last is not None and last.kind == kind and not last.writes and kind != "bad":
+            ids = sorted(last.brokers | {broker})
+            event = last.events[0]
+            event.pop("broker", None)
+            event.pop("rack", None)
+            event["brokers"] = ids
+            last.brokers = frozenset(ids)
+            return
+        event: Event = {"type": kind, "broker": broker}
+        if rack is not None:
+            event["rack"] = rack
+        self._pending.append(_Pending(zxid, [event], kind, frozenset({broker})))
+
+    def _on_controller(self, change: Change) -> None:
+        new: Controller | None = change.value
+        old, self.controller = self.controller or self._gone_controller, new
+        if new is None:
+            self._gone_controller = old
+            return
+        self._gone_controller = None
+        if new == old:
+            return
+        event: Event = {
+            "type": "controller_failover",
+            "controller": new.broker,
+            "controller_epoch": new.epoch,
+        }
+        # The old controller's own registration vanished with it (one session, one
+        # transaction): it is dead when the new controller loads, with no failure event.
+        last = self._pending[-1] if self._pending else None
+        if (
+            old is not None
+            and last is not None
+            and last.kind == "broker_failure"
+            and not last.writes
+            and old.broker in last.brokers
+        ):
+            self._pending.pop()
+            event["failed_brokers"] = sorted(last.brokers)
+        self._pending.append(_Pending(change.zxid, [event], "controller_failover"))
+
+    def _on_delete(self, change: Change) -> None:
+        topic = change.key
+        if change.value is None:
+            self.deleting.discard(topic)
+            return
+        if topic in self.deleting or topic not in self.topics:
+            return  # a repeated request; or one the controller drops (unknown topic)
+        self.deleting.add(topic)
+        event = {"type": "topic_deletion", "topic": topic}
+        self._pending.append(_Pending(change.zxid, [event], "topic_deletion", topic=topic))
+
+    def _on_config(self, change: Change) -> None:
+        topic, configs = change.key, change.value or {}
+        if self.configs.get(topic, {}) == configs:
+            return
+        self.configs[topic] = configs
+        if topic not in self.topics or change.value is None:
+            return  # written with the topic (creation) or removed with it (deletion)
+        event = {"type": "topic_config_change", "topic": topic, "configs": configs}
+        self._pending.append(_Pending(change.zxid, [event], "topic_config_change", topic=topic))
+
+    def _on_topic(self, change: Change) -> None:
+        topic, new = change.key, change.value
+        old = self.topics.get(topic)
+        if new is None:
+            if old is not None:
+                self._topic_gone(change.zxid, topic, old)
+            return
+        self.topics[topic] = new
+        if old is None:
+            event: Event = {
+                "type": "topic_creation",
+                "topic": topic,
+                "assignment": _assignment(new),
+            }
+            if configs := self.configs.get(topic):
+                event["configs"] = configs
+            self._pending.append(_Pending(change.zxid, [event], "topic_creation", topic=topic))
+            return
+        added = {p: r for p, r in new.assignment.items() if p not in old.assignment}
+        if added:
+            event = {
+                "type": "partition_creation",
+                "topic": topic,
+                "assignment": {str(p): list(r) for p, r in sorted(added.items())},
+            }
+            self._pending.append(_Pending(change.zxid, [event], "partition_creation", topic=topic))
+        for p in sorted(new.assignment):
+            if p in added:
+                continue
+            target = new.target(p)
+            if new.reassigning(p) and (not old.reassigning(p) or old.target(p) != target):
+                event = _reassignment(topic, p, target)
+                self._pending.append(
+                    _Pending(
+                        change.zxid, [event], "partition_reassignment", topic=topic, partition=p
+                    )
+                )
+            elif new.assignment[p] != old.assignment[p]:
+                # the controller's own rewrite (a reassignment completed or was cancelled)
+                self._attach_write(change.zxid, (topic, p), None)
+
+    def _topic_gone(self, zxid: int, topic: str, old: Topic) -> None:
+        del self.topics[topic]
+        self.configs.pop(topic, None)
+        events: list[Event] = []
+        if topic not in self.deleting:  # deleted while the shadow was not looking
+            events.append({"type": "topic_deletion", "topic": topic})
+        self.deleting.discard(topic)
+        # Brokers' StopReplica(delete) answers are not in ZooKeeper; the deletion completed,
+        # so every live replica answered with no error.
+        for p in sorted(old.assignment):
+            self.states.pop((topic, p), None)
+            for broker in old.assignment[p]:
+                if broker in self.brokers:
+                    events.append(
+                        {
+                            "type": "stop_replica_response",
+                            "topic": topic,
+                            "partition": p,
+                            "broker": broker,
+                            "error": None,
+                        }
+                    )
+        cause = _Pending(zxid, events, "deletion_done", topic=topic, deleted_topic=topic)
+        if events:
+            self._pending.append(cause)
+
+    def _on_state(self, change: Change) -> None:
+        tp, new = change.key, change.value
+        old = self.states.get(tp)
+        if new is None:
+            self.states.pop(tp, None)
+            return
+        if old == new:
+            return
+        self.states[tp] = new
+        if old is not None and new.leader_epoch == old.leader_epoch and new.leader == old.leader:
+            event = {
+                "type": "isr_change",
+                "topic": tp[0],
+                "partition": tp[1],
+                "isr": list(new.isr),
+                "leader_epoch": new.leader_epoch,
+                "partition_epoch": old.partition_epoch,
+            }
+            cause = _Pending(change.zxid, [event], "isr_change", topic=tp[0], partition=tp[1])
+            cause.writes[tp] = None
+            self._pending.append(cause)
+            return
+        self._attach_write(change.zxid, tp, old)
+
+    # ------------------------------------------------------------ attribution
+
+    def _attach_write(self, zxid: int, tp: TP, old: PartitionState | None) -> None:
+        new = self.states.get(tp)
+        for cause in reversed(self._pending):
+            if cause.zxid <= zxid and self._accepts(cause, tp, old, new):
+                cause.writes[tp] = None
+                return
+        inferred = self._infer(zxid, tp, old, new)
+        if inferred is None:
+            self.unexplained += 1
+            return
+        inferred.writes[tp] = None
+        self._pending.append(inferred)
+
+    def _accepts(
+        self, cause: _Pending, tp: TP, old: PartitionState | None, new: PartitionState | None
+    ) -> bool:
+        kind = cause.kind
+        if kind == "controller_failover":
+            return True
+        if kind in ("broker_startup", "broker_failure", "controlled_shutdown"):
+            info = self.topics.get(tp[0])
+            replicas = set(info.assignment.get(tp[1], ())) if info else set()
+            if old is not None:
+                replicas |= {old.leader, *old.isr}
+            return bool(replicas & cause.brokers)
+        if kind == "isr_change":
+            return cause.topic == tp[0] and cause.partition == tp[1]
+        if kind == "partition_reassignment":
+            return cause.topic == tp[0] and cause.partition == tp[1]
+        if kind == "leader_election":
+            return self._election_kind(tp, old, new) == cause.events[0]["election"]
+        return cause.topic == tp[0]
+
+    def _infer(
+        self, zxid: int, tp: TP, old: PartitionState | None, new: PartitionState | None
+    ) -> _Pending | None:
+        if old is None or new is None:
+            return None
+        dropped = sorted(b for b in set(old.isr) - set(new.isr) if b in self.brokers)
+        if dropped:
+            # A registered broker leaves the ISR under a controller write: it asked to
+            # shut down (ControlledShutdown reaches the controller, not ZooKeeper).
+            event = {"type": "controlled_shutdown", "broker": dropped[0]}
+            epoch = self.brokers[dropped[0]].epoch
+            event["broker_epoch"] = epoch
+            return _Pending(zxid, [event], "controlled_shutdown", frozenset({dropped[0]}))
+        election = self._election_kind(tp, old, new)
+        if election is None:
+            return None
+        event = {"type": "leader_election", "election": election, "partitions": []}
+        return _Pending(zxid, [event], "leader_election")
+
+    def _election_kind(
+        self, tp: TP, old: PartitionState | None, new: PartitionState | None
+    ) -> str | None:
+        if old is None or new is None or new.leader == old.leader or new.leader < 0:
+            return None
+        if new.leader not in old.isr:
+            return "unclean"
+        info = self.topics.get(tp[0])
+        if info is not None and info.assignment.get(tp[1], (None,))[0] == new.leader:
+            return "preferred"
+        return None
+
+    # ------------------------------------------------------------ output
+
+    def _observed(self, tp: TP) -> dict[str, Any]:
+        state = self.states.get(tp)
+        info = self.topics.get(tp[0])
+        row: dict[str, Any] = {"topic": tp[0], "partition": tp[1]}
+        if state is not None:
+            row.update(
+                leader=state.leader,
+                leader_epoch=state.leader_epoch,
+                isr=list(state.isr),
+                partition_epoch=state.partition_epoch,
+                controller_epoch=state.controller_epoch,
+                leader_recovery_state=state.leader_recovery_state,
+            )
+        if info is not None and tp[1] in info.assignment:
+            row["replicas"] = list(info.assignment[tp[1]])
+        return row
+
+    def _stamp(self, cause: _Pending) -> list[Event]:
+        events = cause.events
+        if cause.kind == "leader_election":
+            events[0]["partitions"] = [{"topic": t, "partition": p} for t, p in cause.writes]
+        if cause.kind != "bootstrap" and cause.kind != "bad" and events:
+            observed: dict[str, Any] = {
+                "partitions": [
+                    self._observed(tp) for tp in sorted(cause.writes) if tp in self.states
+                ]
+            }
+            if cause.deleted_topic is not None:
+                observed["deleted_topics"] = [cause.deleted_topic]
+            events[-1]["observed"] = observed
+        stamped = []
+        for n, event in enumerate(events):
+            self.last_seq = max(self.last_seq + 1, cause.zxid << SEQ_SHIFT)
+            head = {
+                "type": event["type"],
+                "cluster": self.cluster,
+                "event_id": f"{self.cluster}:zx{cause.zxid:x}:{n}",
+                "seq": self.last_seq,
+            }
+            stamped.append(head | event)
+        return stamped
+
+    def _rejected(self, change: Change) -> Event:
+        # Kept as an event of the type the znode would have driven, without its fields:
+        # kcsim rejects it into rejected_events with the znode's raw text in the line.
+        bad: BadZnode = change.value
+        return {
+            "type": bad.event_type,
+            "znode": bad.path,
+            "znode_data": bad.raw,
+            "problem": bad.problem,
+        }
+
+    # ------------------------------------------------------------ persistence
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cluster": self.cluster,
+            "last_seq": self.last_seq,
+            "last_zxid": self.last_zxid,
+            "brokers": {str(b): [v.epoch, v.rack, v.version] for b, v in self.brokers.items()},
+            "topics": {
+                t: [_assignment(v), _assignment_of(v.adding), _assignment_of(v.removing)]
+                for t, v in self.topics.items()
+            },
+            "states": [[t, p, *_state_row(s)] for (t, p), s in self.states.items()],
+            "deleting": sorted(self.deleting),
+            "controller": None
+            if self.controller is None
+            else [
+                self.controller.broker,
+                self.controller.epoch,
+                self.controller.kraft_controller_epoch,
+            ],
+            "configs": self.configs,
+        }
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> ShadowModel:
+        def replica_map(m: Mapping[str, list[int]]) -> dict[int, tuple[int, ...]]:
+            return {int(p): tuple(r) for p, r in m.items()}
+
+        model = cls(obj["cluster"], last_seq=obj["last_seq"], last_zxid=obj["last_zxid"])
+        model.brokers = {int(b): Broker(*v) for b, v in obj["brokers"].items()}
+        model.topics = {
+            t: Topic(replica_map(a), replica_map(ad), replica_map(rm))
+            for t, (a, ad, rm) in obj["topics"].items()
+        }
+        model.states = {
+            (t, p): PartitionState(leader, epoch, tuple(isr), cepoch, version, recovery)
+            for t, p, leader, epoch, isr, cepoch, version, recovery in obj["states"]
+        }
+        model.deleting = set(obj["deleting"])
+        if obj["controller"] is not None:
+            model.controller = Controller(*obj["controller"])
+        model.configs = obj["configs"]
+        model.started = True
+        return model
+
+
+def _assignment_of(m: Mapping[int, tuple[int, ...]]) -> dict[str, list[int]]:
+    return {str(p): list(r) for p, r in sorted(m.items())}
+
+
+def _assignment(info: Topic) -> dict[str, list[int]]:
+    return _assignment_of(info.assignment)
+
+
+def _reassignment(topic: str, partition: int, target: tuple[int, ...]) -> Event:
+    return {
+        "type": "partition_reassignment",
+        "topic": topic,
+        "partition": partition,
+        "replicas": list(target),
+    }
+
+
+def _state_field(state: PartitionState) -> dict[str, Any]:
+    return {
+        "leader": state.leader,
+        "leader_epoch": state.leader_epoch,
+        "isr": list(state.isr),
+        "partition_epoch": state.partition_epoch,
+        "controller_epoch": state.controller_epoch,
+        "leader_recovery_state": state.leader_recovery_state,
+    }
+
+
+def _state_row(s: PartitionState) -> list[Any]:
+    return [
+        s.leader,
+        s.leader_epoch,
+        list(s.isr),
+        s.controller_epoch,
+        s.partition_epoch,
+        s.leader_recovery_state,
+    ]

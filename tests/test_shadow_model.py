@@ -1,0 +1,362 @@
+"""The shadow's pure model: recorded ZooKeeper change sequences → CONTRACT §1 events.
+
+The sequences follow what a Kafka 3.7.1 controller writes (SPEC §8 broker changes, §10
+creation, §11 controlled shutdown, §13.1 AlterPartition, §14 reassignment, §15 deletion,
+§7.2 failover); the znode texts are the ones Kafka writes (checked against a real cluster).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from streaming.shadow_model import (
+    SEQ_SHIFT,
+    BadZnode,
+    Broker,
+    Change,
+    Controller,
+    PartitionState,
+    ShadowModel,
+    Snapshot,
+    Topic,
+    ZnodeError,
+    parse_broker,
+    parse_controller,
+    parse_state,
+    parse_topic,
+)
+
+BROKER_JSON = (
+    b'{"features":{},"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},'
+    b'"endpoints":["PLAINTEXT://127.0.0.1:52345"],"rack":"r1","jmx_port":-1,"port":52345,'
+    b'"host":"127.0.0.1","version":5,"timestamp":"1795535357778"}'
+)
+
+
+def state(leader: int, epoch: int, isr: list[int], version: int, cepoch: int = 1):
+    return PartitionState(leader, epoch, tuple(isr), cepoch, version, "RECOVERED")
+
+
+def topic(assignment: dict[int, list[int]], adding=None, removing=None) -> Topic:
+    def conv(m):
+        return {p: tuple(r) for p, r in (m or {}).items()}
+
+    return Topic(conv(assignment), conv(adding), conv(removing))
+
+
+def started(brokers=(1, 2, 3), topics=None, states=None, controller=1) -> ShadowModel:
+    """A model bootstrapped from a snapshot at zxid 0x100."""
+    snap = Snapshot(zxid=0x100)
+    snap.brokers = {b: Broker(0x10 + b, f"r{b}", 5) for b in brokers}
+    snap.topics = {t: (v, 0x20) for t, v in (topics or {}).items()}
+    snap.states = {k: (v, 0x30) for k, v in (states or {}).items()}
+    snap.controller = (Controller(controller, 1, -1), 0x40)
+    model = ShadowModel("c")
+    model.bootstrap(snap)
+    return model
+
+
+T = {"t": topic({0: [1, 2], 1: [2, 3], 2: [3, 1]})}
+S = {
+    ("t", 0): state(1, 0, [1, 2], 0),
+    ("t", 1): state(2, 0, [2, 3], 0),
+    ("t", 2): state(3, 0, [3, 1], 0),
+}
+
+
+def observed(event) -> dict:
+    return {(r["topic"], r["partition"]): r for r in event["observed"]["partitions"]}
+
+
+# ------------------------------------------------------------------ znode parsing
+
+
+def test_znode_texts_as_kafka_writes_them():
+    assert parse_broker(BROKER_JSON, 59, "/brokers/ids/1") == Broker(59, "r1", 5)
+    topic_json = (
+        b'{"partitions":{"0":[1,2],"1":[2,3]},"topic_id":"x",'
+        b'"adding_replicas":{},"removing_replicas":{},"version":3}'
+    )
+    assert parse_topic(topic_json, "p").assignment == {0: (1, 2), 1: (2, 3)}
+    state_json = (
+        b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":4,'
+        b'"isr":[1,2],"leader_recovery_state":0}'
+    )
+    assert parse_state(state_json, 7, "p") == state(1, 4, [1, 2], 7)
+    controller_json = b'{"version":2,"brokerid":1,"timestamp":"1","kraftControllerEpoch":-1}'
+    assert parse_controller(controller_json, b"3", "p") == Controller(1, 3, -1)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"not json", b"[1]", b'{"leader":"x","leader_epoch":0,"isr":[],"controller_epoch":1}'],
+)
+def test_garbage_state_is_a_znode_error(data):
+    with pytest.raises(ZnodeError):
+        parse_state(data, 0, "/brokers/topics/t/partitions/0/state")
+
+
+# ------------------------------------------------------------------------- start
+
+
+def test_bootstrap_loads_brokers_topics_state_then_fails_over():
+    snap = Snapshot(zxid=0x100)
+    snap.brokers = {2: Broker(0x12, None, 5), 1: Broker(0x11, "a", 5)}
+    snap.topics = {"t": (T["t"], 0x20)}
+    snap.states = {k: (v, 0x30) for k, v in S.items()}
+    snap.controller = (Controller(2, 4, -1), 0x40)
+    snap.deletes = {"t": 0x50}
+    events = ShadowModel("c").bootstrap(snap)
+    assert [e["type"] for e in events] == [
+        "broker_startup",
+        "broker_startup",
+        "topic_creation",
+        "controller_failover",
+        "topic_deletion",
+    ]
+    assert events[0]["broker"] == 1 and events[0]["rack"] == "a" and "rack" not in events[1]
+    assert events[2]["assignment"] == {"0": [1, 2], "1": [2, 3], "2": [3, 1]}
+    assert events[2]["state"]["1"] == {
+        "leader": 2,
+        "leader_epoch": 0,
+        "isr": [2, 3],
+        "partition_epoch": 0,
+        "controller_epoch": 1,
+        "leader_recovery_state": "RECOVERED",
+    }
+    failover = events[3]
+    assert (failover["controller"], failover["controller_epoch"]) == (2, 4)
+    assert len(failover["observed"]["partitions"]) == 3
+    assert [e["event_id"] for e in events] == [f"c:zx100:{n}" for n in range(5)]
+    seqs = [e["seq"] for e in events]
+    assert seqs == sorted(seqs) and seqs[0] == 0x100 << SEQ_SHIFT
+
+
+# ---------------------------------------------------------------- broker changes
+
+
+def test_broker_failure_collects_the_controllers_writes():
+    """SPEC §9.1: broker 3 fails; t-1 and t-2 lose a replica, t-0 is untouched."""
+    model = started(topics=T, states=S)
+    model.apply(
+        [
+            Change(0x200, "broker", 3),
+            Change(0x201, "state", ("t", 2), state(1, 1, [1], 1)),
+            Change(0x202, "state", ("t", 1), state(2, 1, [2], 1)),
+        ]
+    )
+    [event] = model.flush()
+    assert event["type"] == "broker_failure" and event["broker"] == 3
+    assert event["event_id"] == "c:zx200:0"
+    assert set(observed(event)) == {("t", 1), ("t", 2)}
+    assert observed(event)["t", 2]["leader"] == 1
+    assert observed(event)["t", 2]["replicas"] == [3, 1]
+
+
+def test_several_registrations_before_any_write_are_one_broker_change():
+    model = started(topics=T, states=S)
+    model.apply(
+        [
+            Change(0x200, "broker", 2),
+            Change(0x201, "broker", 3),
+            Change(0x202, "state", ("t", 1), state(-1, 1, [2], 1)),
+        ]
+    )
+    [event] = model.flush()
+    assert event["type"] == "broker_failure" and event["brokers"] == [2, 3]
+    assert "broker" not in event
+
+
+def test_replaced_registration_is_a_bounce():
+    model = started(topics=T, states=S)
+    model.apply([Change(0x300, "broker", 2, Broker(0x300, "r2", 5))])
+    [event] = model.flush()
+    assert (event["type"], event["broker"], event["rack"]) == ("broker_startup", 2, "r2")
+
+
+def test_controlled_shutdown_is_inferred_before_the_failure():
+    """SPEC §11: broker 2 stops gracefully: the controller moves its leadership and shrinks
+    ISRs while 2 is still registered; its registration vanishes later."""
+    model = started(topics=T, states=S)
+    model.apply(
+        [
+            Change(0x200, "state", ("t", 1), state(3, 1, [3], 1)),
+            Change(0x201, "state", ("t", 0), state(1, 1, [1], 1)),
+            Change(0x210, "broker", 2),
+        ]
+    )
+    shutdown, failure = model.flush()
+    assert shutdown["type"] == "controlled_shutdown" and shutdown["broker"] == 2
+    assert shutdown["broker_epoch"] == 0x12
+    assert set(observed(shutdown)) == {("t", 0), ("t", 1)}
+    assert failure["type"] == "broker_failure" and failure["observed"] == {"partitions": []}
+    assert shutdown["seq"] < failure["seq"]
+
+
+def test_alter_partition_keeps_the_leader_epoch():
+    """SPEC §13.1: a leader adds a caught-up replica: version + 1, same leader epoch."""
+    model = started(topics=T, states={**S, ("t", 1): state(2, 1, [2], 1)})
+    model.apply([Change(0x200, "state", ("t", 1), state(2, 1, [2, 3], 2))])
+    [event] = model.flush()
+    assert {k: event[k] for k in ("type", "topic", "partition", "isr", "leader_epoch")} == {
+        "type": "isr_change",
+        "topic": "t",
+        "partition": 1,
+        "isr": [2, 3],
+        "leader_epoch": 1,
+    }
+    assert event["partition_epoch"] == 1  # the request's base: the previous version
+    assert observed(event)["t", 1]["partition_epoch"] == 2
+
+
+def test_preferred_elections_in_a_row_are_one_event():
+    states = {**S, ("t", 0): state(2, 1, [2, 1], 1), ("t", 1): state(3, 1, [3, 2], 1)}
+    model = started(topics=T, states=states)
+    model.apply(
+        [
+            Change(0x200, "state", ("t", 0), state(1, 2, [2, 1], 2)),
+            Change(0x201, "state", ("t", 1), state(2, 2, [3, 2], 2)),
+        ]
+    )
+    [event] = model.flush()
+    assert event["type"] == "leader_election" and event["election"] == "preferred"
+    assert event["partitions"] == [{"topic": "t", "partition": 0}, {"topic": "t", "partition": 1}]
+
+
+def test_unclean_election_follows_its_config_change():
+    """SPEC §16: enabling unclean election on a topic elects the offline partition's
+    leader from outside the ISR; the config change is the cause."""
+    states = {**S, ("t", 1): state(-1, 1, [2], 1)}  # 2 dead, 3 alive but not in the ISR
+    model = started(brokers=(1, 3), topics=T, states=states)
+    configs = {"unclean.leader.election.enable": "true"}
+    model.apply(
+        [
+            Change(0x200, "config", "t", configs),
+            Change(0x201, "state", ("t", 1), state(3, 2, [3], 2)),
+        ]
+    )
+    [event] = model.flush()
+    assert event["type"] == "topic_config_change" and event["configs"] == configs
+    assert observed(event)["t", 1]["leader"] == 3
+
+
+# --------------------------------------------------------------- topics
+
+
+def test_topic_creation_and_partition_creation_with_their_writes():
+    model = started()
+    model.apply(
+        [
+            Change(0x200, "topic", "n", topic({0: [1, 2]})),
+            Change(0x201, "state", ("n", 0), state(1, 0, [1, 2], 0)),
+            Change(0x300, "topic", "n", topic({0: [1, 2], 1: [3, 1]})),
+            Change(0x301, "state", ("n", 1), state(3, 0, [3, 1], 0)),
+        ]
+    )
+    creation, added = model.flush()
+    assert creation["type"] == "topic_creation" and creation["assignment"] == {"0": [1, 2]}
+    assert "state" not in creation  # a live creation: kcsim elects, observed says what Kafka did
+    assert set(observed(creation)) == {("n", 0)}
+    assert added["type"] == "partition_creation" and added["assignment"] == {"1": [3, 1]}
+    assert set(observed(added)) == {("n", 1)}
+
+
+def test_reassignment_then_completion_on_the_alter_partition():
+    """SPEC §14: [1,2] → [2,3]: phase A bumps the epoch; 3 joins the ISR (AlterPartition);
+    the controller completes: new leader or epoch bump, 1 removed, topic znode rewritten."""
+    model = started(topics=T, states=S)
+    moving = topic({0: [2, 3, 1], 1: [2, 3], 2: [3, 1]}, adding={0: [3]}, removing={0: [1]})
+    model.apply(
+        [
+            Change(0x200, "topic", "t", moving),
+            Change(0x201, "state", ("t", 0), state(1, 1, [1, 2], 1)),
+            Change(0x210, "state", ("t", 0), state(1, 1, [1, 2, 3], 2)),
+            Change(0x211, "state", ("t", 0), state(2, 3, [2, 3], 4)),
+            Change(0x212, "topic", "t", topic({0: [2, 3], 1: [2, 3], 2: [3, 1]})),
+        ]
+    )
+    reassignment, alter = model.flush()
+    assert reassignment["type"] == "partition_reassignment"
+    assert (reassignment["partition"], reassignment["replicas"]) == (0, [2, 3])
+    assert observed(reassignment)["t", 0]["leader_epoch"] == 3  # the final state read
+    assert alter["type"] == "isr_change" and alter["isr"] == [1, 2, 3]
+    assert observed(alter)["t", 0]["replicas"] == [2, 3]
+
+
+def test_deletion_completes_with_stop_replica_answers_of_live_brokers():
+    """SPEC §15: the controller deletes the topic znode once every replica answered."""
+    model = started(brokers=(1, 2, 3), topics={"d": topic({0: [1, 2]})})
+    model.apply([Change(0x200, "delete", "d", True), Change(0x210, "topic", "d")])
+    deletion, *answers = model.flush()
+    assert deletion["type"] == "topic_deletion"
+    assert [(a["type"], a["partition"], a["broker"], a["error"]) for a in answers] == [
+        ("stop_replica_response", 0, 1, None),
+        ("stop_replica_response", 0, 2, None),
+    ]
+    assert answers[-1]["observed"] == {"partitions": [], "deleted_topics": ["d"]}
+    assert [a["event_id"] for a in answers] == ["c:zx210:0", "c:zx210:1"]
+    assert ("d", 0) not in model.states
+
+
+def test_new_controller_takes_the_old_ones_registration_as_failed():
+    """SPEC §7.2: the old controller's session ends: /controller and its registration
+    vanish together; the new controller loads with it dead."""
+    model = started(topics=T, states=S, controller=1)
+    model.apply(
+        [
+            Change(0x200, "broker", 1),
+            Change(0x200, "controller", None, None),
+            Change(0x205, "controller", None, Controller(2, 2, -1)),
+            Change(0x206, "state", ("t", 0), state(2, 1, [2], 1, cepoch=2)),
+        ]
+    )
+    [event] = model.flush()
+    assert event["type"] == "controller_failover" and event["failed_brokers"] == [1]
+    assert (event["controller"], event["controller_epoch"]) == (2, 2)
+    assert observed(event)["t", 0]["controller_epoch"] == 2
+
+
+# --------------------------------------------------------- order, ids, restart
+
+
+def test_events_follow_zxid_order_whatever_the_arrival_order():
+    model = started(topics=T, states=S)
+    model.apply(
+        [
+            Change(0x300, "state", ("t", 1), state(2, 0, [2], 1)),
+            Change(0x2FF, "broker", 3),
+        ]
+    )
+    failure, alter = model.flush()
+    assert failure["type"] == "broker_failure" and alter["type"] == "isr_change"
+    assert failure["seq"] < alter["seq"]
+
+
+def test_restart_diff_emits_only_what_changed_and_seqs_keep_increasing():
+    model = started(topics=T, states=S)
+    last = model.last_seq
+    saved = json.loads(json.dumps(model.to_json()))
+    restarted = ShadowModel.from_json(saved)
+    snap = Snapshot(zxid=0x400)
+    snap.brokers = {1: Broker(0x11, "r1", 5), 2: Broker(0x12, "r2", 5)}  # 3 gone
+    snap.brokers_pzxid = 0x400
+    snap.topics = {"t": (T["t"], 0x20)}
+    snap.states = {k: (v, 0x30) for k, v in S.items()}
+    snap.states["t", 2] = (state(1, 1, [1], 1), 0x401)
+    snap.controller = (Controller(1, 1, -1), 0x40)
+    restarted.apply(restarted.diff(snap))
+    [event] = restarted.flush()
+    assert event["type"] == "broker_failure" and event["broker"] == 3
+    assert event["seq"] > last and set(observed(event)) == {("t", 2)}
+    assert restarted.diff(snap) == []
+
+
+def test_garbage_znode_becomes_a_line_kcsim_rejects():
+    model = started()
+    bad = BadZnode("/brokers/ids/7", "garbage{", "not JSON", "broker_startup")
+    model.apply([Change(0x200, "bad", "/brokers/ids/7", bad)])
+    [event] = model.flush()
+    assert event["type"] == "broker_startup" and "broker" not in event
+    assert event["znode_data"] == "garbage{" and event["znode"] == "/brokers/ids/7"

@@ -1,0 +1,239 @@
+"""`kcsim shadow` against a real ZooKeeper-mode Kafka 3.7.1 cluster (the `zk_cluster`
+fixture: one ZooKeeper, three brokers). SPEC §8 (broker changes), §10 (creation),
+§13.1 (AlterPartition) as a real controller performs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafka.admin import KafkaAdminClient, NewTopic
+from kazoo.client import KazooClient
+
+from controller.config import Settings
+from controller.replay import replay
+
+pytestmark = pytest.mark.zk
+ROOT = Path(__file__).resolve().parents[1]
+DEADLINE_S = 90
+
+
+def shadow(zookeeper: str, out: Path, *extra: str) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    command = [sys.executable, "-m", "streaming.cli", "shadow", "--zookeeper", zookeeper]
+    command += ["--out", f"file:{out}", "--cluster", "real", "--settle-ms", "300", *extra]
+    return subprocess.Popen(command, env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+
+
+def events(out: Path) -> list[dict[str, Any]]:
+    lines = []
+    for path in sorted(out.glob("shadow-*.jsonl")):
+        lines += [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    return lines
+
+
+def wait_for(what: str, check: Callable[[], Any]) -> Any:
+    deadline = time.monotonic() + DEADLINE_S
+    while time.monotonic() < deadline:
+        if result := check():
+            return result
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def create_topics(bootstrap: str, assignments: dict[str, dict[int, list[int]]]) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics(
+            [
+                NewTopic(t, num_partitions=-1, replication_factor=-1, replica_assignments=a)
+                for t, a in assignments.items()
+            ]
+        )
+    finally:
+        admin.close()
+
+
+def znode_states(zookeeper: str, topics: list[str]) -> dict[tuple[str, int], dict[str, Any]]:
+    client = KazooClient(hosts=zookeeper, read_only=True)
+    client.start(timeout=30)
+    try:
+        out = {}
+        for topic in topics:
+            assignment = json.loads(client.get(f"/brokers/topics/{topic}")[0])["partitions"]
+            for p, replicas in assignment.items():
+                data, stat = client.get(f"/brokers/topics/{topic}/partitions/{p}/state")
+                state = json.loads(data)
+                out[topic, int(p)] = {
+                    "leader": state["leader"],
+                    "leader_epoch": state["leader_epoch"],
+                    "isr": state["isr"],
+                    "partition_epoch": stat.version,
+                    "replicas": replicas,
+                }
+        return out
+    finally:
+        client.stop()
+        client.close()
+
+
+def all_states_present(zookeeper: str, topics: list[str]) -> bool:
+    try:
+        return bool(znode_states(zookeeper, topics))
+    except Exception:  # the controller has not written every state znode yet
+        return False
+
+
+def test_once_replayed_gives_the_znodes_partition_state(zk_cluster, tmp_path):
+    names = [f"once-{uuid.uuid4().hex[:6]}", f"once-{uuid.uuid4().hex[:6]}"]
+    create_topics(
+        zk_cluster.bootstrap,
+        {names[0]: {0: [1, 2], 1: [2, 3], 2: [3, 1]}, names[1]: {0: [1, 2, 3], 1: [3, 1, 2]}},
+    )
+    wait_for("state znodes", lambda: all_states_present(zk_cluster.zookeeper, names))
+    out = tmp_path / "events"
+    run = shadow(zk_cluster.zookeeper, out, "--once")
+    assert run.wait(timeout=DEADLINE_S) == 0, run.stderr.read()
+    emitted = events(out)
+    assert emitted[-1]["type"] in (
+        "controller_failover",
+        "topic_deletion",
+        "partition_reassignment",
+    )
+    expected = znode_states(zk_cluster.zookeeper, names)
+    replay(Settings.load(None, ()), out, tmp_path / "tables")
+    rows = [json.loads(x) for x in (tmp_path / "tables/partition_state.jsonl").read_text().split()]
+    got = {
+        (r["topic"], r["partition"]): {k: r[k] for k in expected[next(iter(expected))]}
+        for r in rows
+        if r["topic"] in names
+    }
+    assert got == expected
+    rejected = (tmp_path / "tables/rejected_events.jsonl").read_text()
+    assert rejected == ""
+
+
+def test_continuous_shadow_follows_a_broker_kill_and_restart(zk_cluster, tmp_path):
+    name = f"live-{uuid.uuid4().hex[:6]}"
+    create_topics(zk_cluster.bootstrap, {name: {0: [1, 3], 1: [3, 2], 2: [2, 1]}})
+    wait_for("state znodes", lambda: all_states_present(zk_cluster.zookeeper, [name]))
+    out = tmp_path / "events"
+    proc = shadow(zk_cluster.zookeeper, out)
+    try:
+        wait_for(
+            "the start events", lambda: any(e["type"] == "controller_failover" for e in events(out))
+        )
+        victim = 3 if zk_cluster.controller_id() != 3 else 2
+        zk_cluster.kill(victim)
+        failure = wait_for(
+            "broker_failure",
+            lambda: next((e for e in events(out) if e["type"] == "broker_failure"), None),
+        )
+        assert failure.get("broker") == victim or victim in failure.get("brokers", [])
+        # SPEC §9.1: the partitions the victim led got a new leader, the ISRs lost it
+        seen = {
+            (r["topic"], r["partition"]): r
+            for r in failure["observed"]["partitions"]
+            if r["topic"] == name
+        }
+        truth = znode_states(zk_cluster.zookeeper, [name])
+        assert seen and all(victim not in r["isr"] for r in seen.values())
+        for tp, row in seen.items():
+            assert row["leader"] == truth[tp]["leader"] and row["isr"] == truth[tp]["isr"]
+        zk_cluster.start(victim)
+
+        def rejoined():
+            later = events(out)[events(out).index(failure) + 1 :]
+            starts = [e for e in later if e["type"] == "broker_startup"]
+            isr = [e for e in later if e["type"] == "isr_change" and e["topic"] == name]
+            return (starts, isr) if starts and len(isr) == 2 else None
+
+        starts, isr_changes = wait_for("broker_startup and the ISR expansions", rejoined)
+        assert starts[0].get("broker") == victim
+        for change in isr_changes:  # SPEC §13.1: leader epoch kept, the ISR regains victim
+            assert victim in change["isr"]
+            [row] = change["observed"]["partitions"]
+            assert row["partition_epoch"] == change["partition_epoch"] + 1
+            assert row["leader_epoch"] == change["leader_epoch"]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    ids = [e["event_id"] for e in events(out)]
+    assert len(ids) == len(set(ids))
+    seqs = [e["seq"] for e in events(out)]
+    assert seqs == sorted(seqs)
+
+
+def test_a_killed_shadow_restarts_without_duplicates_or_gaps(zk_cluster, tmp_path):
+    out = tmp_path / "events"
+    first = shadow(zk_cluster.zookeeper, out)
+    wait_for(
+        "the start events", lambda: any(e["type"] == "controller_failover" for e in events(out))
+    )
+    before = f"before-{uuid.uuid4().hex[:6]}"
+    create_topics(zk_cluster.bootstrap, {before: {0: [1, 2]}})
+    wait_for("its creation", lambda: any(e.get("topic") == before for e in events(out)))
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=30)
+    during = f"during-{uuid.uuid4().hex[:6]}"  # created while no shadow watches
+    create_topics(zk_cluster.bootstrap, {during: {0: [2, 3], 1: [3, 1]}})
+    wait_for("state znodes", lambda: all_states_present(zk_cluster.zookeeper, [during]))
+    second = shadow(zk_cluster.zookeeper, out, "--once")
+    assert second.wait(timeout=DEADLINE_S) == 0, second.stderr.read()
+    emitted = events(out)
+    ids = [e["event_id"] for e in emitted]
+    assert len(ids) == len(set(ids))
+    assert [e["seq"] for e in emitted] == sorted(e["seq"] for e in emitted)
+    creations = [e for e in emitted if e["type"] == "topic_creation" and e["topic"] == during]
+    assert len(creations) == 1 and creations[0]["assignment"] == {"0": [2, 3], "1": [3, 1]}
+    assert [e for e in emitted if e["type"] == "controller_failover"][1:] == []  # no re-bootstrap
+    # what the shadow now holds is ZooKeeper's present state
+    saved = json.loads((out / ".shadow-state-real.json").read_text())
+    held = {
+        (t, p): (leader, epoch, isr, v) for t, p, leader, epoch, isr, _, v, _ in saved["states"]
+    }
+    for tp, z in znode_states(zk_cluster.zookeeper, [before, during]).items():
+        assert held[tp] == (z["leader"], z["leader_epoch"], z["isr"], z["partition_epoch"])
+
+
+def test_garbage_znode_is_rejected_and_the_rest_goes_on(zk_cluster, tmp_path):
+    """Planted under a chroot of the cluster's ZooKeeper, never in Kafka's own tree."""
+    chroot = f"/kcsim-garbage-{uuid.uuid4().hex[:8]}"
+    writer = KazooClient(hosts=zk_cluster.zookeeper)
+    writer.start(timeout=30)
+    try:
+        broker = {"version": 5, "host": "h", "port": 1, "rack": "a", "endpoints": []}
+        writer.create(f"{chroot}/brokers/ids/1", json.dumps(broker).encode(), makepath=True)
+        writer.create(f"{chroot}/brokers/ids/2", b"\x00garbage{", makepath=True)
+        topic = {"version": 3, "partitions": {"0": [1]}, "adding_replicas": {}}
+        writer.create(f"{chroot}/brokers/topics/g", json.dumps(topic).encode(), makepath=True)
+        state = {"controller_epoch": 1, "leader": 1, "version": 1, "leader_epoch": 0, "isr": [1]}
+        writer.create(
+            f"{chroot}/brokers/topics/g/partitions/0/state",
+            json.dumps(state).encode(),
+            makepath=True,
+        )
+        writer.create(f"{chroot}/controller", b'{"version":2,"brokerid":1}')
+        writer.create(f"{chroot}/controller_epoch", b"1")
+        out = tmp_path / "events"
+        run = shadow(zk_cluster.zookeeper + chroot, out, "--once")
+        assert run.wait(timeout=DEADLINE_S) == 0, run.stderr.read()
+    finally:
+        writer.delete(chroot, recursive=True)
+        writer.stop()
+        writer.close()
+    replay(Settings.load(None, ()), out, tmp_path / "tables")
+    rejected = [json.loads(x) for x in (tmp_path / "tables/rejected_events.jsonl").open()]
+    assert len(rejected) == 1 and "garbage{" in rejected[0]["raw"]
+    assert "/brokers/ids/2" in rejected[0]["raw"]
+    [row] = [json.loads(x) for x in (tmp_path / "tables/partition_state.jsonl").open()]
+    assert (row["topic"], row["leader"], row["isr"]) == ("g", 1, [1])
