@@ -424,15 +424,16 @@ _EVENT_READERS = {event_type: _readers(specs) for event_type, specs in EVENT_FIE
 
 def _one_broker_field(event_type: str) -> Callable[[dict[str, Any]], None]:
     def check(values: dict[str, Any]) -> None:
-        if "broker" in values and "brokers" in values:
+        if ("broker" in values) is not ("brokers" in values):
+            return  # exactly one: the common case, one test
+        if "broker" in values:
             raise FieldError(
                 "give either 'broker' (one broker) or 'brokers' (several in one change), not both"
             )
-        if "broker" not in values and "brokers" not in values:
-            raise FieldError(
-                f"missing required field 'broker' for event type '{event_type}' (or "
-                "'brokers': several brokers in one change)"
-            )
+        raise FieldError(
+            f"missing required field 'broker' for event type '{event_type}' (or "
+            "'brokers': several brokers in one change)"
+        )
 
     return check
 
