@@ -25,19 +25,47 @@ class Header(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class BrokerStartup:
-    broker: int
+    """`broker`, or `brokers` registering together (one BrokerChange); parse checks that
+    exactly one is given. `rack` applies to each."""
+
+    broker: int | None = None
     rack: str | None = None
+    brokers: tuple[int, ...] | None = None
+
+    @property
+    def ids(self) -> tuple[int, ...]:
+        return self.brokers if self.brokers is not None else (self.broker,)  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True)
 class BrokerFailure:
-    broker: int
+    """`broker`, or `brokers` whose registrations vanish together (one BrokerChange)."""
+
+    broker: int | None = None
+    brokers: tuple[int, ...] | None = None
+
+    @property
+    def ids(self) -> tuple[int, ...]:
+        return self.brokers if self.brokers is not None else (self.broker,)  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True)
 class ControlledShutdown:
     broker: int
     broker_epoch: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredPartitionState:
+    """A partition's state znode (LeaderIsrAndControllerEpoch and its version), as a
+    snapshot of a running cluster gives it: the partition already exists."""
+
+    leader: int  # -1: none
+    leader_epoch: int
+    isr: tuple[int, ...]
+    partition_epoch: int  # the znode's version
+    controller_epoch: int
+    leader_recovery_state: str = "RECOVERED"
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,12 +77,15 @@ class TopicCreation:
     partitions: int | None = None
     replication_factor: int | None = None
     configs: dict[str, str] | None = None
+    # partitions of the assignment that already exist, with their stored state
+    state: dict[int, StoredPartitionState] | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class PartitionCreation:
     topic: str
     assignment: dict[int, tuple[int, ...]]
+    state: dict[int, StoredPartitionState] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +138,7 @@ class TopicConfigChange:
 class ControllerFailover:
     controller: int | None = None
     failed_brokers: tuple[int, ...] = ()
+    controller_epoch: int | None = None  # the epoch won (/controller_epoch); None: current + 1
 
 
 EventBody = (

@@ -24,7 +24,9 @@ from controller.model import (
     NO_EPOCH,
     NO_LEADER,
     BrokerStatus,
+    LeaderAndIsr,
     PartitionState,
+    RecoveryState,
     ReplicaAssignment,
     ReplicaState,
     TopicPartition,
@@ -69,14 +71,14 @@ class KafkaController:
         self._follow_ups: deque[_StopReplicaResponse | _IsrExpansion] = deque()
         # the checks of `check`, per event type, in the order they run
         self._checks: dict[type, tuple[Callable, ...]] = {
-            ev.BrokerFailure: (self._known_broker,),
+            ev.BrokerFailure: (self._known_brokers,),
             ev.ControlledShutdown: (self._known_broker,),
             ev.StopReplicaResponse: (self._known_broker, self._known_topic),
             ev.TopicCreation: (self._check_topic_creation,),
             ev.PartitionCreation: (self._known_topic, self._check_partition_creation),
             ev.TopicDeletion: (self._known_topic, self._check_deletion_enabled),
             ev.TopicConfigChange: (self._known_topic, self._check_topic_configs),
-            ev.ControllerFailover: (self._check_failed_brokers,),
+            ev.ControllerFailover: (self._check_failed_brokers, self._check_controller_epoch),
         }
         self._handlers: dict[type, Callable] = {
             ev.BrokerStartup: self._broker_startup,
@@ -106,6 +108,13 @@ class KafkaController:
         if body.broker not in self.context.brokers:
             raise EventRejected(f"unknown broker {body.broker}: the cluster has never seen it")
 
+    def _known_brokers(self, body: ev.BrokerFailure) -> None:
+        unknown = [b for b in body.ids if b not in self.context.brokers]
+        if unknown:
+            if len(unknown) == 1:
+                raise EventRejected(f"unknown broker {unknown[0]}: the cluster has never seen it")
+            raise EventRejected(f"unknown brokers {unknown}: the cluster has never seen them")
+
     def _known_topic(
         self,
         body: ev.PartitionCreation
@@ -134,6 +143,16 @@ class KafkaController:
         unknown = [b for b in body.failed_brokers if b not in self.context.brokers]
         if unknown:
             raise EventRejected(f"unknown failed_brokers {unknown}")
+
+    def _check_controller_epoch(self, body: ev.ControllerFailover) -> None:
+        # elect() sets /controller_epoch to old + 1 conditioned on its version: a controller
+        # that won has an epoch above every earlier one
+        epoch = body.controller_epoch
+        if epoch is not None and epoch <= self.context.epoch:
+            raise EventRejected(
+                f"controller_epoch {epoch} is not greater than the current controller "
+                f"epoch {self.context.epoch}: a new controller's epoch always is"
+            )
 
     def apply(self, body: ev.EventBody) -> None:
         self._handlers[type(body)](body)
@@ -166,22 +185,42 @@ class KafkaController:
     # ---- brokers (§8, §9, §11) -----------------------------------------------------------
 
     def _broker_startup(self, body: ev.BrokerStartup) -> None:
+        """BrokerChange (§8.1) for brokers registering: the new ones in one onBrokerStartup;
+        then the bounced ones (still registered: a new registration replaced the old) in
+        one onBrokerFailure and one onBrokerStartup. Broker epochs (registration czxids)
+        follow the order the brokers are listed in."""
         context = self.context
-        rack = body.rack
-        if context.is_registered(body.broker):
-            # a bounce: the old registration fails, the new one starts with a new epoch
-            if rack is None:
-                rack = context.brokers[body.broker].rack
-            context.set_broker_status(body.broker, BrokerStatus.DEAD)
-            self._on_broker_failure([body.broker])
-        context.register_broker(body.broker, rack, context.next_broker_epoch())
-        self._on_broker_startup([body.broker])
+        ids = body.ids
+        bounced = sorted(b for b in ids if context.is_registered(b))
+        bounced_set = set(bounced)
+        new = sorted(b for b in ids if b not in bounced_set)
+        first_epoch = context.next_broker_epoch()
+        epochs = {broker: first_epoch + i for i, broker in enumerate(ids)}
+        if new:
+            for broker in new:
+                context.register_broker(broker, body.rack, epochs[broker])
+            self._on_broker_startup(new)
+        if bounced:
+            racks = {
+                b: context.brokers[b].rack if body.rack is None else body.rack for b in bounced
+            }
+            for broker in bounced:
+                context.set_broker_status(broker, BrokerStatus.DEAD)
+            self._on_broker_failure(bounced)
+            for broker in bounced:
+                context.register_broker(broker, racks[broker], epochs[broker])
+            self._on_broker_startup(bounced)
 
     def _broker_failure(self, body: ev.BrokerFailure) -> None:
-        if not self.context.is_registered(body.broker):
-            return  # already gone: ZooKeeper shows no change
-        self.context.set_broker_status(body.broker, BrokerStatus.DEAD)
-        self._on_broker_failure([body.broker])
+        """BrokerChange (§8.1) for registrations that vanished: one onBrokerFailure of all
+        of them. A broker already dead changes nothing (ZooKeeper shows no change)."""
+        context = self.context
+        dead = sorted(b for b in body.ids if context.is_registered(b))
+        if not dead:
+            return
+        for broker in dead:
+            context.set_broker_status(broker, BrokerStatus.DEAD)
+        self._on_broker_failure(dead)
 
     def _on_broker_startup(self, new_brokers: list[int]) -> None:
         """onBrokerStartup (§8.2)."""
@@ -295,15 +334,15 @@ class KafkaController:
                 f"most {MAX_PARTITIONS_PER_EVENT:,} in one event (about 1 KB of state each)"
             )
         if body.topic in context.topics:
-            raise EventRejected(f"Topic '{body.topic}' already exists.")
+            if body.assignment is None:  # CreateTopics: TopicExistsException
+                raise EventRejected(f"Topic '{body.topic}' already exists.")
+            return  # the znode of a known topic: see _topic_creation
         collision = _collides_with(body.topic, context.topics)
         if collision is not None:
             raise EventRejected(f"Topic '{body.topic}' collides with existing topic: {collision}")
-        if body.assignment is not None:
-            # Kafka's CreateTopics does not check an explicit assignment's brokers at all
-            # (ZkAdminManager.createTopics), so a dead one is accepted; one the cluster has
-            # never seen is bad input (CONTRACT §1)
-            self._check_brokers(body.assignment, set(context.brokers))
+        # An explicit assignment is the topic znode (CONTRACT §1): its brokers are not
+        # checked, as the controller does not check them (a replica on a dead or never
+        # registered broker starts offline)
 
     def _check_partition_creation(self, body: ev.PartitionCreation) -> None:
         topic = self.context.topics[body.topic]
@@ -329,28 +368,14 @@ class KafkaController:
                 f"topic '{body.topic}' has {count} partitions, so new ones are numbered "
                 f"{wanted}, got {given}"
             )
-        # CreatePartitions refuses brokers without a registration (ZkAdminManager
-        # .createPartitions reads /brokers/ids): dead ones too, shutting-down ones not
-        self._check_brokers(body.assignment, set(self.context.registered_broker_ids()))
-        # AdminZkClient.validateReplicaAssignment: partition 0's replication factor rules
-        rf = len(self.context.assignment(TopicPartition(body.topic, 0)).replicas)
-        odd = sorted((p, len(rs)) for p, rs in body.assignment.items() if len(rs) != rf)
-        if odd:
-            raise EventRejected(
-                "Inconsistent replication factor between partitions, partition 0 has "
-                f"{rf} while partitions [{', '.join(str(p) for p, _ in odd)}] have "
-                f"replication factors [{', '.join(str(n) for _, n in odd)}], respectively."
-            )
-
-    def _check_brokers(self, assignment: dict[int, tuple[int, ...]], allowed: set[int]) -> None:
-        unknown = sorted({b for rs in assignment.values() for b in rs} - allowed)
-        if not unknown:
-            return
-        dead = [b for b in unknown if b in self.context.brokers]
-        detail = f" (dead, not registered: {dead})" if dead else ""
-        raise EventRejected(f"Unknown broker(s) in replica assignment: {unknown}{detail}")
+        # An explicit assignment is what reached the topic znode (CONTRACT §1): its brokers
+        # and replica counts are not checked, as the controller does not check them
 
     def _topic_creation(self, body: ev.TopicCreation) -> None:
+        """TopicChange (§10.1). A topic the controller already knows is not a new topic:
+        its znode's partitions that the controller lacks are added as PartitionModifications
+        adds them (§10.2), the rest (existing partitions, configs) changes nothing. A real
+        log may start mid-life and name topics again (CONTRACT §4)."""
         context = self.context
         assignment = body.assignment
         if assignment is None:
@@ -361,19 +386,37 @@ class KafkaController:
                 )
             except AssignmentError as error:
                 raise EventRejected(str(error)) from error
+        known = context.topics.get(body.topic)
+        if known is not None:
+            added = {p: rs for p, rs in assignment.items() if p not in known.partitions}
+            if added and not context.is_queued_for_deletion(body.topic):
+                self._create_partitions(body.topic, added, body.state)
+            return
         context.add_topic(body.topic, body.configs or {})
-        self._create_partitions(body.topic, assignment)
+        self._create_partitions(body.topic, assignment, body.state)
 
     def _partition_creation(self, body: ev.PartitionCreation) -> None:
         if self.context.is_queued_for_deletion(body.topic):
             return  # §10.2: additions to a topic being deleted are discarded
-        self._create_partitions(body.topic, body.assignment)
+        self._create_partitions(body.topic, body.assignment, body.state)
 
-    def _create_partitions(self, topic: str, assignment: dict[int, tuple[int, ...]]) -> None:
-        """onNewPartitionCreation (§10.3): four separate batches."""
+    def _create_partitions(
+        self,
+        topic: str,
+        assignment: dict[int, tuple[int, ...]],
+        stored: dict[int, ev.StoredPartitionState] | None = None,
+    ) -> None:
+        """onNewPartitionCreation (§10.3): four separate batches, for the partitions without
+        a stored state. Those with one already exist (a snapshot of a running cluster):
+        they are loaded instead, as a failover loads them (§7.2 step 4)."""
         context = self.context
         parts = self.parts
-        tps = [TopicPartition(topic, p) for p in sorted(assignment)]
+        if stored:
+            self._load_existing_partitions(topic, assignment, stored)
+        stored = stored or {}
+        tps = [TopicPartition(topic, p) for p in sorted(assignment) if p not in stored]
+        if not tps:
+            return
         for tp in tps:
             context.add_partition(tp, ReplicaAssignment(tuple(assignment[tp.partition])))
         replicas = [(tp, r) for tp in tps for r in context.assignment(tp).replicas]
@@ -381,6 +424,42 @@ class KafkaController:
         parts.replicas.handle_state_changes(replicas, RS.NEW)
         parts.partitions.handle_state_changes(tps, PS.ONLINE, offline_strategy(False))
         parts.replicas.handle_state_changes(replicas, RS.ONLINE)
+
+    def _load_existing_partitions(
+        self,
+        topic: str,
+        assignment: dict[int, tuple[int, ...]],
+        stored: dict[int, ev.StoredPartitionState],
+    ) -> None:
+        """Partitions that exist with a stored state: the assignment and the
+        LeaderIsrAndControllerEpoch are cached as initializeControllerContext caches them
+        (§7.2 step 4c-g), and the states set where the state machines' startup leaves them
+        with nothing to do: the partition Online if its leader is live, else Offline
+        (§7.2 step 9: leader -1 counts as not live); a replica Online if its broker is live,
+        else Offline (§6.4). No election, no ISR write, no request and no state_changes
+        row: the cluster already went through them, and the stored state is their outcome.
+        An Offline partition is elected by the next triggerOnlinePartitionStateChange (a
+        broker startup or a failover), as in a controller that just loaded it."""
+        context = self.context
+        for partition in sorted(stored):
+            state = stored[partition]
+            tp = TopicPartition(topic, partition)
+            record = context.add_partition(tp, ReplicaAssignment(tuple(assignment[partition])))
+            leadership = LeaderAndIsr(
+                state.leader,
+                state.leader_epoch,
+                state.isr,
+                state.partition_epoch,
+                RecoveryState(state.leader_recovery_state),
+                state.controller_epoch,
+            )
+            context.set_leadership(record, leadership)
+            online = context.is_live(state.leader)
+            context.set_partition_state(record, PS.ONLINE if online else PS.OFFLINE)
+            for broker in record.assignment.replicas:
+                context.set_replica_state(
+                    record, broker, RS.ONLINE if context.is_live(broker) else RS.OFFLINE
+                )
 
     def _topic_deletion(self, body: ev.TopicDeletion) -> None:
         """A DeleteTopics request, then processTopicDeletion (§15.1).
@@ -524,7 +603,8 @@ class KafkaController:
         simulator rebuilds it before calling this); steps 4-11 of §7.2."""
         context = self.context
         parts = self.parts
-        context.epoch += 1
+        won = body.controller_epoch
+        context.epoch = context.epoch + 1 if won is None else won
         context.controller_id = body.controller
         for broker in body.failed_brokers:
             if context.is_registered(broker):

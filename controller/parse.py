@@ -33,6 +33,7 @@ from controller.events import (
     PartitionReassignment,
     Rejection,
     StopReplicaResponse,
+    StoredPartitionState,
     TopicConfigChange,
     TopicCreation,
     TopicDeletion,
@@ -232,13 +233,63 @@ def _assignment(name: str, value: object) -> dict[int, tuple[int, ...]]:
         raise FieldError(f"field '{name}' must assign at least one partition")
     result: dict[int, tuple[int, ...]] = {}
     for key, replica_list in value.items():
-        # (the length test first: int() refuses very long digit strings)
-        if not _PARTITION_KEY.fullmatch(key) or len(key) > 10 or int(key) > INT32_MAX:
+        result[_partition_key(name, key)] = replicas(f"{name}.{key}", replica_list)
+    return dict(sorted(result.items()))
+
+
+def _partition_key(name: str, key: str) -> int:
+    # (the length test first: int() refuses very long digit strings)
+    if not _PARTITION_KEY.fullmatch(key) or len(key) > 10 or int(key) > INT32_MAX:
+        raise FieldError(
+            f"field '{name}' keys must be partition numbers written in decimal "
+            f'(non-negative 32-bit, like "0"), got {show(key)}'
+        )
+    return int(key)
+
+
+_RECOVERY_STATES = ("RECOVERED", "RECOVERING")
+
+
+def _partition_states(name: str, value: object) -> dict[int, StoredPartitionState]:
+    """Stored partition states ({"<partition>": {leader, leader_epoch, isr,
+    partition_epoch, controller_epoch, leader_recovery_state?}}): znode contents, so only
+    their types and ranges are checked, not how they relate (the controller loads them as
+    they are)."""
+    if not isinstance(value, dict):
+        raise FieldError(
+            f"field '{name}' must be an object of partition → stored state, like "
+            f'{{"0": {{"leader": 1, "leader_epoch": 3, "isr": [1, 2], "partition_epoch": 5, '
+            f'"controller_epoch": 2}}}}, got {show(value)}'
+        )
+    result: dict[int, StoredPartitionState] = {}
+    for key, item in value.items():
+        partition = _partition_key(name, key)
+        where = f"{name}.{key}"
+        if not isinstance(item, dict):
+            raise FieldError(f"field '{where}' must be an object, got {show(item)}")
+        for required in ("leader", "leader_epoch", "isr", "partition_epoch", "controller_epoch"):
+            if item.get(required) is None:
+                raise FieldError(f"field '{where}' is missing '{required}'")
+        recovery = item.get("leader_recovery_state")
+        if recovery is None:
+            recovery = "RECOVERED"
+        elif recovery not in _RECOVERY_STATES:
             raise FieldError(
-                f"field '{name}' keys must be partition numbers written in decimal "
-                f'(non-negative 32-bit, like "0"), got {show(key)}'
+                f"field '{where}.leader_recovery_state' must be \"RECOVERED\" or "
+                f'"RECOVERING", got {show(recovery)}'
             )
-        result[int(key)] = replicas(f"{name}.{key}", replica_list)
+        result[partition] = StoredPartitionState(
+            leader=_int_in(f"{where}.leader", item["leader"], -1, INT32_MAX, "a broker id or -1"),
+            leader_epoch=_non_negative_int32(f"{where}.leader_epoch", item["leader_epoch"]),
+            isr=_brokers(f"{where}.isr", item["isr"], allow_empty=True),
+            partition_epoch=_non_negative_int32(
+                f"{where}.partition_epoch", item["partition_epoch"]
+            ),
+            controller_epoch=_non_negative_int32(
+                f"{where}.controller_epoch", item["controller_epoch"]
+            ),
+            leader_recovery_state=recovery,
+        )
     return dict(sorted(result.items()))
 
 
@@ -347,6 +398,7 @@ VALIDATORS: Mapping[Kind, Validator] = {
     Kind.PARTITION_REFS: _partition_refs,
     Kind.ERROR_OR_NULL: _error_or_null,
     Kind.TIMESTAMP: _timestamp,
+    Kind.PARTITION_STATES: _partition_states,
 }
 assert set(VALIDATORS) == set(Kind)
 # The common fields other than `type` and `cluster`, which parse_event reads first.
@@ -370,6 +422,22 @@ _EVENT_READERS = {event_type: _readers(specs) for event_type, specs in EVENT_FIE
 # ---------------------------------------------------------------------- cross-field
 
 
+def _one_broker_field(event_type: str) -> Callable[[dict[str, Any]], None]:
+    def check(values: dict[str, Any]) -> None:
+        if ("broker" in values) is not ("brokers" in values):
+            return  # exactly one: the common case, one test
+        if "broker" in values:
+            raise FieldError(
+                "give either 'broker' (one broker) or 'brokers' (several in one change), not both"
+            )
+        raise FieldError(
+            f"missing required field 'broker' for event type '{event_type}' (or "
+            "'brokers': several brokers in one change)"
+        )
+
+    return check
+
+
 def _check_topic_creation(values: dict[str, Any]) -> None:
     by_count = "partitions" in values or "replication_factor" in values
     if "assignment" in values:
@@ -379,7 +447,10 @@ def _check_topic_creation(values: dict[str, Any]) -> None:
                 "'replication_factor', not both"
             )
         _check_new_topic_assignment(values["assignment"])
+        _check_states_assigned(values)
         return
+    if "state" in values:
+        raise FieldError("field 'state' needs an 'assignment': it describes existing partitions")
     for name in ("partitions", "replication_factor"):
         if name not in values:
             raise FieldError(
@@ -391,19 +462,32 @@ def _check_topic_creation(values: dict[str, Any]) -> None:
 
 
 def _check_new_topic_assignment(assignment: Mapping[int, tuple[int, ...]]) -> None:
-    # AdminZkClient.validateTopicCreate's rules and wording.
-    if len({len(r) for r in assignment.values()}) != 1:
-        raise FieldError(
-            "field 'assignment': All partitions should have the same number of replicas"
-        )
+    # An explicit assignment is the topic znode the controller reads, not a request to
+    # validate (CONTRACT §1): replica counts may differ between partitions (as after
+    # reassignments). Its partitions are numbered 0..n-1, as every topic znode Kafka
+    # writes is (AdminZkClient.validateTopicCreate's wording).
     if sorted(assignment) != list(range(len(assignment))):
         raise FieldError(
             "field 'assignment': partitions should be a consecutive 0-based integer sequence"
         )
 
 
+def _check_states_assigned(values: dict[str, Any]) -> None:
+    state = values.get("state")
+    if state is None:
+        return
+    unassigned = [p for p in state if p not in values["assignment"]]
+    if unassigned:
+        raise FieldError(
+            f"field 'state' names partitions {unassigned} that 'assignment' does not assign"
+        )
+
+
 CROSS_CHECKS: Mapping[str, Callable[[dict[str, Any]], None]] = {
+    "broker_startup": _one_broker_field("broker_startup"),
+    "broker_failure": _one_broker_field("broker_failure"),
     "topic_creation": _check_topic_creation,
+    "partition_creation": _check_states_assigned,
 }
 
 

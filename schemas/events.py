@@ -29,6 +29,9 @@ class Kind(StrEnum):
     PARTITION_REFS = "partition_refs"  # [{"topic", "partition"}]
     ERROR_OR_NULL = "error_or_null"  # Kafka error code name or null
     TIMESTAMP = "timestamp"  # ISO-8601 string or epoch ms
+    # {"<partition>": {leader, leader_epoch, isr, partition_epoch, controller_epoch,
+    # leader_recovery_state?}}: stored partition states (a snapshot of a running cluster)
+    PARTITION_STATES = "partition_states"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +55,13 @@ def _f(name: str, kind: Kind, required: bool = True) -> FieldSpec:
 
 
 EVENT_FIELDS: dict[str, tuple[FieldSpec, ...]] = {
-    "broker_startup": (_f("broker", Kind.BROKER), _f("rack", Kind.STRING, False)),
-    "broker_failure": (_f("broker", Kind.BROKER),),
+    # `broker` or `brokers` (one BrokerChange of several brokers): checked by the validator.
+    "broker_startup": (
+        _f("broker", Kind.BROKER, False),
+        _f("rack", Kind.STRING, False),
+        _f("brokers", Kind.REPLICAS, False),
+    ),
+    "broker_failure": (_f("broker", Kind.BROKER, False), _f("brokers", Kind.REPLICAS, False)),
     "controlled_shutdown": (_f("broker", Kind.BROKER), _f("broker_epoch", Kind.LONG, False)),
     # `assignment` or `partitions` + `replication_factor`: checked by the validator.
     "topic_creation": (
@@ -62,8 +70,13 @@ EVENT_FIELDS: dict[str, tuple[FieldSpec, ...]] = {
         _f("partitions", Kind.INT, False),
         _f("replication_factor", Kind.INT, False),
         _f("configs", Kind.CONFIGS, False),
+        _f("state", Kind.PARTITION_STATES, False),
     ),
-    "partition_creation": (_f("topic", Kind.TOPIC), _f("assignment", Kind.ASSIGNMENT)),
+    "partition_creation": (
+        _f("topic", Kind.TOPIC),
+        _f("assignment", Kind.ASSIGNMENT),
+        _f("state", Kind.PARTITION_STATES, False),
+    ),
     "topic_deletion": (_f("topic", Kind.TOPIC),),
     "partition_reassignment": (
         _f("topic", Kind.TOPIC),
@@ -93,6 +106,7 @@ EVENT_FIELDS: dict[str, tuple[FieldSpec, ...]] = {
     "controller_failover": (
         _f("controller", Kind.BROKER, False),
         _f("failed_brokers", Kind.BROKER_LIST, False),
+        _f("controller_epoch", Kind.INT, False),
     ),
 }
 EVENT_TYPES: tuple[str, ...] = tuple(EVENT_FIELDS)
@@ -115,4 +129,17 @@ SPARK_TYPES: dict[Kind, DataType] = {
     Kind.PARTITION_REFS: ArrayOf(StructOf((("topic", STRING), ("partition", INT)))),
     Kind.ERROR_OR_NULL: STRING,
     Kind.TIMESTAMP: STRING,
+    Kind.PARTITION_STATES: MapOf(
+        STRING,
+        StructOf(
+            (
+                ("leader", INT),
+                ("leader_epoch", INT),
+                ("isr", INT_LIST),
+                ("partition_epoch", INT),
+                ("controller_epoch", INT),
+                ("leader_recovery_state", STRING),
+            )
+        ),
+    ),
 }

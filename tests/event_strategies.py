@@ -193,14 +193,26 @@ def broker_startup_event(view: ClusterView) -> st.SearchStrategy:
     ids = st.integers(0, MAX_BROKERS - 1)
     any_rack = [r for r in view.racks.values() if r is not None]
     rack = st.sampled_from(["r1", "r2"]) if any_rack else st.none()
-    return st.builds(
+    one = st.builds(
         lambda b, r: with_optional({"type": "broker_startup", "broker": b}, rack=r), ids, rack
     )
+    # several in one BrokerChange (§8.1): new and bounced ones mixed
+    several = st.builds(
+        lambda bs, r: with_optional({"type": "broker_startup", "brokers": bs}, rack=r),
+        st.lists(ids, min_size=1, max_size=3, unique=True),
+        rack,
+    )
+    return st.one_of(one, several)
 
 
 def broker_failure_event(view: ClusterView) -> st.SearchStrategy:
     pool = view.registered() or view.known_brokers() or [0]
-    return st.sampled_from(pool).map(lambda b: {"type": "broker_failure", "broker": b})
+    one = st.sampled_from(pool).map(lambda b: {"type": "broker_failure", "broker": b})
+    # lost together in one BrokerChange (a zone outage): one onBrokerFailure (§8.3)
+    several = st.lists(st.sampled_from(pool), min_size=1, max_size=3, unique=True).map(
+        lambda bs: {"type": "broker_failure", "brokers": bs}
+    )
+    return st.one_of(one, several)
 
 
 def controlled_shutdown_event(view: ClusterView) -> st.SearchStrategy:
@@ -229,7 +241,9 @@ def _assignment(
     rf = min(rf, len(pool))
     if rf < 1:
         return st.nothing()
-    lists = st.lists(st.sampled_from(pool), min_size=rf, max_size=rf, unique=True)
+    # replica counts may differ between partitions: an explicit assignment is the topic
+    # znode (CONTRACT §1), as real topics have after reassignments
+    lists = st.lists(st.sampled_from(pool), min_size=1, max_size=rf, unique=True)
     return st.lists(lists, min_size=count, max_size=count).map(
         lambda rs: {str(first + i): r for i, r in enumerate(rs)}
     )
@@ -265,7 +279,7 @@ def partition_creation_event(view: ClusterView) -> st.SearchStrategy:
         existing = [p for t, p in view.partitions if t == topic]
         first = max(existing, default=-1) + 1
         rf = len(view.partitions[(topic, existing[0])].replicas) if existing else 1
-        # mostly registered brokers, so the creation is accepted (a dead one is rejected)
+        # mostly registered brokers; a dead one starts its replica offline
         registered = view.registered()
         pool = registered if registered and draw(st.integers(0, 4)) else None
         assignment = draw(_assignment(view, first, draw(st.integers(1, 2)), rf, pool))

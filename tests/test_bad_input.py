@@ -142,9 +142,55 @@ BAD_LINES: list[tuple[str, dict[str, Any] | str, tuple[str, ...]]] = [
         ("'assignment'", "partition numbers"),
     ),
     (
-        "uneven replication",
-        {"type": "topic_creation", "topic": "v", "assignment": {"0": [0], "1": [0, 1]}},
-        ("same number of replicas",),
+        "assignment with a partition gap",
+        {"type": "topic_creation", "topic": "v", "assignment": {"0": [0], "2": [0, 1]}},
+        ("consecutive 0-based",),
+    ),
+    (
+        "broker and brokers",
+        {"type": "broker_startup", "broker": 0, "brokers": [1]},
+        ("either 'broker'", "not both"),
+    ),
+    ("neither broker nor brokers", {"type": "broker_failure"}, ("'brokers'", "required")),
+    ("empty brokers", {"type": "broker_failure", "brokers": []}, ("'brokers'", "empty")),
+    (
+        "state without assignment",
+        {
+            "type": "topic_creation",
+            "topic": "v",
+            "partitions": 1,
+            "replication_factor": 1,
+            "state": {},
+        },
+        ("'state' needs an 'assignment'",),
+    ),
+    (
+        "state of an unassigned partition",
+        {
+            "type": "topic_creation",
+            "topic": "v",
+            "assignment": {"0": [0]},
+            "state": {
+                "1": {
+                    "leader": 0,
+                    "leader_epoch": 0,
+                    "isr": [0],
+                    "partition_epoch": 0,
+                    "controller_epoch": 1,
+                }
+            },
+        },
+        ("'state'", "[1]", "does not assign"),
+    ),
+    (
+        "state without its leader epoch",
+        {
+            "type": "topic_creation",
+            "topic": "v",
+            "assignment": {"0": [0]},
+            "state": {"0": {"leader": 0, "isr": [0], "partition_epoch": 0, "controller_epoch": 1}},
+        },
+        ("'state.0'", "'leader_epoch'"),
     ),
     (
         "both creation forms",
@@ -216,14 +262,9 @@ BAD_LINES: list[tuple[str, dict[str, Any] | str, tuple[str, ...]]] = [
         ("[1]", "already exist"),
     ),
     (
-        "partition on unknown broker",
-        {"type": "partition_creation", "topic": "t", "assignment": {"2": [0, 7]}},
-        ("Unknown broker", "7"),
-    ),
-    (
-        "topic on unknown broker",
-        {"type": "topic_creation", "topic": "v", "assignment": {"0": [7]}},
-        ("Unknown broker", "7"),
+        "unknown brokers fail together",
+        {"type": "broker_failure", "brokers": [1, 8, 9]},
+        ("unknown brokers [8, 9]",),
     ),
     (
         "existing topic created",
@@ -255,6 +296,11 @@ BAD_LINES: list[tuple[str, dict[str, Any] | str, tuple[str, ...]]] = [
             "error": None,
         },
         ("unknown topic 'nope'",),
+    ),
+    (
+        "controller epoch not greater",
+        {"type": "controller_failover", "controller": 0, "controller_epoch": 1},
+        ("controller_epoch 1", "not greater", "epoch 1"),
     ),
     (
         "unknown failed broker",

@@ -23,6 +23,7 @@ from controller.events import (
     PartitionReassignment,
     Rejection,
     StopReplicaResponse,
+    StoredPartitionState,
     TopicConfigChange,
     TopicCreation,
     TopicDeletion,
@@ -370,7 +371,6 @@ def test_missing_required_field() -> None:
         (False, "false"),
         (1.0, "1.0"),
         ("1", '"1"'),
-        (None, "null"),
         ([1], "[1]"),
     ],
 )
@@ -379,6 +379,61 @@ def test_broker_must_be_a_non_negative_int32(value: object, shown: str) -> None:
         f"field 'broker' must be a non-negative 32-bit integer, got {shown}",
         type="broker_failure",
         broker=value,
+    )
+    reason(
+        f"field 'broker' must be a non-negative 32-bit integer, got {shown}",
+        type="controlled_shutdown",
+        broker=value,
+    )
+
+
+def test_broker_or_brokers() -> None:
+    """CONTRACT §1: `broker`, or `brokers` lost or started in one BrokerChange; a null
+    `broker` is an absent one (as for every optional field)."""
+    assert body(type="broker_failure", brokers=[3, 1]) == BrokerFailure(brokers=(3, 1))
+    assert body(type="broker_startup", brokers=[2], rack="r") == BrokerStartup(
+        rack="r", brokers=(2,)
+    )
+    reason("missing required field 'broker'", type="broker_failure", broker=None)
+    reason("'brokers' must not repeat a broker", type="broker_startup", brokers=[1, 1])
+    reason("non-negative 32-bit integer broker ids", type="broker_failure", brokers=[-1])
+    reason("not both", type="broker_failure", broker=1, brokers=[2])
+
+
+def test_partition_states() -> None:
+    """A snapshot's stored partition states: znode contents, checked for types and ranges."""
+    state = {
+        "leader": -1,
+        "leader_epoch": 4,
+        "isr": [2],
+        "partition_epoch": 9,
+        "controller_epoch": 3,
+        "leader_recovery_state": "RECOVERING",
+    }
+    parsed = body(
+        type="partition_creation", topic="t", assignment={"1": [1, 2]}, state={"1": state}
+    )
+    assert parsed.state == {1: StoredPartitionState(-1, 4, (2,), 9, 3, "RECOVERING")}
+    reason(
+        "field 'state.1.leader' must be a broker id or -1, got -2",
+        type="partition_creation",
+        topic="t",
+        assignment={"1": [1]},
+        state={"1": {**state, "leader": -2}},
+    )
+    reason(
+        "'state.1.leader_recovery_state' must be",
+        type="partition_creation",
+        topic="t",
+        assignment={"1": [1]},
+        state={"1": {**state, "leader_recovery_state": "DONE"}},
+    )
+    reason(
+        "'state' names partitions [2]",
+        type="partition_creation",
+        topic="t",
+        assignment={"1": [1]},
+        state={"2": state},
     )
 
 
@@ -561,12 +616,6 @@ def test_topic_creation_needs_one_way_to_assign() -> None:
 
 
 def test_topic_creation_assignment_follows_kafka() -> None:
-    reason(
-        "All partitions should have the same number of replicas",
-        type="topic_creation",
-        topic="t",
-        assignment={"0": [1, 2], "1": [1]},
-    )
     reason(
         "partitions should be a consecutive 0-based integer sequence",
         type="topic_creation",

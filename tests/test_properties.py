@@ -291,13 +291,14 @@ def check_requests(
     # request_seq numbers the event's requests 1..n in order
     assert [r["request_seq"] for r in requests] == list(range(1, len(requests) + 1))
     startup = event["type"] == "broker_startup"
+    started = set(event.get("brokers") or [event.get("broker")]) if startup else set()
     for r in requests:
         assert r["type"] in REQUEST_TYPES, r
         # §3.5: sent with the controller's epoch (a failover raises it before sending)
         assert r["controller_epoch"] == after.controller_epoch, r
         b = r["broker"]
         registered_after = after.brokers.get(b, "dead") != "dead"
-        if startup and b == event["broker"]:
+        if b in started:
             # a bounce (§8.1): the failure half sends to the broker while it has no
             # registration (dropped), the startup half after it re-registers
             if not r["delivered"]:
@@ -345,8 +346,7 @@ def check_requests(
     else:
         assert after.controller_epoch == before.controller_epoch
     # §0: a (re-)registration gets a greater broker epoch
-    if startup:
-        b = event["broker"]
+    for b in started:
         assert after.brokers[b] == "live"
         assert after.broker_epochs[b] > before.broker_epochs.get(b, 0)
 
@@ -513,7 +513,11 @@ class ControllerMachine(RuleBasedStateMachine):
         stray &= set(after.partitions)
         if kind == "topic_creation":
             count = len(event["assignment"]) if "assignment" in event else event["partitions"]
-            expected[topic] = set(range(count))
+            if topic not in before.topics:
+                expected[topic] = set(range(count))
+            elif before.topics[topic] is None:
+                # a known topic's znode: only the partitions it lacks are added (§10.2)
+                expected[topic] |= set(range(count))
         elif kind == "partition_creation" and before.topics.get(topic) is None:
             # §10.2: additions to a topic queued for deletion are discarded
             expected[topic] |= {int(p) for p in event["assignment"]}

@@ -109,30 +109,26 @@ def test_partition_creation_adds_partitions() -> None:
     assert list(entries(out.of(UM, 1)[0])) == [("t", 1)]
 
 
-def test_partition_creation_numbers_on_and_keeps_the_replication_factor() -> None:
-    """§10.2 via the admin path: CreatePartitions asks for a new partition count, so new
-    partitions are numbered on from the existing ones; and an explicit assignment must
-    keep partition 0's replication factor (AdminZkClient.validateReplicaAssignment,
-    INVALID_REPLICA_ASSIGNMENT). Either refusal happens before the controller sees
-    anything."""
+def test_partition_creation_numbers_on_and_takes_any_replication_factor() -> None:
+    """§10.2: CreatePartitions asks for a new partition count, so new partitions are
+    numbered on from the existing ones (any other numbering cannot reach the topic znode).
+    Replica counts are the znode's (CONTRACT §1): a partition may have more or fewer
+    replicas than partition 0, as real topics do after reassignments."""
     c = Cluster(brokers=[1, 2, 3])
     c.create("t", {0: [1, 2]})
-    cases = [
-        ({"5": [1, 2]}, "topic 't' has 1 partitions, so new ones are numbered [1], got [5]"),
-        (
-            {"1": [1, 2], "2": [1, 2, 3], "3": [3]},
-            "Inconsistent replication factor between partitions, partition 0 has 2 while "
-            "partitions [2, 3] have replication factors [3, 1], respectively.",
-        ),
+    out = c.send({"type": "partition_creation", "topic": "t", "assignment": {"5": [1, 2]}})
+    assert [r["reason"] for r in out.rejected] == [
+        "topic 't' has 1 partitions, so new ones are numbered [1], got [5]"
     ]
-    for assignment, reason in cases:
-        out = c.send({"type": "partition_creation", "topic": "t", "assignment": assignment})
-        assert [r["reason"] for r in out.rejected] == [reason]
-        assert out.requests == [] and out.state_changes == []
-        assert c.partition("t", 1) is None
-    c.send({"type": "partition_creation", "topic": "t", "assignment": {"2": [2, 3], "1": [3, 1]}})
-    assert c.state("t", 1) == ("OnlinePartition", 3, [3, 1], 0, 0)
-    assert c.state("t", 2) == ("OnlinePartition", 2, [2, 3], 0, 0)
+    assert out.requests == [] and out.state_changes == []
+    assert c.partition("t", 1) is None
+    out = c.send(
+        {"type": "partition_creation", "topic": "t", "assignment": {"2": [3], "1": [3, 1, 2]}}
+    )
+    assert out.rejected == []
+    assert c.state("t", 1) == ("OnlinePartition", 3, [3, 1, 2], 0, 0)
+    assert c.state("t", 2) == ("OnlinePartition", 3, [3], 0, 0)
+    assert c.partition("t", 1)["replicas"] == [3, 1, 2]
 
 
 def test_partition_creation_for_topic_being_deleted_is_rejected() -> None:
@@ -150,12 +146,23 @@ def test_partition_creation_for_topic_being_deleted_is_rejected() -> None:
     assert out.requests == [] and out.state_changes == []
 
 
-def test_creation_of_existing_topic_is_rejected() -> None:
-    """CONTRACT §1: a topic that already exists is refused as Kafka refuses it."""
-    c = Cluster(brokers=[1])
+def test_creation_of_existing_topic() -> None:
+    """§10.1 / CONTRACT §4: TopicChange only handles topic names the controller does not
+    know, so an explicit assignment of a known topic (a log that starts mid-life names it
+    again) changes nothing for its existing partitions; partitions the znode has and the
+    controller lacks are added as PartitionModifications adds them (§10.2). The admin form
+    (partitions + replication_factor) is CreateTopics, refused with TopicExistsException."""
+    c = Cluster(brokers=[1, 2])
     c.create("t", {0: [1]})
-    out = c.create("t", {0: [1]})
-    assert len(out.rejected) == 1 and out.requests == []
+    out = c.create("t", {0: [2, 1]})
+    assert out.rejected == [] and out.requests == [] and out.state_changes == []
+    assert c.partition("t", 0)["replicas"] == [1]
+    out = c.create("t", {0: [2, 1], 1: [2, 1]})
+    assert c.partition("t", 0)["replicas"] == [1]
+    assert c.state("t", 1) == ("OnlinePartition", 2, [2, 1], 0, 0)
+    assert out.sent() == [(LAI, 1, True), (LAI, 2, True), (UM, 1, True), (UM, 2, True)]
+    out = c.send({"type": "topic_creation", "topic": "t", "partitions": 1, "replication_factor": 1})
+    assert [r["reason"] for r in out.rejected] == ["Topic 't' already exists."]
 
 
 def test_creation_with_replication_factor_uses_live_brokers() -> None:
@@ -176,27 +183,42 @@ def test_creation_with_replication_factor_uses_live_brokers() -> None:
         )
 
 
-def test_partition_creation_on_dead_broker_is_rejected() -> None:
-    """§10.2 via the admin path: CreatePartitions checks an explicit assignment against the
-    registered brokers (/brokers/ids) and answers INVALID_REPLICA_ASSIGNMENT "Unknown
-    broker(s) in replica assignment" before the controller sees anything. A dead broker is
-    not registered, so the event is rejected (CONTRACT §1): nothing changes, nothing is sent."""
+def test_partition_creation_on_dead_and_unknown_brokers() -> None:
+    """§10.2 / §10.3 / §4.3: the znode's assignment is applied as the controller applies
+    it, whatever its brokers (CONTRACT §1): a replica on a dead broker, or on one the log
+    never registered, starts offline: the first live replica leads, the ISR is the live
+    ones, and only they get the LeaderAndIsr (isNew=true)."""
     c = Cluster(brokers=[1, 2, 3])
     c.create("t", {0: [1, 2]})
     c.fail(3)
-    out = c.send({"type": "partition_creation", "topic": "t", "assignment": {"1": [1, 3]}})
-    (rejected,) = out.rejected
-    assert rejected["reason"] == (
-        "Unknown broker(s) in replica assignment: [3] (dead, not registered: [3])"
+    out = c.send({"type": "partition_creation", "topic": "t", "assignment": {"1": [3, 9, 1]}})
+    assert out.rejected == []
+    assert c.state("t", 1) == ("OnlinePartition", 1, [1], 0, 0)
+    assert c.replicas("t", 1) == {3: "OnlineReplica", 9: "OnlineReplica", 1: "OnlineReplica"}
+    assert out.sent() == [(LAI, 1, True), (UM, 1, True), (UM, 2, True)]
+    um = entries(out.of(UM, 1)[0])[("t", 1)]
+    assert (um["replicas"], um["offline_replicas"]) == ([3, 9, 1], [3, 9])
+    # broker 9 registers for the first time: its replica gets the current state, isNew=false
+    out = c.start(9)
+    entry = entries(out.of(LAI, 9)[0])[("t", 1)]
+    assert (lai(entry), entry["is_new"]) == ((1, 0, [1], 0), False)
+
+
+def test_creation_on_brokers_never_registered_fails_initialization() -> None:
+    """§4.3 / §10.3: a partition with no live replica fails initialization with the error
+    Kafka logs (a state_changes row ok=false) and stays NewPartition; its replicas still
+    become OnlineReplica."""
+    c = Cluster(brokers=[1])
+    out = c.create("t", {0: [7, 8]})
+    assert out.rejected == [] and out.requests == []
+    assert c.partition("t", 0)["state"] == "NewPartition"
+    (failed,) = out.changes("partition", ok=False)
+    assert failed["error"] == (
+        "Controller None epoch 1 encountered error during state change of partition t-0 "
+        "from New to Online, assigned replicas are [7,8], live brokers are [1]. No "
+        "assigned replica is alive."
     )
-    assert out.requests == [] and out.state_changes == [] and out.results == []
-    assert c.partition("t", 1) is None
-    assert c.state("t", 0) == ("OnlinePartition", 1, [1, 2], 0, 0)
-    # never seen and dead together: both named
-    out = c.send({"type": "partition_creation", "topic": "t", "assignment": {"1": [9, 3]}})
-    assert out.rejected[0]["reason"] == (
-        "Unknown broker(s) in replica assignment: [3, 9] (dead, not registered: [3])"
-    )
+    assert c.replicas("t", 0) == {7: "OnlineReplica", 8: "OnlineReplica"}
 
 
 def test_partition_creation_on_shutting_down_broker_is_accepted() -> None:
@@ -220,8 +242,7 @@ def test_topic_creation_on_dead_broker_is_accepted() -> None:
     """§10.1 / §10.3 via the admin path: unlike CreatePartitions, Kafka's CreateTopics does
     not check an explicit assignment's brokers (ZkAdminManager.createTopics: "we don't check
     that replicaAssignment contains unknown brokers"), so a dead broker is accepted and the
-    controller creates the partition around it. Only a broker the cluster has never seen is
-    rejected (CONTRACT §1)."""
+    controller creates the partition around it (CONTRACT §1: the assignment is the znode)."""
     c = Cluster(brokers=[1, 2, 3])
     c.fail(3)
     out = c.create("t", {0: [3, 1], 1: [3, 2]})
@@ -230,9 +251,10 @@ def test_topic_creation_on_dead_broker_is_accepted() -> None:
     assert c.state("t", 1) == ("OnlinePartition", 2, [2], 0, 0)
     assert c.replicas("t", 0) == {3: "OnlineReplica", 1: "OnlineReplica"}
     assert out.sent() == [(LAI, 1, True), (LAI, 2, True), (UM, 1, True), (UM, 2, True)]
+    # a broker the log never registered: applied alike, its replica offline
     out = c.create("u", {0: [1, 9]})
-    assert out.rejected[0]["reason"] == "Unknown broker(s) in replica assignment: [9]"
-    assert c.topic("u") is None
+    assert out.rejected == []
+    assert c.state("u", 0) == ("OnlinePartition", 1, [1], 0, 0)
 
 
 def test_partition_creation_during_reassignment_is_rejected() -> None:

@@ -1,0 +1,227 @@
+"""Starting beside a running cluster: its present state as events (CONTRACT §1 `state`,
+`controller_epoch`; SPEC §7.2, §6.4).
+
+A cluster with history is simulated; its state tables become snapshot events
+(`snapshot_events`); a fresh simulator replays them and the new controller's failover
+runs on the loaded state. The original takes the same failover. Both must then hold the
+same state, and the failover must send the same requests.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scenario import Cluster, Output, entries, lai
+from snapshot_events import snapshot_events, stored_state
+
+from schemas.tables import STATE_TABLES
+
+LAI, UM, SR = "LeaderAndIsr", "UpdateMetadata", "StopReplica"
+Row = dict[str, Any]
+
+
+def cluster_with_history() -> Cluster:
+    """Epochs above 0 everywhere: failures, returns, ISR changes, elections, a controlled
+    shutdown, a failover; at the end broker 5 is dead, 2 shutting down, and `late` has
+    never been initialized (its only replica's broker is dead)."""
+    c = Cluster()
+    for broker in range(1, 6):
+        c.send({"type": "broker_startup", "broker": broker, "rack": "ab"[broker % 2]})
+    c.send({"type": "topic_creation", "topic": "a", "partitions": 4, "replication_factor": 3})
+    c.create("b", {0: [1, 2], 1: [2, 3, 4]}, configs={"unclean.leader.election.enable": True})
+    c.fail(1)
+    c.start(1)
+    for p in range(4):
+        row = c.partition("a", p)
+        if 1 in row["replicas"] and 1 not in row["isr"]:
+            c.isr("a", p, [*row["isr"], 1])
+    c.isr("b", 0, [2, 1])
+    c.elect("preferred")
+    c.send({"type": "broker_failure", "brokers": [3, 4]})
+    c.failover(controller=1)
+    c.start(3)
+    c.isr("b", 1, [2, 3])
+    c.shutdown(2)
+    c.fail(5)
+    c.create("late", {0: [5]})
+    assert c.cluster_row()["controller_epoch"] == 2
+    assert c.partition("late", 0)["state"] == "NewPartition"
+    assert max(c.partition("a", p)["leader_epoch"] for p in range(4)) >= 3
+    return c
+
+
+def tables(c: Cluster) -> dict[str, list[Row]]:
+    return {t.name: list(c.simulator.table_rows(t.name)) for t in STATE_TABLES}
+
+
+def without_event_ids(rows: list[Row]) -> list[Row]:
+    return [{k: v for k, v in row.items() if k != "last_event_id"} for row in rows]
+
+
+def requests(out: Output) -> list[tuple]:
+    """Every request of an event, payload included, without the event's own ids."""
+    return [
+        (
+            r["type"],
+            r["broker"],
+            r["delivered"],
+            r["controller_epoch"],
+            [tuple(sorted(p.items())) for p in r["partitions"]],
+            r.get("live_brokers"),
+        )
+        for r in out.requests
+    ]
+
+
+def test_snapshot_replays_to_the_same_state_and_failover() -> None:
+    original = cluster_with_history()
+    events = snapshot_events(tables(original), controller=3, controller_epoch=7)
+    shadow = Cluster()
+    outs = [shadow.send(event) for event in events]
+    assert all(out.rejected == [] for out in outs)
+    # loading existing partitions elects nothing and sends nothing
+    starts = sum(event["type"] == "broker_startup" for event in events)
+    creations = outs[starts:-1]
+    assert [len(out.requests) for out in creations] == [0, 0, 0]
+    assert all(
+        s["topic"] == "late"  # the one partition never initialized: created as new
+        for out in creations
+        for s in out.state_changes
+    )
+    failover = outs[-1]
+
+    reference = original.failover(controller=3)  # epoch 3 there: only the number differs
+    assert original.cluster_row()["controller_epoch"] == 3
+    assert shadow.cluster_row()["controller_epoch"] == 7
+    assert shadow.cluster_row()["controller"] == 3
+
+    ours, theirs = tables(shadow), tables(original)
+    for row in theirs["partition_state"]:
+        if row["controller_epoch"] == 3:
+            row["controller_epoch"] = 7  # written by the failover itself
+    assert without_event_ids(ours["partition_state"]) == without_event_ids(
+        theirs["partition_state"]
+    )
+    assert without_event_ids(ours["replica_state"]) == without_event_ids(theirs["replica_state"])
+    assert ours["topics"] == theirs["topics"]
+    registered = [r["broker"] for r in theirs["brokers"] if r["status"] != "dead"]
+    assert [r["broker"] for r in ours["brokers"]] == registered == [1, 2, 3]
+
+    def renumbered(rows: list[tuple]) -> list[tuple]:
+        return [
+            (
+                t,
+                b,
+                d,
+                7 if e == 3 else e,
+                [
+                    tuple((k, 7 if k == "controller_epoch" and v == 3 else v) for k, v in p)
+                    for p in ps
+                ],
+                live,
+            )
+            for t, b, d, e, ps, live in rows
+        ]
+
+    assert requests(failover) == renumbered(requests(reference))
+
+
+def test_failover_after_snapshot_elects_offline_and_shrinks_dead_replicas() -> None:
+    """What the new controller's startup does to a loaded snapshot (§7.2 steps 7-9): an
+    UpdateMetadata of the live brokers; the current state to every live replica; each dead
+    replica still in an ISR removed from it (epoch + 1); each partition whose leader is not
+    live elected (epoch + 1). Here t-0 [1, 2, 3] is stored led by 2 with ISR [2, 3] and 2
+    is not registered: step 8 gives leader -1, ISR [3], epoch 6; step 9 leader 3, epoch 7.
+    Everything the new controller writes carries its epoch, 9."""
+    c = Cluster(brokers=[1, 3])
+    stored = {
+        "leader": 2,
+        "leader_epoch": 5,
+        "isr": [2, 3],
+        "partition_epoch": 11,
+        "controller_epoch": 8,
+    }
+    out = c.send(
+        {
+            "type": "topic_creation",
+            "topic": "t",
+            "assignment": {"0": [1, 2, 3]},
+            "state": {"0": stored},
+        }
+    )
+    assert out.requests == [] and out.state_changes == []
+    assert c.state("t", 0) == ("OfflinePartition", 2, [2, 3], 5, 11)
+    assert c.partition("t", 0)["controller_epoch"] == 8
+    assert c.replicas("t", 0) == {1: "OnlineReplica", 2: "OfflineReplica", 3: "OnlineReplica"}
+    assert stored_state(c.partition("t", 0)) == {**stored, "leader_recovery_state": "RECOVERED"}
+
+    out = c.send({"type": "controller_failover", "controller": 1, "controller_epoch": 9})
+    assert c.state("t", 0) == ("OnlinePartition", 3, [3], 7, 13)
+    assert c.partition("t", 0)["controller_epoch"] == 9
+    assert c.replicas("t", 0) == {1: "OnlineReplica", 2: "OfflineReplica", 3: "OnlineReplica"}
+    assert out.sent() == [
+        (UM, 1, True),
+        (UM, 3, True),
+        (LAI, 1, True),
+        (LAI, 3, True),
+        (UM, 1, True),
+        (UM, 3, True),
+        (LAI, 1, True),
+        (LAI, 3, True),
+        (UM, 1, True),
+        (UM, 3, True),
+        (SR, 2, False),
+        (LAI, 1, True),
+        (LAI, 3, True),
+        (UM, 1, True),
+        (UM, 3, True),
+    ]
+    assert {r["controller_epoch"] for r in out.requests} == {9}
+    resent, shrink, election = (entries(r)[("t", 0)] for r in out.of(LAI, 3))
+    # §19.8: the per-partition epoch is the writer's: 8 until this controller writes
+    assert (lai(resent), resent["controller_epoch"]) == ((2, 5, [2, 3], 11), 8)
+    assert (lai(shrink), shrink["controller_epoch"]) == ((-1, 6, [3], 12), 9)
+    assert (lai(election), election["controller_epoch"]) == ((3, 7, [3], 13), 9)
+
+
+def test_controller_epoch_must_grow() -> None:
+    """§7.1: a controller wins /controller_epoch = old + 1; an event naming an epoch that
+    is not greater than the current one is rejected and changes nothing."""
+    c = Cluster(brokers=[1])
+    c.send({"type": "controller_failover", "controller": 1, "controller_epoch": 4})
+    assert c.cluster_row()["controller_epoch"] == 4
+    out = c.send({"type": "controller_failover", "controller": 1, "controller_epoch": 4})
+    assert [r["reason"] for r in out.rejected] == [
+        "controller_epoch 4 is not greater than the current controller epoch 4: a new "
+        "controller's epoch always is"
+    ]
+    assert out.requests == []
+    c.failover(controller=1)
+    assert c.cluster_row()["controller_epoch"] == 5
+
+
+def test_partition_creation_with_state_and_new_partitions_together() -> None:
+    """Partitions of the assignment without `state` are new partitions, created as before
+    (§10.3); those with one are loaded. A stored leader that is live leaves the partition
+    Online, with no request."""
+    c = Cluster(brokers=[1, 2])
+    c.create("t", {0: [1, 2]})
+    stored = {
+        "leader": 2,
+        "leader_epoch": 3,
+        "isr": [2, 1],
+        "partition_epoch": 4,
+        "controller_epoch": 1,
+    }
+    out = c.send(
+        {
+            "type": "partition_creation",
+            "topic": "t",
+            "assignment": {"1": [2, 1], "2": [1, 2]},
+            "state": {"1": stored},
+        }
+    )
+    assert c.state("t", 1) == ("OnlinePartition", 2, [2, 1], 3, 4)
+    assert c.state("t", 2) == ("OnlinePartition", 1, [1, 2], 0, 0)
+    assert sorted({tp for r in out.of(LAI) for tp in entries(r)}) == [("t", 2)]
+    assert {(s["topic"], s["partition"]) for s in out.state_changes} == {("t", 2)}
