@@ -18,12 +18,14 @@ import json
 import os
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql import SparkSession
+
+if TYPE_CHECKING:  # read_files and NotNative serve the Spark-free `kcsim state` too
+    from pyspark.sql import SparkSession
 
 _COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
 
