@@ -91,22 +91,24 @@ def read_history(
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    key = (pc.field("cluster") == cluster) & (pc.field("topic") == topic)
-    key &= pc.field("partition") == partition
-    feed = reader.changes("partition_state", key & pc.field("_change_type").isin(CHANGES))
-    feed = feed.sort_by("_commit_version").select(FEED_COLUMNS).to_pylist()
+    from streaming.lake_reader import matching
+
+    key = {"cluster": cluster, "topic": topic, "partition": partition}
+    feed = matching(reader.changes("partition_state"), **key, _change_type=CHANGES)
+    feed = feed.take(pc.sort_indices(feed.column("_commit_version")))
+    rows = feed.select(FEED_COLUMNS).to_pylist()
     times = {version: time for version, time, _ in reader.history("partition_state")}
-    for row in feed:
+    for row in rows:
         row["time"] = times[row["_commit_version"]]
     applied = reader.read("applied_events", columns=["cluster", "event_id", "seq"])
-    applied = applied.filter(pc.field("cluster") == cluster).select(["event_id", "seq"])
+    applied = matching(applied, cluster=cluster).select(["event_id", "seq"])
     touched = pa.concat_tables(
-        reader.read(table, columns=["cluster", "topic", "partition", "seq", "event_id"])
-        .filter(key)
-        .select(["seq", "event_id"])
+        matching(reader.read(table, columns=[*key, "seq", "event_id"]), **key).select(
+            ["seq", "event_id"]
+        )
         for table in ("state_changes", "event_results")
     )
-    return changes_from(feed, applied.to_pylist(), touched.to_pylist())
+    return changes_from(rows, applied.to_pylist(), touched.to_pylist())
 
 
 def partition_history(

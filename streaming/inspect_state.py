@@ -81,8 +81,7 @@ def native_state(lake_dir: str, as_of: str | None, cluster: str | None, out: Tex
 def show_state_native(
     reader: LakeReader, as_of: str | None, cluster: str | None, out: TextIO
 ) -> None:
-    import pyarrow.compute as pc
-
+    from streaming.lake_reader import matching
     from streaming.time_travel import consistent_cut
 
     versions: dict[str, int] = {}
@@ -93,7 +92,7 @@ def show_state_native(
     def read(table: str, version: int | None, cluster: str | None) -> Rows:
         data = reader.read(table, version)
         if cluster is not None:
-            data = data.filter(pc.field("cluster") == cluster)
+            data = matching(data, cluster=cluster)
         return arrow_to_rows(data, table), reader.columns(table, version)
 
     write_state(read, versions, as_of, cluster, out)

@@ -18,6 +18,8 @@ column. Otherwise `NotNative`, and the commands read the lake through Spark.
 from __future__ import annotations
 
 import os
+import struct
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
@@ -29,7 +31,7 @@ from streaming.delta_files import NotNative, read_files
 from streaming.spark_schemas import arrow_schema
 from streaming.time_travel import Commit
 
-__all__ = ["LakeReader", "NotNative", "local_root"]
+__all__ = ["LakeReader", "NotNative", "local_root", "matching"]
 
 CHANGE_COLUMNS = ("_change_type", "_commit_version")
 
@@ -40,6 +42,38 @@ def local_root(lake: str) -> str | None:
     if parsed.scheme == "file" and parsed.netloc in ("", "localhost"):
         return unquote(parsed.path)
     return lake if parsed.scheme == "" else None
+
+
+def matching(data: pa.Table, **values: Any) -> pa.Table:
+    """The rows whose columns equal `values` (a tuple: any of its values; null matches
+    nothing, as in Spark). Boolean masks, not a filter expression: that loads pyarrow's
+    dataset engine, and pandas with it, ~0.5 s of a command taking ~1."""
+    mask = None
+    for column, wanted in values.items():
+        data_type = data.schema.field(column).type
+        equal = None
+        for value in wanted if isinstance(wanted, tuple) else (wanted,):
+            one = pc.equal(data.column(column), _scalar(value, data_type))
+            equal = one if equal is None else pc.or_(equal, one)
+        mask = equal if mask is None else pc.and_(mask, equal)
+    return data if mask is None else data.filter(mask)
+
+
+def _scalar(value: str | int, data_type: pa.DataType) -> pa.Scalar:
+    """`value` as an Arrow scalar, built from its bytes: pyarrow's conversions of Python
+    values import pandas. Strings as the lake stores them (undecodable bytes escaped)."""
+    if pa.types.is_string(data_type):
+        text = str(value).encode("utf-8", "backslashreplace")
+        offsets = pa.py_buffer(struct.pack("<2i", 0, len(text)))
+        buffers = [None, offsets, pa.py_buffer(text)]
+    elif pa.types.is_int32(data_type) or pa.types.is_int64(data_type):
+        buffers = [
+            None,
+            pa.py_buffer(struct.pack("<i" if data_type == pa.int32() else "<q", value)),
+        ]
+    else:
+        raise TypeError(f"no scalar of {data_type} here")
+    return pa.Array.from_buffers(data_type, 1, buffers)[0]
 
 
 class LakeReader:
@@ -97,13 +131,14 @@ class LakeReader:
             commits.append((version, previous / 1000, metadata[version]))
         return commits
 
-    def changes(self, name: str, keep: pc.Expression) -> pa.Table:
-        """The table's Change Data Feed from version 0, rows matching `keep`: kcsim's
-        columns and `_change_type`, `_commit_version` (commit times: `history`)."""
+    def changes(self, name: str) -> pa.Table:
+        """The table's Change Data Feed from version 0: kcsim's columns and
+        `_change_type`, `_commit_version` (commit times: `history`)."""
         table = self.table(name)
         schema = arrow_schema(name)
         try:
-            feed = pa.table(table.load_cdf(starting_version=0))
+            # from_stream, not pa.table: that imports pandas to check for a DataFrame
+            feed = pa.RecordBatchReader.from_stream(table.load_cdf(starting_version=0)).read_all()
         except DeltaError as error:
             raise NotNative(f"{name}'s change feed: {error}") from None
         if not set(schema.names + list(CHANGE_COLUMNS)) <= set(feed.column_names):
@@ -111,7 +146,6 @@ class LakeReader:
         columns = [feed.column(f.name).cast(f.type) for f in schema]
         types = feed.column("_change_type").cast(pa.string())
         versions = feed.column("_commit_version").cast(pa.int64())
-        feed = pa.Table.from_arrays(
+        return pa.Table.from_arrays(
             [*columns, types, versions], names=[*schema.names, *CHANGE_COLUMNS]
         )
-        return feed.filter(keep)
