@@ -9,20 +9,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import types as T
 
 from controller.request_log import RequestLog
 from schemas import TABLES, ArrayOf, DataType, MapOf, Scalar, StructOf, Table
 
-_SPARK_SCALARS: dict[str, T.DataType] = {
-    "string": T.StringType(),
-    "int": T.IntegerType(),
-    "long": T.LongType(),
-    "boolean": T.BooleanType(),
+if TYPE_CHECKING:
+    from pyspark.sql import types as T
+
+# Spark's types are imported where used: the Arrow half of this module serves the
+# Spark-free reads of `kcsim state` and `kcsim history` (streaming.lake_reader) too.
+_SPARK_SCALARS = {
+    "string": "StringType",
+    "int": "IntegerType",
+    "long": "LongType",
+    "boolean": "BooleanType",
 }
 _ARROW_SCALARS: dict[str, pa.DataType] = {
     "string": pa.string(),
@@ -33,8 +37,10 @@ _ARROW_SCALARS: dict[str, pa.DataType] = {
 
 
 def spark_type(data_type: DataType) -> T.DataType:
+    from pyspark.sql import types as T
+
     if isinstance(data_type, Scalar):
-        return _SPARK_SCALARS[data_type.name]
+        return getattr(T, _SPARK_SCALARS[data_type.name])()
     if isinstance(data_type, ArrayOf):
         return T.ArrayType(spark_type(data_type.element), containsNull=True)
     if isinstance(data_type, MapOf):
@@ -57,6 +63,8 @@ def arrow_type(data_type: DataType) -> pa.DataType:
 
 
 def table_schema(table: Table | str) -> T.StructType:
+    from pyspark.sql import types as T
+
     table = TABLES[table] if isinstance(table, str) else table
     return T.StructType([T.StructField(c.name, spark_type(c.type), True) for c in table.columns])
 
@@ -68,6 +76,8 @@ def arrow_schema(table: Table | str) -> pa.Schema:
 
 def key_schema(table: Table | str) -> T.StructType:
     """Only the key columns of a keyed table."""
+    from pyspark.sql import types as T
+
     table = TABLES[table] if isinstance(table, str) else table
     return T.StructType([f for f in table_schema(table).fields if f.name in table.key])
 
