@@ -17,6 +17,7 @@ from controller.config import Settings
 from controller.context import ControllerContext, Partition
 from controller.election import CONTROLLED_SHUTDOWN, PREFERRED, REASSIGN, offline_strategy
 from controller.journal import Journal
+from controller.request_log import joined
 from controller.model import (
     BrokerStatus,
     LeaderAndIsr,
@@ -97,9 +98,11 @@ class Machines:
         return [(r["type"], r["broker"], r["delivered"]) for r in self.journal.requests]
 
     def requests(self, type: str, broker: int | None = None) -> list[Row]:
+        """The requests sent, each joined with its payload (partitions, live_brokers)."""
+        log = self.journal.requests
         return [
             r
-            for r in self.journal.requests
+            for r in joined(log, log.payloads())
             if r["type"] == type and (broker is None or r["broker"] == broker)
         ]
 
