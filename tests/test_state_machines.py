@@ -17,7 +17,6 @@ from controller.config import Settings
 from controller.context import ControllerContext, Partition
 from controller.election import CONTROLLED_SHUTDOWN, PREFERRED, REASSIGN, offline_strategy
 from controller.journal import Journal
-from controller.request_log import joined
 from controller.model import (
     BrokerStatus,
     LeaderAndIsr,
@@ -29,6 +28,7 @@ from controller.model import (
 )
 from controller.partition_state_machine import PartitionStateMachine, StateChangeFailed
 from controller.replica_state_machine import ReplicaStateMachine
+from controller.request_log import joined
 
 PS = PartitionState
 RS = ReplicaState
