@@ -9,7 +9,8 @@ shutdown, failure, startup), then runs `kcsim replay` on it under `/usr/bin/time
 `kcsim.simulate.brokers=true` (leaders let restarted replicas back into the ISR). Printed:
 the replay's wall time and peak RSS, the size of every request table it wrote
 (`controller_requests`, and `request_payloads` where the tree has it) and their bytes per
-partition transition (`state_changes` rows of partitions). `--tree DIR` runs the replay
+partition transition (`state_changes` rows of partitions), for the build-up (startups and
+topic creations) and the rolling restart apart. `--tree DIR` runs the replay
 of another source tree (e.g. an older commit's `git archive`), to compare.
 """
 
@@ -46,10 +47,23 @@ def workload(brokers: int, partitions: int) -> Iterator[dict]:
         yield {"type": "broker_startup", "broker": broker}
 
 
-def count_partition_transitions(path: Path) -> int:
+_SEQ = re.compile(rb'"seq":(\d+)')
+
+
+def phase_of(line: bytes, restart_from: int) -> int:
+    """0 for a row of the cluster's build-up, 1 for one of the rolling restart."""
+    match = _SEQ.search(line, 0, 400)  # seq comes before any list column
+    return int(match is not None and int(match[1]) >= restart_from)
+
+
+def count_partition_transitions(path: Path, restart_from: int) -> list[int]:
     marker = b'"entity":"partition"'
+    counts = [0, 0]
     with path.open("rb") as handle:
-        return sum(1 for line in handle if marker in line)
+        for line in handle:
+            if marker in line:
+                counts[phase_of(line, restart_from)] += 1
+    return counts
 
 
 def main() -> None:
@@ -81,24 +95,31 @@ def main() -> None:
     print(f"tree {args.tree}: {args.brokers} brokers, {args.partitions:,} partitions")
     print(*summary, sep="\n")
     print(f"wall {wall[1] if wall else '?'}  peak RSS {int(rss[1]) / 1024 if rss else 0:,.0f} MiB")
-    transitions = count_partition_transitions(out / "state_changes.jsonl")
-    total = 0
+    restart_from = args.brokers + -(-args.partitions // PARTITIONS_PER_TOPIC) + 1
+    transitions = count_partition_transitions(out / "state_changes.jsonl", restart_from)
+    totals = [0, 0]
     for name in REQUEST_TABLES:
         path = out / f"{name}.jsonl"
         if not path.exists():
             continue
-        size = path.stat().st_size
-        total += size
+        sizes, rows, longest = [0, 0], [0, 0], 0
         with path.open("rb") as handle:
-            rows = longest = 0
             for line in handle:
-                rows += 1
+                phase = phase_of(line, restart_from)
+                sizes[phase] += len(line)
+                rows[phase] += 1
                 longest = max(longest, len(line))
-        print(f"{name:20s} {size / 1e6:12,.1f} MB  {rows:10,d} rows  longest {longest:,} B")
-    print(
-        f"request output {total / 1e6:,.1f} MB for {transitions:,} partition transitions: "
-        f"{total / max(transitions, 1):,.0f} bytes/transition"
-    )
+        totals = [t + size for t, size in zip(totals, sizes, strict=True)]
+        print(
+            f"{name:20s} build {sizes[0] / 1e6:10,.1f} MB {rows[0]:9,d} rows; rolling restart "
+            f"{sizes[1] / 1e6:10,.1f} MB {rows[1]:9,d} rows; longest {longest:,} B"
+        )
+    for phase, label in enumerate(("build", "rolling restart")):
+        print(
+            f"{label}: request output {totals[phase] / 1e6:,.1f} MB for "
+            f"{transitions[phase]:,} partition transitions: "
+            f"{totals[phase] / max(transitions[phase], 1):,.0f} bytes/transition"
+        )
     if not args.keep:
         shutil.rmtree(out, ignore_errors=True)
 
