@@ -13,7 +13,6 @@ import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from itertools import islice
 from pathlib import Path
 from typing import IO
 
@@ -23,6 +22,7 @@ from schemas import APPEND_TABLES, STATE_TABLES, TABLES, Table
 
 DEFAULT_BATCH_SIZE = 10_000
 _ROWS_PER_WRITE = 10_000  # bounds the memory of writing a large state table
+_BYTES_PER_WRITE = 16 << 20  # (characters) and of a table of large rows
 # Hadoop/Spark treat names starting with "." or "_" as hidden (checksums, _SUCCESS,
 # _delta_log) and "._COPYING_" as a file still being written; the file source skips them.
 _HIDDEN_PREFIXES = (".", "_")
@@ -205,11 +205,20 @@ def _open_table(out: Path, name: str) -> IO[str]:
 
 def _write_rows(handle: IO[str], table: Table, rows: Iterable[Row]) -> None:
     """Rows as JSON lines in the table's column order, one write per chunk. A column missing
-    from a row is written as null, as Delta would store it."""
+    from a row is written as null, as Delta would store it. A chunk is cut at
+    _BYTES_PER_WRITE as well: a request body of a large cluster is tens of MB as JSON."""
     columns = table.column_names
-    pending = iter(rows)
-    while chunk := list(islice(pending, _ROWS_PER_WRITE)):
-        handle.write("".join(_json_line(columns, row) for row in chunk))
+    chunk: list[str] = []
+    size = 0
+    for row in rows:
+        line = _json_line(columns, row)
+        chunk.append(line)
+        size += len(line)
+        if len(chunk) == _ROWS_PER_WRITE or size >= _BYTES_PER_WRITE:
+            handle.write("".join(chunk))
+            chunk, size = [], 0
+    if chunk:
+        handle.write("".join(chunk))
 
 
 def _json_line(columns: tuple[str, ...], row: Row) -> str:

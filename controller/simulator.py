@@ -35,8 +35,9 @@ class RawEvent(NamedTuple):
 
 @dataclass(slots=True)
 class BatchOutput:
-    # append-only tables: controller_requests (a RequestLog from the core, a list of rows
-    # from elsewhere), state_changes, event_results, rejected_events, applied_events
+    # append-only tables: controller_requests and request_payloads (a RequestLog and its
+    # PayloadRows view from the core, lists of rows from elsewhere), state_changes,
+    # event_results, rejected_events, applied_events
     appends: dict[str, Sequence[Row]] = field(default_factory=dict)
     # keyed state tables: the current full row of every key the batch changed...
     upserts: dict[str, list[Row]] = field(default_factory=dict)
@@ -97,7 +98,8 @@ class Simulator:
             touched[cluster] = runner
         output = BatchOutput()
         output.appends = {name: [] for name in APPEND_TABLE_NAMES}
-        output.appends["controller_requests"] = RequestLog()
+        requests = output.appends["controller_requests"] = RequestLog()
+        output.appends["request_payloads"] = requests.payloads()
         output.upserts = {name: [] for name in STATE_TABLE_NAMES}
         output.deletes = {name: [] for name in STATE_TABLE_NAMES}
         output.appends["rejected_events"] = rejected

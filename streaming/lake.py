@@ -68,6 +68,7 @@ APPEND_TABLE_PROPERTIES = {"delta.appendOnly": "true", **CHECKPOINT_INTERVAL}
 # filter by: collecting them on every column is a third of a small append's cost.
 STATS_COLUMNS = {
     "controller_requests": ("cluster", "seq", "event_id", "broker"),
+    "request_payloads": ("cluster", "seq", "event_id"),
     "state_changes": ("cluster", "seq", "topic", "partition"),
     "event_results": ("cluster", "seq", "topic", "partition"),
     "applied_events": ("cluster", "seq", "event_id"),

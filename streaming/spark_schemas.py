@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from controller.request_log import RequestLog
+from controller.request_log import PayloadRows, RequestLog
 from schemas import TABLES, ArrayOf, DataType, MapOf, Scalar, StructOf, Table
 
 if TYPE_CHECKING:
@@ -126,6 +126,8 @@ def rows_to_arrow(
     column_array: Callable[[pa.Field, bool], pa.Array]
     if isinstance(rows, RequestLog):
         column_array = _request_log_columns(rows)
+    elif isinstance(rows, PayloadRows):
+        column_array = _payload_columns(rows.log)
     else:
         rows = rows if isinstance(rows, list) else list(rows)
         values = _columns(rows, schema.names)
@@ -144,8 +146,9 @@ def rows_to_arrow(
 
 
 def _request_log_columns(log: RequestLog) -> Callable[[pa.Field, bool], pa.Array]:
-    """Columns of a RequestLog: a request's shared values converted once and repeated for
-    its recipients with `take` (in C), the recipients' own values as they are."""
+    """Columns of a RequestLog (`controller_requests`): a body's shared values converted
+    once and repeated for its recipients with `take` (in C), the recipients' own values as
+    they are."""
     rows_request = pa.array(np.frombuffer(log.request_of_row(), np.int64).copy())
     shared, own = log.request_columns(), log.recipient_columns()
 
@@ -158,6 +161,17 @@ def _request_log_columns(log: RequestLog) -> Callable[[pa.Field, bool], pa.Array
             return pa.array(values.astype(bool) if field.type == pa.bool_() else values)
         column = shared[field.name]
         return pa.array(_escaped(column) if escape else column, field.type).take(rows_request)
+
+    return column_array
+
+
+def _payload_columns(log: RequestLog) -> Callable[[pa.Field, bool], pa.Array]:
+    """Columns of a RequestLog's bodies (`request_payloads`): one value per body."""
+    shared = log.request_columns()
+
+    def column_array(field: pa.Field, escape: bool) -> pa.Array:
+        column = shared[field.name]
+        return pa.array(_escaped(column) if escape else column, field.type)
 
     return column_array
 
