@@ -106,7 +106,10 @@ def main(args: argparse.Namespace) -> int:
     total = sum(path.stat().st_size for _, files in streams for path in files)
     with _output(args.out) as out, _progress(total) as progress:
         records = heapq.merge(
-            *(_records(i, rank, files, layout, report, progress) for i, (rank, files) in enumerate(streams))
+            *(
+                _records(i, rank, files, layout, report, progress)
+                for i, (rank, files) in enumerate(streams)
+            )
         )
         for record in records:
             fact = parse_message(record.message)
@@ -189,7 +192,9 @@ def _records(
                     if parsed.ts_ms < last_ts:
                         report.add(Problem(path, line_no, "earlier than the line before", text))
                     last_ts = max(last_ts, parsed.ts_ms)
-                    yield Record(parsed.ts_ms, rank, stream, line_no, path, parsed.message, parsed.level)
+                    yield Record(
+                        parsed.ts_ms, rank, stream, line_no, path, parsed.message, parsed.level
+                    )
         except (OSError, EOFError, gzip.BadGzipFile) as error:
             report.add(Problem(path, line_no + 1, "unreadable", str(error)))
         progress(pending)

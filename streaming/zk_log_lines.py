@@ -92,9 +92,7 @@ class Layout:
         if tail:
             raise LayoutError(f"date format {date!r} must end with milliseconds (SSS)")
         seconds_end = head.rindex("%S") + 2
-        return cls(
-            re.compile("^" + "".join(out) + "$"), head[:seconds_end], head[seconds_end:]
-        )
+        return cls(re.compile("^" + "".join(out) + "$"), head[:seconds_end], head[seconds_end:])
 
     def parse(self, line: str) -> LogLine | None:
         m = self.regex.match(line)
@@ -104,7 +102,9 @@ class Layout:
         if ts is None:
             return None
         groups = m.groupdict()
-        return LogLine(ts, groups.get("level") or "INFO", m.group("message"), groups.get("logger") or "")
+        return LogLine(
+            ts, groups.get("level") or "INFO", m.group("message"), groups.get("logger") or ""
+        )
 
 
 def _epoch_ms(text: str, date_format: str, sep: str) -> int | None:
@@ -132,8 +132,7 @@ _EPOCH = datetime(1970, 1, 1)
 def is_continuation(line: str) -> bool:
     """A stack trace's lines under a WARN/ERROR record (part of that record)."""
     return (
-        line.startswith(("\t", " ", "Caused by:", "..."))
-        or _EXCEPTION_HEAD.match(line) is not None
+        line.startswith(("\t", " ", "Caused by:", "...")) or _EXCEPTION_HEAD.match(line) is not None
     )
 
 
@@ -342,7 +341,9 @@ def _event_fact(kind: str, controller: int, m: re.Match[str]) -> Fact:
     if kind == "topics_to_delete":
         return Fact(kind, controller, value=names(g[0]))
     if kind == "broker_change":
-        return Fact(kind, controller, brokers=ints(g[3]), value=(ints(g[0]), ints(g[1]), ints(g[2])))
+        return Fact(
+            kind, controller, brokers=ints(g[3]), value=(ints(g[0]), ints(g[1]), ints(g[2]))
+        )
     if kind == "controlled_shutdown":
         return Fact(kind, controller, brokers=(int(g[0]),))
     if kind == "topic_change":

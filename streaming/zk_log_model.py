@@ -63,7 +63,8 @@ class ZkLogModel:
     controller: int | None = None
     epoch: int | None = None
     resigned: bool = False
-    live: dict[int, int | None] = field(default_factory=dict)  # broker → broker epoch
+    live: dict[int, None] = field(default_factory=dict)  # registered brokers (ordered set)
+    epochs: dict[int, int] = field(default_factory=dict)  # the controller's broker epochs
     replicas: dict[TP, tuple[int, ...]] = field(default_factory=dict)
     states: dict[TP, State] = field(default_factory=dict)
     deleting: set[str] = field(default_factory=set)
@@ -135,9 +136,7 @@ class ZkLogModel:
 
     def _on_broker_epochs(self, fact: Fact, ts: int) -> None:
         epochs: dict[int, int] = fact.value  # type: ignore[assignment]
-        for broker, epoch in epochs.items():
-            if broker in self.live:
-                self.live[broker] = epoch
+        self.epochs.update(epochs)
 
     def _on_topics_to_delete(self, fact: Fact, ts: int) -> None:
         block = self._block
@@ -165,7 +164,9 @@ class ZkLogModel:
         ):
             if brokers:
                 event: Event = {"type": kind}
-                event.update({"broker": brokers[0]} if len(brokers) == 1 else {"brokers": list(brokers)})
+                event.update(
+                    {"broker": brokers[0]} if len(brokers) == 1 else {"brokers": list(brokers)}
+                )
                 block.events.append(event)
         for broker in added:
             self.live[broker] = None
@@ -178,7 +179,7 @@ class ZkLogModel:
         out = self._open(ts, "controlled_shutdown")
         broker = fact.brokers[0]
         event: Event = {"type": "controlled_shutdown", "broker": broker}
-        if (epoch := self.live.get(broker)) is not None:
+        if (epoch := self.epochs.get(broker)) is not None:
             event["broker_epoch"] = epoch
         assert self._block is not None
         self._block.events.append(event)
@@ -250,9 +251,13 @@ class ZkLogModel:
         election, partitions, trigger = fact.value  # type: ignore[misc]
         if not partitions:
             return []  # the failover's resumed elections, none pending
-        if trigger == "AutoTriggered" and self._block is not None:
-            if self._block.kind == "auto_rebalance_check":
-                return []
+        block = self._block
+        if (
+            trigger == "AutoTriggered"
+            and block is not None
+            and block.kind == "auto_rebalance_check"
+        ):
+            return []
         out = self._open(ts, "leader_election")
         event = {
             "type": "leader_election",
@@ -277,6 +282,12 @@ class ZkLogModel:
     def _on_assignment_updated(self, fact: Fact, ts: int) -> list[Event]:
         tp = (fact.topic, fact.partition)
         replicas, adding, removing = fact.value  # type: ignore[misc]
+        if tp in self.completing and not (adding or removing):
+            # the controller's rewrite once the targets caught up: part of that isr_change
+            self.replicas[tp] = replicas  # type: ignore[index]
+            self.completing.discard(tp)  # type: ignore[arg-type]
+            self.reassigning.pop(tp, None)  # type: ignore[arg-type]
+            return []
         out = self._flush()  # the previous event observed the replicas before this update
         self.replicas[tp] = replicas  # type: ignore[index]
         if adding or removing:
@@ -285,10 +296,6 @@ class ZkLogModel:
                 return out
             self.reassigning[tp] = target  # type: ignore[index]
             return out + self._reassignment(ts, tp, list(target))  # type: ignore[arg-type]
-        if tp in self.completing:  # the controller's rewrite once the targets caught up
-            self.completing.discard(tp)  # type: ignore[arg-type]
-            self.reassigning.pop(tp, None)  # type: ignore[arg-type]
-            return out
         if self.reassigning.pop(tp, None) is not None:  # type: ignore[arg-type]
             return out + self._reassignment(ts, tp, None)  # type: ignore[arg-type]  # cancelled
         return out + self._reassignment(ts, tp, list(replicas))  # type: ignore[arg-type]

@@ -37,7 +37,9 @@ def run_scenario(zk: ZkCluster, step: Callable[[str], None] = lambda _: None) ->
     others = [b for b in zk.brokers if b != controller]
     victim, stopper = others[0], others[1]
     step("create")
-    create_topic(zk, kept, {0: [victim, stopper], 1: [stopper, controller], 2: [controller, victim]})
+    create_topic(
+        zk, kept, {0: [victim, stopper], 1: [stopper, controller], 2: [controller, victim]}
+    )
     create_topic(zk, gone, {0: [victim, stopper, controller]})
     steps = ["topic_creation", "topic_creation"]
 
@@ -69,8 +71,13 @@ def run_scenario(zk: ZkCluster, step: Callable[[str], None] = lambda _: None) ->
         zk.wait_partition_state(
             kept, 1, lambda s: set(s.isr) == {controller, victim}, "reassignment completed"
         )
-        wait_for(lambda: not zk.client.exists("/admin/reassign_partitions")
-                 and _replicas(zk, kept, 1) == [controller, victim], "replicas rewritten")
+        wait_for(
+            lambda: (
+                not zk.client.exists("/admin/reassign_partitions")
+                and _replicas(zk, kept, 1) == [controller, victim]
+            ),
+            "replicas rewritten",
+        )
         steps.append("partition_reassignment")
 
         step("new partitions")
