@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +18,7 @@ import pytest
 
 from streaming.cli import main
 
+ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"
 
 
@@ -232,3 +236,20 @@ def test_unusable_pattern_is_a_usage_error(tmp_path, pattern, capsys):
         ]
     )
     assert status == 2 and not (tmp_path / "e").exists()
+
+
+def test_import_piped_into_replay(tmp_path):
+    """`kcsim import zk-logs DIR --out - | kcsim replay - --out TABLES`"""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    command = f"{sys.executable} -m streaming.cli"
+    shell = (
+        f"{command} import zk-logs {DATA / 'zk-logs-2.4'} --out - --quiet | "
+        f"{command} replay - --out {tmp_path / 'tables'} --quiet"
+    )
+    done = subprocess.run(shell, shell=True, env=env, cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode in (0, 1), done.stderr
+    rows = [json.loads(x) for x in (tmp_path / "tables/partition_state.jsonl").open()]
+    [row] = rows
+    assert (row["topic"], row["leader"], row["isr"]) == ("t", 1, [1])
+    sources = [json.loads(x) for x in (tmp_path / "tables/applied_events.jsonl").open()]
+    assert len(sources) + len(list((tmp_path / "tables/rejected_events.jsonl").open())) == 6
