@@ -351,6 +351,7 @@ class ZkLogModel:
             self._first_sight(block, tp, new, fact.brokers)
         elif (
             old is not None
+            and tp not in block.writes  # one handler's own writes follow each other
             and old.partition_epoch is not None
             and new.partition_epoch is not None
             and new.partition_epoch > old.partition_epoch + 1
