@@ -21,6 +21,7 @@ from controller.simulator import RawEvent, Row, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES, TABLES, Table
 
 DEFAULT_BATCH_SIZE = 10_000
+STDIN = Path("-")
 _ROWS_PER_WRITE = 10_000  # bounds the memory of writing a large state table
 _BYTES_PER_WRITE = 16 << 20  # (characters) and of a table of large rows
 # Hadoop/Spark treat names starting with "." or "_" as hidden (checksums, _SUCCESS,
@@ -32,7 +33,9 @@ _JSON_BLANKS = " \t\r"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("events", type=Path, help="JSON-lines file, or a directory of them")
+    parser.add_argument(
+        "events", type=Path, help="JSON-lines file, a directory of them, or - (stdin)"
+    )
     parser.add_argument("--out", type=Path, required=True, help="directory for <table>.jsonl")
     parser.add_argument(
         "--batch-size",
@@ -70,7 +73,7 @@ class Summary:
 
 def main(args: argparse.Namespace) -> int:
     source: Path = args.events
-    if not source.exists():
+    if source != STDIN and not source.exists():
         print(f"kcsim replay: no such file or directory: {source}", file=sys.stderr)
         return 2
     if args.out.exists() and not args.out.is_dir():
@@ -117,7 +120,17 @@ def read_events(path: Path) -> Iterator[RawEvent]:
     are skipped, not rejected: JSON-lines writers often end a file with one, and Spark's
     JSON source skips them too. Undecodable bytes are kept (as surrogate escapes) so the
     parser can reject the line and say which byte was wrong."""
+    if path == STDIN:
+        return _stdin_lines()
     return _read_lines(event_files(path))
+
+
+def _stdin_lines() -> Iterator[RawEvent]:
+    """Standard input, line by line as it arrives (`kcsim import ... | kcsim replay -`)."""
+    for number, raw in enumerate(sys.stdin.buffer, start=1):
+        line = raw.decode("utf-8", "surrogateescape").removesuffix("\n").removesuffix("\r")
+        if line.strip(_JSON_BLANKS):
+            yield RawEvent(line, f"-:{number}")
 
 
 def _read_lines(files: Iterable[Path]) -> Iterator[RawEvent]:
