@@ -29,6 +29,7 @@ class Kind(StrEnum):
     PARTITION_REFS = "partition_refs"  # [{"topic", "partition"}]
     ERROR_OR_NULL = "error_or_null"  # Kafka error code name or null
     TIMESTAMP = "timestamp"  # ISO-8601 string or epoch ms
+    OBSERVED = "observed"  # {"partitions": [{"topic", "partition", "leader", ...}]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +45,8 @@ COMMON_FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("event_id", Kind.STRING, required=False),
     FieldSpec("seq", Kind.LONG, required=False),
     FieldSpec("ts", Kind.TIMESTAMP, required=False),
+    # a real controller's partition states after the event: compared, never applied
+    FieldSpec("observed", Kind.OBSERVED, required=False),
 )
 
 
@@ -115,4 +118,25 @@ SPARK_TYPES: dict[Kind, DataType] = {
     Kind.PARTITION_REFS: ArrayOf(StructOf((("topic", STRING), ("partition", INT)))),
     Kind.ERROR_OR_NULL: STRING,
     Kind.TIMESTAMP: STRING,
+    Kind.OBSERVED: StructOf(
+        (
+            (
+                "partitions",
+                ArrayOf(
+                    StructOf(
+                        (
+                            ("topic", STRING),
+                            ("partition", INT),
+                            ("leader", INT),
+                            ("leader_epoch", INT),
+                            ("isr", INT_LIST),
+                            ("partition_epoch", INT),
+                            ("controller_epoch", INT),
+                            ("replicas", INT_LIST),
+                        )
+                    )
+                ),
+            ),
+        )
+    ),
 }
