@@ -72,22 +72,31 @@ def simulated_values(record: Partition) -> dict[str, Any]:
 
 
 def compare(
-    context: ControllerContext, observed: tuple[ObservedPartition, ...], topic: str | None
+    context: ControllerContext,
+    observed: tuple[ObservedPartition, ...],
+    topic: str | None,
+    partition: int | None = None,
 ) -> list[Divergence]:
-    """Every difference between `observed` and kcsim's state after an event; `topic` is
-    the event's own topic (None for events without one). Costs the observed partitions,
-    plus the partitions of `topic` when observed speaks of it."""
+    """Every difference between `observed` and kcsim's state after an event.
+
+    `topic` and `partition` are the event's own (None when it has none): its scope, the
+    partitions `observed` is taken to describe whole. When `observed` lists the event's
+    topic, or lists nothing at all (the topic is gone there), each partition kcsim has in
+    that scope and `observed` lacks is a `partition` row. The scope of an event naming a
+    partition (isr_change, partition_reassignment, stop_replica_response) is that
+    partition, not its topic: the observed state of an AlterPartition is the one znode it
+    wrote, and its topic's other partitions say nothing of it. Costs the observed
+    partitions, plus the partitions of the scope when `observed` speaks of it."""
     rows = [row for entry in observed for row in _compare_partition(context, entry)]
     info = None if topic is None else context.topics.get(topic)
-    # kcsim's partitions the observed state lacks: only when observed covers the event's
-    # topic (an empty list covers everything: the topic is gone there)
     if info is not None and (not observed or any(e.topic == topic for e in observed)):
         listed = {e.partition for e in observed if e.topic == topic}
-        for number in sorted(info.partitions.keys() - listed):
-            record = info.partitions[number]
-            rows.append(
-                Divergence(topic, number, "partition", None, as_json(simulated_values(record)))
-            )
+        scope = info.partitions.keys() if partition is None else {partition}
+        for number in sorted(scope - listed):
+            record = info.partitions.get(number)
+            if record is not None:
+                simulated = as_json(simulated_values(record))
+                rows.append(Divergence(topic, number, "partition", None, simulated))
     return rows
 
 

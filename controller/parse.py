@@ -610,8 +610,9 @@ def parse_event(raw: str, source: str) -> Event | Rejection:
         ts=common.get("ts"),
         raw=raw,
         source=source,
-        observed=observed,
     )
+    if observed is not None:  # (a keyword less for the events without: a hot path)
+        header = header._replace(observed=observed)
     return Event(header, BODIES[event_type](**values))
 
 

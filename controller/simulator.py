@@ -210,7 +210,13 @@ class ClusterRunner:
             }
         )
         if header.observed is not None:
-            found = divergence.compare(context, header.observed, getattr(event.body, "topic", None))
+            body = event.body  # its topic or partition is the scope of `observed`
+            found = divergence.compare(
+                context,
+                header.observed,
+                getattr(body, "topic", None),
+                getattr(body, "partition", None),
+            )
             self._divergences.extend(
                 divergence.rows(context.cluster, event_id, seq, header.ts, found)
             )

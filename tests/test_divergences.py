@@ -159,6 +159,21 @@ def test_partitions_of_the_events_topic_that_observed_lacks() -> None:
     assert shadow.divergences(config, [state("u", 0, 1, 0, [1])]) == []
 
 
+def test_an_event_naming_a_partition_speaks_for_that_partition_only() -> None:
+    shadow = started(1, 2, 3)
+    shadow.send(CREATE_T)
+    # an AlterPartition's observed state is the one znode it wrote: t-0 is not missing
+    shrink = {"type": "isr_change", "topic": "t", "partition": 1, "isr": [2, 3]}
+    after = state("t", 1, 2, 0, [2, 3], partition_epoch=1)  # leader epoch kept (SPEC §13)
+    assert shadow.divergences(shrink, [after]) == []
+    # nothing observed at all: of the topic's partitions, only the event's is missing
+    grow = {"type": "isr_change", "topic": "t", "partition": 1, "isr": [2, 3, 1]}
+    rows = shadow.divergences(grow, [])
+    assert [(r["field"], r["topic"], r["partition"], r["observed"]) for r in rows] == [
+        ("partition", "t", 1, None)
+    ]
+
+
 def test_an_empty_observed_on_a_topic_event_means_gone_there_still_here() -> None:
     shadow = started(1, 2, 3)
     shadow.send(CREATE_T)
