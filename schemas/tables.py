@@ -203,6 +203,21 @@ REJECTED_EVENTS = _table(
     ("reason", STRING),
     ("source", STRING),
 )
+# An event's `observed` state against kcsim's after it (CONTRACT §2): one row per field
+# that differs; `observed` and `simulated` are JSON text (controller.divergence).
+DIVERGENCES = _table(
+    "divergences",
+    (),
+    ("cluster", STRING),
+    ("event_id", STRING),
+    ("seq", LONG),
+    ("ts", LONG),
+    ("topic", STRING),
+    ("partition", INT),
+    ("field", STRING),
+    ("observed", STRING),
+    ("simulated", STRING),
+)
 
 STATE_TABLES: tuple[Table, ...] = (PARTITION_STATE, REPLICA_STATE, BROKERS, TOPICS, CLUSTERS)
 APPEND_TABLES: tuple[Table, ...] = (
@@ -212,5 +227,6 @@ APPEND_TABLES: tuple[Table, ...] = (
     EVENT_RESULTS,
     REJECTED_EVENTS,
     APPLIED_EVENTS,
+    DIVERGENCES,
 )
 TABLES: dict[str, Table] = {t.name: t for t in STATE_TABLES + APPEND_TABLES}
