@@ -1,0 +1,297 @@
+"""Scaling benchmark: the same workloads on growing clusters, cost per partition transition.
+
+Run by hand (not a test):
+
+    python benchmarks/bench_scale.py                       # 25k, 100k and 1M partitions
+    python benchmarks/bench_scale.py --sizes 25000 100000  # the small ones only
+    python benchmarks/bench_scale.py --sizes 25000 --replay 100000 1000000  # + kcsim replay
+
+Every size has the same number of brokers (`--brokers`, 300): a broker then holds a fixed
+share of the replicas, so every workload below touches a fixed share of the cluster and its
+transitions grow with the partitions. (With brokers in proportion to partitions, a broker
+startup's UpdateMetadata, which Kafka fills with every partition, would grow B/RF times
+faster than the startup's own transitions, whatever the code.)
+
+A cluster is built from state-table rows (`Simulator.from_tables`, as bench_core does), and
+the workloads run one after another through the core alone (`Simulator.apply`), in batches
+small enough to free each batch's output before the next: broker failure, controlled
+shutdown, rolling restart (shutdown, failure, startup of `--restarts` brokers), a
+whole-cluster preferred election (it moves back what the restarts moved), a reassignment
+wave (1% of the partitions) and topic churn (a 100-partition topic created and deleted per
+2,500 partitions). Printed per workload and size: events, transitions (state_changes
+rows), seconds, microseconds per transition and its ratio to the smallest size (the goal:
+every ratio at most 1.3).
+
+`--replay` times `kcsim replay` end to end (a subprocess under /usr/bin/time) on an event
+log that builds a cluster of that size from nothing (broker startups, 1000-partition topic
+creations) and then restarts `--restarts` brokers: seconds, peak RSS and RSS per partition.
+Its output goes to `--dir` and is deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench_core import CLUSTER, PARTITIONS_PER_TOPIC, cluster_rows, replicas_of, topic_partition
+
+from controller.config import Settings
+from controller.simulator import RawEvent, Simulator
+
+Event = dict[str, object]
+Batches = list[list[Event]]
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    name: str
+    batches: Callable[[argparse.Namespace, int], Batches]  # timed
+    restore: Callable[[argparse.Namespace, int], Batches] = lambda args, size: []  # untimed
+
+
+@dataclass(frozen=True, slots=True)
+class Measure:
+    events: int
+    transitions: int
+    seconds: float
+
+    @property
+    def micros_per_transition(self) -> float:
+        return self.seconds * 1e6 / max(self.transitions, 1)
+
+
+def _broker_failure(args: argparse.Namespace, size: int) -> Batches:
+    return [[{"type": "broker_failure", "broker": 1}]]
+
+
+def _restart_one(args: argparse.Namespace, size: int) -> Batches:
+    return [[{"type": "broker_startup", "broker": 1}]]
+
+
+def _controlled_shutdown(args: argparse.Namespace, size: int) -> Batches:
+    return [[{"type": "controlled_shutdown", "broker": 2}]]
+
+
+def _restart_two(args: argparse.Namespace, size: int) -> Batches:
+    return [[{"type": "broker_failure", "broker": 2}], [{"type": "broker_startup", "broker": 2}]]
+
+
+def restart_events(broker: int) -> list[Event]:
+    return [
+        {"type": "controlled_shutdown", "broker": broker},
+        {"type": "broker_failure", "broker": broker},
+        {"type": "broker_startup", "broker": broker},
+    ]
+
+
+def _rolling_restart(args: argparse.Namespace, size: int) -> Batches:
+    # one batch per broker: a startup's UpdateMetadata holds every partition
+    return [restart_events(broker) for broker in range(3, 3 + args.restarts)]
+
+
+def _preferred_election(args: argparse.Namespace, size: int) -> Batches:
+    return [[{"type": "leader_election", "election": "preferred"}]]
+
+
+def _reassignment_wave(args: argparse.Namespace, size: int) -> Batches:
+    moves: list[Event] = []
+    brokers = args.brokers
+    for index in range(0, size, 100):  # every 100th partition: 1% of them
+        topic, partition = topic_partition(index)
+        first = (index + 7) % brokers
+        target = [first, (first + 1) % brokers, (first + 2) % brokers]
+        moves.append(
+            {
+                "type": "partition_reassignment",
+                "topic": topic,
+                "partition": partition,
+                "replicas": target,
+            }
+        )
+    return [moves[i : i + 1000] for i in range(0, len(moves), 1000)]
+
+
+def _topic_churn(args: argparse.Namespace, size: int) -> Batches:
+    batches: Batches = []
+    for n in range(size // 2500):
+        topic = f"churn-{n}"
+        batches.append(
+            [
+                {"type": "topic_creation", "topic": topic, "partitions": 100,
+                 "replication_factor": 3},
+                {"type": "topic_deletion", "topic": topic},
+            ]
+        )  # fmt: skip
+    return batches
+
+
+WORKLOADS = (
+    Workload("broker_failure", _broker_failure, _restart_one),
+    Workload("controlled_shutdown", _controlled_shutdown, _restart_two),
+    Workload("rolling_restart", _rolling_restart),
+    Workload("preferred_election", _preferred_election),
+    Workload("reassignment_wave", _reassignment_wave),
+    Workload("topic_churn", _topic_churn),
+)
+
+
+def _raw(batch: list[Event], first: int) -> list[RawEvent]:
+    return [
+        RawEvent(json.dumps({"cluster": CLUSTER, **e}), f"bench:{first + i}")
+        for i, e in enumerate(batch)
+    ]
+
+
+def _apply(simulator: Simulator, batches: Batches, counter: list[int]) -> Measure:
+    events = transitions = 0
+    seconds = 0.0
+    for batch in batches:
+        raw = _raw(batch, counter[0])
+        counter[0] += len(batch)
+        began = time.perf_counter()
+        output = simulator.apply(raw)
+        seconds += time.perf_counter() - began
+        rejected = output.appends["rejected_events"]
+        if rejected:
+            raise SystemExit(f"a workload event was rejected: {rejected[0]}")
+        events += len(batch)
+        transitions += len(output.appends["state_changes"])
+        del output
+    return Measure(events, transitions, seconds)
+
+
+def run_size(args: argparse.Namespace, size: int) -> dict[str, Measure]:
+    rows = cluster_rows(args.brokers, size, 3)
+    began = time.perf_counter()
+    simulator = Simulator.from_tables(Settings(simulate_brokers=True), rows)
+    del rows
+    gc.collect()
+    print(
+        f"{size:>9,d} partitions, {args.brokers} brokers: loaded in "
+        f"{time.perf_counter() - began:.1f} s",
+        flush=True,
+    )
+    counter = [1]
+    measures: dict[str, Measure] = {}
+    for workload in WORKLOADS:
+        if workload.name not in args.workloads:
+            continue
+        measure = _apply(simulator, workload.batches(args, size), counter)
+        _apply(simulator, workload.restore(args, size), counter)
+        measures[workload.name] = measure
+        print(
+            f"  {workload.name:20s} {measure.events:7,d} events {measure.transitions:10,d} "
+            f"transitions {measure.seconds:8.2f} s {measure.micros_per_transition:7.2f} "
+            "µs/transition",
+            flush=True,
+        )
+    return measures
+
+
+def _run_in_subprocess(size: int) -> dict[str, Measure]:
+    argv = [a for a in sys.argv[1:]]
+    command = [sys.executable, __file__, *argv, "--one", str(size), "--replay"]
+    done = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)
+    *lines, last = done.stdout.splitlines()
+    print("\n".join(lines), flush=True)
+    return {name: Measure(*values) for name, values in json.loads(last).items()}
+
+
+def print_table(results: dict[int, dict[str, Measure]]) -> None:
+    sizes = sorted(results)
+    smallest = sizes[0]
+    header = "".join(f"{f'{s:,d}':>22}" for s in sizes)
+    print(f"\nµs per transition (ratio to {smallest:,d} partitions)\n{'workload':20s}{header}")
+    for workload in WORKLOADS:
+        if workload.name not in results[smallest]:
+            continue
+        base = results[smallest][workload.name].micros_per_transition
+        cells = ""
+        for size in sizes:
+            micros = results[size][workload.name].micros_per_transition
+            cells += f"{micros:>14.2f} ({micros / base:4.2f})"
+        print(f"{workload.name:20s}{cells}")
+
+
+# ------------------------------------------------------------------- kcsim replay, end to end
+
+
+def replay_events(brokers: int, partitions: int, restarts: int) -> Iterator[Event]:
+    """A cluster built from nothing, then a rolling restart of `restarts` brokers."""
+    for broker in range(brokers):
+        yield {"type": "broker_startup", "broker": broker}
+    for first in range(0, partitions, PARTITIONS_PER_TOPIC):
+        topic, _ = topic_partition(first)
+        count = min(PARTITIONS_PER_TOPIC, partitions - first)
+        assignment = {str(p): replicas_of(first + p, brokers, 3) for p in range(count)}
+        yield {"type": "topic_creation", "topic": topic, "assignment": assignment}
+    for broker in range(restarts):
+        yield from restart_events(broker)
+
+
+def run_replay(args: argparse.Namespace, size: int) -> None:
+    work = args.dir / f"replay-{size}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    events = work / "events.jsonl"
+    with events.open("w") as handle:
+        for event in replay_events(args.brokers, size, args.restarts):
+            handle.write(json.dumps({"cluster": CLUSTER, **event}) + "\n")
+    command = ["/usr/bin/time", "-v", sys.executable, "-m", "streaming.cli", "replay"]
+    command += [str(events), "--out", str(work / "out"), "--batch-size", str(args.batch_size)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    shutil.rmtree(work, ignore_errors=True)
+    if done.returncode != 0:
+        raise SystemExit(f"kcsim replay failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    summary = next(line for line in done.stderr.splitlines() if line.startswith("kcsim replay"))
+    rss_kib = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)[1])
+    wall = re.search(r"Elapsed \(wall clock\) time.*: (\S+)", done.stderr)[1]
+    print(
+        f"kcsim replay, {size:,d} partitions, {args.brokers} brokers, {args.restarts} brokers "
+        f"restarted: wall {wall}; {summary.split(': ', 1)[1]}; peak RSS "
+        f"{rss_kib / 1024:,.0f} MiB = {rss_kib * 1024 / size:,.0f} bytes/partition",
+        flush=True,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[25_000, 100_000, 1_000_000])
+    parser.add_argument("--brokers", type=int, default=300)
+    parser.add_argument("--restarts", type=int, default=6, help="brokers a rolling restart bounces")
+    parser.add_argument(
+        "--workloads", nargs="+", choices=[w.name for w in WORKLOADS],
+        default=[w.name for w in WORKLOADS],
+    )  # fmt: skip
+    parser.add_argument("--replay", type=int, nargs="*", default=[], metavar="PARTITIONS")
+    parser.add_argument("--batch-size", type=int, default=10_000, help="kcsim replay's")
+    parser.add_argument("--dir", type=Path, default=Path("/tmp/kcsim-bench-scale"))
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a size, in this process
+    args = parser.parse_args()
+    if args.one is not None:
+        measures = run_size(args, args.one)
+        print(
+            json.dumps({name: [m.events, m.transitions, m.seconds] for name, m in measures.items()})
+        )
+        return
+    # each size in a fresh process: a smaller cluster's heap does not shape a larger one's
+    results = {size: _run_in_subprocess(size) for size in sorted(args.sizes)}
+    if results:
+        print_table(results)
+    for size in args.replay:
+        run_replay(args, size)
+
+
+if __name__ == "__main__":
+    main()
