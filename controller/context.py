@@ -8,7 +8,7 @@ then grows with the partitions it touches, not with the cluster.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from controller.model import (
@@ -358,14 +358,25 @@ class ControllerContext:
         self, topic: str, state: ReplicaState
     ) -> list[tuple[TopicPartition, int]]:
         return [
-            (tp, b) for tp, b in self.replicas_of_topic(topic) if self.replica_state(tp, b) is state
+            (r.tp, b) for r, b in self._topic_replicas(topic) if r.replica_states.get(b) is state
         ]
 
     def are_all_replicas_in_state(self, topic: str, state: ReplicaState) -> bool:
-        return all(self.replica_state(tp, b) is state for tp, b in self.replicas_of_topic(topic))
+        return all(r.replica_states.get(b) is state for r, b in self._topic_replicas(topic))
 
     def is_any_replica_in_state(self, topic: str, state: ReplicaState) -> bool:
-        return any(self.replica_state(tp, b) is state for tp, b in self.replicas_of_topic(topic))
+        return any(r.replica_states.get(b) is state for r, b in self._topic_replicas(topic))
+
+    def _topic_replicas(self, topic: str) -> Iterator[tuple[Partition, int]]:
+        """(partition record, broker) of every assigned replica of a topic, in
+        replicas_of_topic's order; the deletion checks run per StopReplica answer, so the
+        records are walked directly, not looked up again per replica."""
+        info = self.topics.get(topic)
+        if info is None:
+            return
+        for _, record in sorted(info.partitions.items()):
+            for broker in record.assignment.replicas:
+                yield record, broker
 
 
 def _normalized(topic: str) -> str:
