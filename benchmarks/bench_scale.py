@@ -26,7 +26,11 @@ every ratio at most 1.3).
 `--replay` times `kcsim replay` end to end (a subprocess under /usr/bin/time) on an event
 log that builds a cluster of that size from nothing (broker startups, 1000-partition topic
 creations) and then restarts `--restarts` brokers: seconds, peak RSS and RSS per partition.
-Its output goes to `--dir` and is deleted afterwards.
+Its output goes to `--dir` and is deleted afterwards; the `--discard` tables
+(controller_requests) are written to /dev/null, since every row of an UpdateMetadata to 300
+brokers repeats its payload (~75 GB for a 1M-partition cluster's creation). With
+`--replay-unencoded` they are not even encoded: replay's own loop in the subprocess, minus
+those tables.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -48,7 +53,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench_core import CLUSTER, PARTITIONS_PER_TOPIC, cluster_rows, replicas_of, topic_partition
 
 from controller.config import Settings
+from controller.replay import _AppendFiles, _batches, read_events, write_tables
 from controller.simulator import RawEvent, Simulator
+from schemas import APPEND_TABLES, STATE_TABLES
 
 Event = dict[str, object]
 Batches = list[list[Event]]
@@ -250,21 +257,51 @@ def run_replay(args: argparse.Namespace, size: int) -> None:
     with events.open("w") as handle:
         for event in replay_events(args.brokers, size, args.restarts):
             handle.write(json.dumps({"cluster": CLUSTER, **event}) + "\n")
-    command = ["/usr/bin/time", "-v", sys.executable, "-m", "streaming.cli", "replay"]
-    command += [str(events), "--out", str(work / "out"), "--batch-size", str(args.batch_size)]
+    out = work / "out"
+    out.mkdir()
+    for table in args.discard:
+        # still encoded and written, to nowhere: a 1M-partition cluster's creation alone
+        # writes ~75 GB of controller_requests rows (every UpdateMetadata row its payload)
+        (out / f"{table}.jsonl").symlink_to(os.devnull)
+    command = ["/usr/bin/time", "-v", sys.executable]
+    if args.replay_unencoded:
+        command += [__file__, "--replay-child", str(events), str(out), str(args.batch_size)]
+    else:
+        command += ["-m", "streaming.cli", "replay", str(events), "--out", str(out)]
+        command += ["--batch-size", str(args.batch_size), "--quiet"]
+    began = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     shutil.rmtree(work, ignore_errors=True)
     if done.returncode != 0:
         raise SystemExit(f"kcsim replay failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    summary = next(line for line in done.stderr.splitlines() if line.startswith("kcsim replay"))
+    wall = time.perf_counter() - began
     rss_kib = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)[1])
-    wall = re.search(r"Elapsed \(wall clock\) time.*: (\S+)", done.stderr)[1]
+    cpu = sum(
+        float(re.search(rf"{kind} time \(seconds\): (\S+)", done.stderr)[1])
+        for kind in ("User", "System")
+    )
     print(
-        f"kcsim replay, {size:,d} partitions, {args.brokers} brokers, {args.restarts} brokers "
-        f"restarted: wall {wall}; {summary.split(': ', 1)[1]}; peak RSS "
-        f"{rss_kib / 1024:,.0f} MiB = {rss_kib * 1024 / size:,.0f} bytes/partition",
+        f"{'core + tables (--replay-unencoded)' if args.replay_unencoded else 'kcsim replay'}, "
+        f"{size:,d} partitions, {args.brokers} brokers, {args.restarts} brokers "
+        f"restarted, --batch-size {args.batch_size}: {wall:.1f} s wall, {cpu:.1f} s CPU; "
+        f"peak RSS {rss_kib / 1024:,.0f} MiB = {rss_kib * 1024 / size:,.0f} bytes/partition",
         flush=True,
     )
+
+
+def replay_unencoded(events: Path, out: Path, batch_size: int) -> None:
+    """`kcsim replay` (controller.replay.replay) except that the tables in `out` that are
+    /dev/null links are not even encoded: the core and the other tables' writing alone."""
+    discarded = {p.stem for p in out.iterdir() if p.is_symlink()}
+    simulator = Simulator(Settings())
+    with _AppendFiles(out, [t for t in APPEND_TABLES if t.name not in discarded]) as appends:
+        for batch in _batches(read_events(events), batch_size):
+            output = simulator.apply(batch)
+            for table, rows in output.appends.items():
+                if table not in discarded:
+                    appends.write(table, rows)
+            del output
+    write_tables(out, {t.name: simulator.table_rows(t.name) for t in STATE_TABLES})
 
 
 def main() -> None:
@@ -277,10 +314,27 @@ def main() -> None:
         default=[w.name for w in WORKLOADS],
     )  # fmt: skip
     parser.add_argument("--replay", type=int, nargs="*", default=[], metavar="PARTITIONS")
-    parser.add_argument("--batch-size", type=int, default=10_000, help="kcsim replay's")
+    parser.add_argument(
+        "--batch-size", type=int, default=3, help="kcsim replay's (3: one broker restart)"
+    )
+    parser.add_argument(
+        "--discard", nargs="*", default=["controller_requests"], metavar="TABLE",
+        help="tables kcsim replay writes to /dev/null",
+    )  # fmt: skip
     parser.add_argument("--dir", type=Path, default=Path("/tmp/kcsim-bench-scale"))
+    parser.add_argument(
+        "--replay-unencoded",
+        action="store_true",
+        help="for --replay: the --discard tables are not encoded either (the core alone, "
+        "in the subprocess, with the other tables written)",
+    )
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a size, in this process
+    parser.add_argument("--replay-child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.replay_child is not None:
+        events, out, batch_size = args.replay_child
+        replay_unencoded(Path(events), Path(out), int(batch_size))
+        return
     if args.one is not None:
         measures = run_size(args, args.one)
         print(
