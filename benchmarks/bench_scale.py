@@ -50,7 +50,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_core import CLUSTER, PARTITIONS_PER_TOPIC, cluster_rows, replicas_of, topic_partition
+from bench_core import CLUSTER, PARTITIONS_PER_TOPIC, cluster_rows, topic_partition
 
 from controller.config import Settings
 from controller.replay import _AppendFiles, _batches, read_events, write_tables
@@ -243,10 +243,18 @@ def replay_events(brokers: int, partitions: int, restarts: int) -> Iterator[Even
     for first in range(0, partitions, PARTITIONS_PER_TOPIC):
         topic, _ = topic_partition(first)
         count = min(PARTITIONS_PER_TOPIC, partitions - first)
-        assignment = {str(p): replicas_of(first + p, brokers, 3) for p in range(count)}
+        assignment = {str(p): _three_replicas(first + p, brokers) for p in range(count)}
         yield {"type": "topic_creation", "topic": topic, "assignment": assignment}
     for broker in range(restarts):
         yield from restart_events(broker)
+
+
+def _three_replicas(index: int, brokers: int) -> list[int]:
+    """As bench_core.replicas_of, but always three distinct brokers (a topic's partitions
+    must have one replication factor): the shift stays under half the broker count."""
+    first = index % brokers
+    shift = 1 + (index // brokers) % ((brokers - 1) // 2)
+    return [first, (first + shift) % brokers, (first + 2 * shift) % brokers]
 
 
 def run_replay(args: argparse.Namespace, size: int) -> None:
