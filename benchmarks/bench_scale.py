@@ -16,12 +16,13 @@ A cluster is built from state-table rows (`Simulator.from_tables`, as bench_core
 the workloads run one after another through the core alone (`Simulator.apply`), in batches
 small enough to free each batch's output before the next: broker failure, controlled
 shutdown, rolling restart (shutdown, failure, startup of `--restarts` brokers), a
-whole-cluster preferred election (it moves back what the restarts moved), a reassignment
-wave (1% of the partitions) and topic churn (a 100-partition topic created and deleted per
-2,500 partitions). Printed per workload and size: events, transitions (state_changes
-rows), CPU seconds (`time.process_time`: on a shared machine wall time counts the other
-processes' turns), microseconds per transition and its ratio to the smallest size (the goal:
-every ratio at most 1.3).
+whole-cluster preferred election (it moves back what the restarts moved: each workload
+starts from what the ones before it left), a reassignment wave (1% of the partitions) and
+topic churn (a 100-partition topic created and deleted per 2,500 partitions). Printed per
+workload and size: events, transitions (state_changes rows), CPU seconds
+(`time.process_time`: on a shared machine wall time counts the other processes' turns),
+microseconds per transition and its ratio to the smallest size (the goal: every ratio at
+most 1.3).
 
 `--replay` times `kcsim replay` end to end (a subprocess under /usr/bin/time) on an event
 log that builds a cluster of that size from nothing (broker startups, 1000-partition topic
@@ -209,8 +210,8 @@ def run_size(args: argparse.Namespace, size: int) -> dict[str, Measure]:
 
 
 def _run_in_subprocess(size: int) -> dict[str, Measure]:
-    argv = [a for a in sys.argv[1:]]
-    command = [sys.executable, __file__, *argv, "--one", str(size), "--replay"]
+    # the same arguments, one size, and no --replay (a later --replay overrides earlier ones)
+    command = [sys.executable, __file__, *sys.argv[1:], "--one", str(size), "--replay"]
     done = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)
     *lines, last = done.stdout.splitlines()
     print("\n".join(lines), flush=True)
