@@ -129,7 +129,7 @@ class Simulator:
     def table_rows(self, table: str) -> Iterator[Row]:
         """Every current row of a state table."""
         for cluster in sorted(self._clusters):
-            yield from snapshot.dump(self._clusters[cluster].context)[table]
+            yield from snapshot.table_rows(self._clusters[cluster].context, table)
 
 
 def rejection_row(rejection: Rejection) -> Row:
