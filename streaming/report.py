@@ -162,7 +162,7 @@ def html_table(header: Sequence[str], rows: Iterable[Sequence[object]], text_col
 
     def cells(tag: str, values: Sequence[object]) -> str:
         return "".join(
-            f'<{tag}{" class=text" if i < text_columns else ""}>{html.escape(str(v))}</{tag}>'
+            f"<{tag}{' class=text' if i < text_columns else ''}>{html.escape(str(v))}</{tag}>"
             for i, v in enumerate(values)
         )
 
