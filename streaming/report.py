@@ -217,10 +217,10 @@ def _time_span(first: int | None, last: int | None) -> str:
     if first is None or last is None:
         return "-"
 
-    def text(ms: int) -> str:
-        return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-    return f"{text(first)} .. {text(last)} UTC"
+    start, end = (datetime.fromtimestamp(ms / 1000, UTC) for ms in (first, last))
+    # the end's date only when it is another day
+    end_format = "%H:%M:%S" if start.date() == end.date() else "%Y-%m-%d %H:%M:%S"
+    return f"{start:%Y-%m-%d %H:%M:%S} .. {end.strftime(end_format)} UTC"
 
 
 def _moments_note(report: ClusterReport) -> str:
