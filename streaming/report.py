@@ -59,8 +59,8 @@ STYLE = """
 body { font-family: system-ui, sans-serif; margin: 24px; color: #222; background: #fff; }
 h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 28px 0 6px; }
 p.note { color: #555; font-size: 13px; margin: 4px 0 10px; max-width: 1100px; }
-table { border-collapse: collapse; font-size: 13px; margin: 6px 0 12px; }
-th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
+table { border-collapse: collapse; font-size: 12px; margin: 6px 0 12px; }
+th, td { border: 1px solid #ccc; padding: 2px 5px; text-align: right; }
 th { background: #f3f3f3; } td { white-space: nowrap; } td.text, th.text { text-align: left; }
 """
 
