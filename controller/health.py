@@ -1,0 +1,288 @@
+"""A cluster's vital signs (CONTRACT §2 `health`), kept incrementally, and the invariant
+checks of kcsim's own state (`violations`, source `simulated`) that need the same memory.
+
+After each event the tracker takes the partitions and topics the event changed
+(`ControllerContext.event_partitions` / `event_topics`), subtracts each touched
+partition's old contribution from the counters and adds its new one, so an event costs
+the partitions it touched. Two figures are not per partition:
+
+* `max_broker_imbalance` (SPEC §12.3): per broker B, the partitions whose preferred
+  replica is B and, of those with leadership, the ones not led by B, both counts kept
+  per broker; the maximum over brokers is recomputed only after an event changed a
+  count, which is O(brokers), far fewer than partitions (a heap would make it
+  O(log brokers) at a higher cost per update).
+* `live_brokers`: the size of the context's live set, O(1).
+
+A topic-level change (created, deleted, configs changed, queued for deletion or no longer)
+re-counts that topic's partitions. A controller failover replaces the context: `resync`
+then counts every partition once (O(cluster), as the failover's own reload is).
+A restarted job builds the tracker from the state tables, and only `unclean_elections`
+(a count over history) comes from the last `health` row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+from controller import invariants
+from controller.context import ControllerContext, Partition
+from controller.invariants import SIMULATED, SeenEpochs, Violation
+from controller.model import PartitionState, TopicPartition
+from controller.topic_configs import TOPIC_CONFIGS, TopicConfigError, parse_value
+
+MIN_ISR_KEY = "min.insync.replicas"
+DEFAULT_MIN_ISR = 1  # Kafka's default for the topic config
+_MIN_ISR_CONFIG = TOPIC_CONFIGS[MIN_ISR_KEY]
+_ONLINE = PartitionState.ONLINE
+
+
+class Vitals(NamedTuple):
+    """One partition's part of the counters, and the leader and epochs its next state is
+    checked against (invariants.Epochs)."""
+
+    leader: int  # -1: none (also when there is no leadership yet)
+    leader_epoch: int  # -1: no leadership yet
+    partition_epoch: int | None
+    controller_epoch: int | None  # the stored one (partition_state's)
+    offline: int  # each flag 0 or 1
+    under_replicated: int
+    at_min_isr: int
+    not_preferred: int
+    preferred: int  # the broker whose §12.3 ratio counts it; -1: none
+    preferred_not_leading: int  # counted in that ratio's numerator
+
+
+class HealthTracker:
+    def __init__(self, context: ControllerContext, unclean_elections: int = 0) -> None:
+        self.unclean_elections = unclean_elections
+        self._load(context)
+        # observed partitions' last leader and epochs (invariants on `observed` states)
+        self._observed: dict[TopicPartition, SeenEpochs] = {}
+
+    def _load(self, context: ControllerContext) -> None:
+        self._vitals: dict[TopicPartition, Vitals] = {}
+        self._queued = frozenset(context.topics_to_be_deleted)
+        self._min_isr = {name: _min_isr(info.configs) for name, info in context.topics.items()}
+        self.offline = self.under_replicated = self.at_min_isr = self.not_preferred = 0
+        self._preferred_total: dict[int, int] = {}
+        self._preferred_not_leading: dict[int, int] = {}
+        self._max_imbalance = 0.0
+        self._imbalance_stale = False
+        for record in context.all_partitions():
+            vitals = self._vitals_of(record)
+            self._vitals[record.tp] = vitals
+            self._count(vitals, 1)
+        self._refresh_imbalance()
+
+    # ---- per event -----------------------------------------------------------------------
+
+    def update(self, context: ControllerContext) -> tuple[int, list[Violation]]:
+        """Take the event's changes (clearing the context's event sets): the number of
+        partitions whose leader changed, and the invariants kcsim's state now breaks."""
+        touched: Iterable[TopicPartition] = context.event_partitions
+        topics = context.event_topics
+        queued = context.topics_to_be_deleted
+        if len(queued) != len(self._queued) or not self._queued.issuperset(queued):
+            topics = topics | (queued ^ self._queued)
+            self._queued = frozenset(queued)
+        if topics:
+            touched = set(touched)
+            for name in topics:
+                info = context.topics.get(name)
+                if info is None:
+                    self._min_isr.pop(name, None)
+                else:
+                    self._min_isr[name] = _min_isr(info.configs)
+                    touched.update(record.tp for record in info.partitions.values())
+        result = self._apply(context, touched)
+        context.event_partitions.clear()
+        context.event_topics.clear()
+        return result
+
+    def resync(self, context: ControllerContext) -> tuple[int, list[Violation]]:
+        """After a failover replaced the context: every partition, old and new, checked
+        and counted again."""
+        self._queued = frozenset(context.topics_to_be_deleted)
+        self._min_isr = {name: _min_isr(info.configs) for name, info in context.topics.items()}
+        touched = set(self._vitals)
+        touched.update(record.tp for record in context.all_partitions())
+        result = self._apply(context, touched)
+        context.event_partitions.clear()
+        context.event_topics.clear()
+        return result
+
+    def _apply(
+        self, context: ControllerContext, touched: Iterable[TopicPartition]
+    ) -> tuple[int, list[Violation]]:
+        leader_changes = 0
+        found: list[Violation] = []
+        memory = self._vitals
+        topics = context.topics
+        for tp in touched:
+            info = topics.get(tp.topic)
+            record = None if info is None else info.partitions.get(tp.partition)
+            old = memory.get(tp)
+            if record is None:
+                if old is not None:
+                    # gone (its topic deleted): a re-created topic starts over
+                    del memory[tp]
+                    self._count(old, -1)
+                    self._observed.pop(tp, None)
+                continue
+            new = self._vitals_of(record)
+            leadership = record.leadership
+            # (no leadership yet: nothing to check unless it claims to be online)
+            if leadership is not None or record.state is _ONLINE:
+                invariants.check_partition(
+                    SIMULATED,
+                    tp.topic,
+                    tp.partition,
+                    old if leadership is not None else None,
+                    new.leader,
+                    new.leader_epoch,
+                    new.partition_epoch,
+                    new.controller_epoch,
+                    () if leadership is None else leadership.isr,
+                    record.assignment.replicas,
+                    record.state is _ONLINE,
+                    found,
+                )
+            if old is None:
+                memory[tp] = new
+                self._count(new, 1)
+                leader_changes += new.leader >= 0
+            elif old != new:
+                memory[tp] = new
+                self._count(old, -1)
+                self._count(new, 1)
+                leader_changes += old.leader != new.leader
+        return leader_changes, found
+
+    def _vitals_of(self, record: Partition) -> Vitals:
+        replicas = record.assignment.replicas
+        topic = record.tp.topic
+        queued = topic in self._queued
+        preferred = replicas[0] if replicas and not queued else -1
+        leadership = record.leadership
+        if leadership is None:
+            return Vitals(-1, -1, None, None, 0 if queued else 1, 0, 0, 0, preferred, 0)
+        leader = leadership.leader
+        isr = len(leadership.isr)
+        return Vitals(
+            leader,
+            leadership.leader_epoch,
+            leadership.partition_epoch,
+            leadership.stored_controller_epoch,
+            # as Kafka's OfflinePartitionsCount: topics queued for deletion left out
+            0 if queued or (leader >= 0 and record.state is _ONLINE) else 1,
+            1 if isr < len(replicas) else 0,
+            1 if isr <= self._min_isr.get(topic, DEFAULT_MIN_ISR) else 0,
+            1 if leader >= 0 and replicas and leader != replicas[0] else 0,
+            preferred,
+            1 if preferred >= 0 and leader != preferred else 0,
+        )
+
+    def _count(self, vitals: Vitals, sign: int) -> None:
+        self.offline += sign * vitals.offline
+        self.under_replicated += sign * vitals.under_replicated
+        self.at_min_isr += sign * vitals.at_min_isr
+        self.not_preferred += sign * vitals.not_preferred
+        broker = vitals.preferred
+        if broker >= 0:
+            total = self._preferred_total
+            total[broker] = total.get(broker, 0) + sign
+            if not total[broker]:
+                del total[broker]
+            if vitals.preferred_not_leading:
+                not_leading = self._preferred_not_leading
+                not_leading[broker] = not_leading.get(broker, 0) + sign
+                if not not_leading[broker]:
+                    del not_leading[broker]
+            self._imbalance_stale = True
+
+    def _refresh_imbalance(self) -> None:
+        total = self._preferred_total
+        self._max_imbalance = max(
+            (count / total[b] for b, count in self._preferred_not_leading.items()), default=0.0
+        )
+        self._imbalance_stale = False
+
+    # ---- observed states -----------------------------------------------------------------
+
+    def check_observed(self, observed: Iterable[Any]) -> list[Violation]:
+        """The invariants on a real controller's partition states (`observed`, each with
+        topic, partition, leader, leader_epoch, isr and optional partition_epoch,
+        controller_epoch, replicas), each against that partition's previous observed
+        state. ISR ⊆ replicas is checked only when the state gives its replicas."""
+        found: list[Violation] = []
+        for entry in observed:
+            tp = TopicPartition(entry.topic, entry.partition)
+            invariants.check_partition(
+                invariants.OBSERVED,
+                entry.topic,
+                entry.partition,
+                self._observed.get(tp),
+                entry.leader,
+                entry.leader_epoch,
+                entry.partition_epoch,
+                entry.controller_epoch,
+                tuple(entry.isr),
+                None if entry.replicas is None else tuple(entry.replicas),
+                entry.leader >= 0,
+                found,
+            )
+            self._observed[tp] = SeenEpochs(
+                entry.leader, entry.leader_epoch, entry.partition_epoch, entry.controller_epoch
+            )
+        return found
+
+    # ---- output --------------------------------------------------------------------------
+
+    @property
+    def partitions(self) -> int:
+        return len(self._vitals)
+
+    @property
+    def max_broker_imbalance(self) -> float:
+        if self._imbalance_stale:
+            self._refresh_imbalance()
+        return self._max_imbalance
+
+    def row(
+        self,
+        context: ControllerContext,
+        event_id: str,
+        seq: int,
+        ts: int | None,
+        leader_changes: int,
+        requests: int,
+    ) -> dict[str, Any]:
+        """The event's `health` row (the counters as they are after it)."""
+        return {
+            "cluster": context.cluster,
+            "event_id": event_id,
+            "seq": seq,
+            "ts": ts,
+            "partitions": len(self._vitals),
+            "offline": self.offline,
+            "under_replicated": self.under_replicated,
+            "at_min_isr": self.at_min_isr,
+            "not_preferred": self.not_preferred,
+            "max_broker_imbalance": self.max_broker_imbalance,
+            "live_brokers": len(context.live_broker_set()),
+            "unclean_elections": self.unclean_elections,
+            "leader_changes": leader_changes,
+            "requests": requests,
+        }
+
+
+def _min_isr(configs: dict[str, str]) -> int:
+    """The topic's `min.insync.replicas` (values were validated when the topic took them)."""
+    text = configs.get(MIN_ISR_KEY)
+    if text is None:
+        return DEFAULT_MIN_ISR
+    try:
+        return int(parse_value(_MIN_ISR_CONFIG, text))  # type: ignore[arg-type]
+    except TopicConfigError:
+        return DEFAULT_MIN_ISR
