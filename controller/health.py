@@ -23,6 +23,7 @@ A restarted job builds the tracker from the state tables, and only `unclean_elec
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 from typing import Any, NamedTuple
 
 from controller import invariants
@@ -53,7 +54,28 @@ class Vitals(NamedTuple):
     preferred_not_leading: int  # counted in that ratio's numerator
 
 
+# built from a tuple in C (a NamedTuple's own constructor is a Python function): this
+# runs for every partition an event touches
+_vitals = partial(tuple.__new__, Vitals)
+
+
 class HealthTracker:
+    __slots__ = (
+        "_imbalance_stale",
+        "_max_imbalance",
+        "_min_isr",
+        "_observed",
+        "_preferred_not_leading",
+        "_preferred_total",
+        "_queued",
+        "_vitals",
+        "at_min_isr",
+        "not_preferred",
+        "offline",
+        "unclean_elections",
+        "under_replicated",
+    )
+
     def __init__(self, context: ControllerContext, unclean_elections: int = 0) -> None:
         self.unclean_elections = unclean_elections
         self._load(context)
@@ -83,7 +105,7 @@ class HealthTracker:
         touched: Iterable[TopicPartition] = context.event_partitions
         topics = context.event_topics
         queued = context.topics_to_be_deleted
-        if len(queued) != len(self._queued) or not self._queued.issuperset(queued):
+        if (queued or self._queued) and queued != self._queued:
             topics = topics | (queued ^ self._queued)
             self._queued = frozenset(queued)
         if topics:
@@ -95,32 +117,12 @@ class HealthTracker:
                 else:
                     self._min_isr[name] = _min_isr(info.configs)
                     touched.update(record.tp for record in info.partitions.values())
-        result = self._apply(context, touched)
-        context.event_partitions.clear()
-        context.event_topics.clear()
-        return result
-
-    def resync(self, context: ControllerContext) -> tuple[int, list[Violation]]:
-        """After a failover replaced the context: every partition, old and new, checked
-        and counted again."""
-        self._queued = frozenset(context.topics_to_be_deleted)
-        self._min_isr = {name: _min_isr(info.configs) for name, info in context.topics.items()}
-        touched = set(self._vitals)
-        touched.update(record.tp for record in context.all_partitions())
-        result = self._apply(context, touched)
-        context.event_partitions.clear()
-        context.event_topics.clear()
-        return result
-
-    def _apply(
-        self, context: ControllerContext, touched: Iterable[TopicPartition]
-    ) -> tuple[int, list[Violation]]:
         leader_changes = 0
         found: list[Violation] = []
         memory = self._vitals
-        topics = context.topics
+        all_topics = context.topics
         for tp in touched:
-            info = topics.get(tp.topic)
+            info = all_topics.get(tp.topic)
             record = None if info is None else info.partitions.get(tp.partition)
             old = memory.get(tp)
             if record is None:
@@ -154,10 +156,29 @@ class HealthTracker:
                 leader_changes += new.leader >= 0
             elif old != new:
                 memory[tp] = new
-                self._count(old, -1)
-                self._count(new, 1)
+                self.offline += new.offline - old.offline
+                self.under_replicated += new.under_replicated - old.under_replicated
+                self.at_min_isr += new.at_min_isr - old.at_min_isr
+                self.not_preferred += new.not_preferred - old.not_preferred
+                if (
+                    old.preferred != new.preferred
+                    or old.preferred_not_leading != new.preferred_not_leading
+                ):
+                    self._count_preferred(old, -1)
+                    self._count_preferred(new, 1)
                 leader_changes += old.leader != new.leader
+        context.event_partitions.clear()
+        context.event_topics.clear()
         return leader_changes, found
+
+    def resync(self, context: ControllerContext) -> tuple[int, list[Violation]]:
+        """After a failover replaced the context: every partition, old and new, and every
+        topic, taken as changed."""
+        self._min_isr.clear()
+        context.event_partitions.update(self._vitals)
+        context.event_partitions.update(record.tp for record in context.all_partitions())
+        context.event_topics.update(context.topics)
+        return self.update(context)
 
     def _vitals_of(self, record: Partition) -> Vitals:
         replicas = record.assignment.replicas
@@ -166,21 +187,26 @@ class HealthTracker:
         preferred = replicas[0] if replicas and not queued else -1
         leadership = record.leadership
         if leadership is None:
-            return Vitals(-1, -1, None, None, 0 if queued else 1, 0, 0, 0, preferred, 0)
+            return _vitals((-1, -1, None, None, 0 if queued else 1, 0, 0, 0, preferred, 0))
         leader = leadership.leader
         isr = len(leadership.isr)
-        return Vitals(
-            leader,
-            leadership.leader_epoch,
-            leadership.partition_epoch,
-            leadership.stored_controller_epoch,
-            # as Kafka's OfflinePartitionsCount: topics queued for deletion left out
-            0 if queued or (leader >= 0 and record.state is _ONLINE) else 1,
-            1 if isr < len(replicas) else 0,
-            1 if isr <= self._min_isr.get(topic, DEFAULT_MIN_ISR) else 0,
-            1 if leader >= 0 and replicas and leader != replicas[0] else 0,
-            preferred,
-            1 if preferred >= 0 and leader != preferred else 0,
+        return _vitals(
+            (
+                leader,
+                leadership.leader_epoch,
+                leadership.partition_epoch,
+                # (stored_controller_epoch, without the property's call)
+                leadership.controller_epoch
+                if leadership.zk_controller_epoch is None
+                else leadership.zk_controller_epoch,
+                # as Kafka's OfflinePartitionsCount: topics queued for deletion left out
+                0 if queued or (leader >= 0 and record.state is _ONLINE) else 1,
+                1 if isr < len(replicas) else 0,
+                1 if isr <= self._min_isr.get(topic, DEFAULT_MIN_ISR) else 0,
+                1 if leader >= 0 and replicas and leader != replicas[0] else 0,
+                preferred,
+                1 if preferred >= 0 and leader != preferred else 0,
+            )
         )
 
     def _count(self, vitals: Vitals, sign: int) -> None:
@@ -188,6 +214,10 @@ class HealthTracker:
         self.under_replicated += sign * vitals.under_replicated
         self.at_min_isr += sign * vitals.at_min_isr
         self.not_preferred += sign * vitals.not_preferred
+        self._count_preferred(vitals, sign)
+
+    def _count_preferred(self, vitals: Vitals, sign: int) -> None:
+        """Add (sign 1) or remove (-1) a partition in its preferred broker's §12.3 counts."""
         broker = vitals.preferred
         if broker >= 0:
             total = self._preferred_total
@@ -251,16 +281,19 @@ class HealthTracker:
 
     def row(
         self,
-        context: ControllerContext,
+        cluster: str,
         event_id: str,
         seq: int,
         ts: int | None,
+        live_brokers: int,
         leader_changes: int,
         requests: int,
     ) -> dict[str, Any]:
         """The event's `health` row (the counters as they are after it)."""
+        if self._imbalance_stale:
+            self._refresh_imbalance()
         return {
-            "cluster": context.cluster,
+            "cluster": cluster,
             "event_id": event_id,
             "seq": seq,
             "ts": ts,
@@ -269,8 +302,8 @@ class HealthTracker:
             "under_replicated": self.under_replicated,
             "at_min_isr": self.at_min_isr,
             "not_preferred": self.not_preferred,
-            "max_broker_imbalance": self.max_broker_imbalance,
-            "live_brokers": len(context.live_broker_set()),
+            "max_broker_imbalance": self._max_imbalance,
+            "live_brokers": live_brokers,
             "unclean_elections": self.unclean_elections,
             "leader_changes": leader_changes,
             "requests": requests,

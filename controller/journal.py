@@ -6,12 +6,13 @@ answers to requests that events carry. Rows are plain dicts in `schemas.tables` 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
+from itertools import compress
 from typing import Any
 
 from controller import invariants
 from controller.invariants import Violation
-from controller.model import BrokerStatus, LeaderAndIsr, TopicPartition
+from controller.model import LeaderAndIsr, TopicPartition
 from controller.request_log import RequestLog
 
 Row = dict[str, Any]
@@ -29,7 +30,8 @@ class Journal:
         self.state_changes: list[Row] = []
         self.results: list[Row] = []
         self.violations: list[Violation] = []  # the event's, until the runner takes them
-        self._checked = 0  # requests rows whose delivery has been checked
+        # (recipients, delivered flags, type) of each body sent since the last delivery check
+        self._sent: list[tuple[Sequence[int], Sequence[bool], str]] = []
 
     def begin(self, event_id: str, seq: int, ts: int | None) -> None:
         self.event_id = event_id
@@ -41,18 +43,19 @@ class Journal:
     def drain(self) -> tuple[RequestLog, list[Row], list[Row]]:
         drained = (self.requests, self.state_changes, self.results)
         self.requests, self.state_changes, self.results = RequestLog(), [], []
-        self._checked = 0
         return drained
 
-    def check_deliveries(self, brokers: Mapping[int, Any]) -> None:
-        """The invariant "no request is delivered to a dead broker", on the requests added
-        since the last check, against `brokers` (ControllerContext.brokers) as they are at
-        send time: a violation for each delivered one whose broker is dead or unknown."""
-        start, self._checked = self._checked, len(self.requests)
-        for broker, request_type in self.requests.delivered_since(start):
-            info = brokers.get(broker)
-            if info is None or info.status is BrokerStatus.DEAD:
-                self.violations.append(invariants.delivered_to_dead(broker, request_type))
+    def check_deliveries(self, registered: frozenset[int]) -> None:
+        """The invariant "no request is delivered to a dead broker", on the requests sent
+        since the last check: `registered` is the brokers with a registration at send
+        time; a violation for each delivered request to another."""
+        sent = self._sent
+        for brokers, delivered, request_type in sent:
+            if not registered.issuperset(compress(brokers, delivered)):  # (in C)
+                for broker in compress(brokers, delivered):
+                    if broker not in registered:
+                        self.violations.append(invariants.delivered_to_dead(broker, request_type))
+        sent.clear()
 
     def request(
         self,
@@ -100,6 +103,7 @@ class Journal:
             self.ts,
         )
         self.requests.add(shared, self.request_seq + 1, brokers, delivered)
+        self._sent.append((brokers, delivered, request_type))
         self.request_seq += len(brokers)
         self.payload += 1
 

@@ -118,15 +118,6 @@ class RequestLog(Sequence[Row]):
         """RECIPIENT_COLUMNS, one value per row (read-only)."""
         return self._recipients
 
-    def delivered_since(self, start: int) -> Iterator[tuple[int, str]]:
-        """(broker, type) of each request from row `start` on that was delivered."""
-        recipients = self._recipients
-        requests = self._requests
-        of_row = self._request_of_row
-        for position in range(start, len(of_row)):
-            if recipients["delivered"][position]:
-                yield recipients["broker"][position], requests[of_row[position]][4]
-
     # ---- rows --------------------------------------------------------------------------------
 
     def __len__(self) -> int:

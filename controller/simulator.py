@@ -242,7 +242,15 @@ class ClusterRunner:
                 invariants.rows(context.cluster, event_id, seq, header.ts, found)
             )
         self._health_rows.append(
-            health.row(context, event_id, seq, header.ts, leader_changes, journal.request_seq)
+            health.row(
+                context.cluster,
+                event_id,
+                seq,
+                header.ts,
+                len(context.live_broker_set()),
+                leader_changes,
+                journal.request_seq,
+            )
         )
 
     def _failover(self, body: ControllerFailover) -> None:
