@@ -214,6 +214,21 @@ REJECTED_EVENTS = _table(
     ("reason", STRING),
     ("source", STRING),
 )
+# An event's `observed` state against kcsim's after it (CONTRACT §2): one row per field
+# that differs; `observed` and `simulated` are JSON text (controller.divergence).
+DIVERGENCES = _table(
+    "divergences",
+    (),
+    ("cluster", STRING),
+    ("event_id", STRING),
+    ("seq", LONG),
+    ("ts", LONG),
+    ("topic", STRING),
+    ("partition", INT),
+    ("field", STRING),
+    ("observed", STRING),
+    ("simulated", STRING),
+)
 # The invariants Kafka's controller keeps, broken by kcsim's state after an event
 # (`simulated`: a bug) or by an event's `observed` state (controller.invariants).
 VIOLATIONS = _table(
@@ -258,6 +273,7 @@ APPEND_TABLES: tuple[Table, ...] = (
     EVENT_RESULTS,
     REJECTED_EVENTS,
     APPLIED_EVENTS,
+    DIVERGENCES,
     VIOLATIONS,
     HEALTH,
 )

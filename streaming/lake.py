@@ -75,6 +75,7 @@ STATS_COLUMNS = {
     "event_results": ("cluster", "seq", "topic", "partition"),
     "applied_events": ("cluster", "seq", "event_id"),
     "rejected_events": ("cluster",),
+    "divergences": ("cluster", "seq", "topic", "partition"),
     "violations": ("cluster", "seq", "topic", "partition"),
     "health": ("cluster", "seq"),
 }
