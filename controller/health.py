@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 
 from controller import invariants
 from controller.context import ControllerContext, Partition
+from controller.events import ObservedPartition
 from controller.invariants import SIMULATED, SeenEpochs, Violation
 from controller.model import PartitionState, TopicPartition
 from controller.topic_configs import TOPIC_CONFIGS, TopicConfigError, parse_value
@@ -240,11 +241,10 @@ class HealthTracker:
 
     # ---- observed states -----------------------------------------------------------------
 
-    def check_observed(self, observed: Iterable[Any]) -> list[Violation]:
-        """The invariants on a real controller's partition states (`observed`, each with
-        topic, partition, leader, leader_epoch, isr and optional partition_epoch,
-        controller_epoch, replicas), each against that partition's previous observed
-        state. ISR ⊆ replicas is checked only when the state gives its replicas."""
+    def check_observed(self, observed: Iterable[ObservedPartition]) -> list[Violation]:
+        """The invariants on a real controller's partition states (an event's `observed`),
+        each against that partition's previous observed state. ISR ⊆ replicas is checked
+        only when the state gives its replicas; "online" is having a leader."""
         found: list[Violation] = []
         for entry in observed:
             tp = TopicPartition(entry.topic, entry.partition)
@@ -257,8 +257,8 @@ class HealthTracker:
                 entry.leader_epoch,
                 entry.partition_epoch,
                 entry.controller_epoch,
-                tuple(entry.isr),
-                None if entry.replicas is None else tuple(entry.replicas),
+                entry.isr,
+                entry.replicas,
                 entry.leader >= 0,
                 found,
             )
