@@ -27,7 +27,7 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from controller import invariants
-from controller.context import ControllerContext, Partition
+from controller.context import ControllerContext
 from controller.events import ObservedPartition
 from controller.invariants import SIMULATED, SeenEpochs, Violation
 from controller.model import PartitionState, TopicPartition
@@ -79,9 +79,9 @@ class HealthTracker:
 
     def __init__(self, context: ControllerContext, unclean_elections: int = 0) -> None:
         self.unclean_elections = unclean_elections
-        self._load(context)
         # observed partitions' last leader and epochs (invariants on `observed` states)
         self._observed: dict[TopicPartition, SeenEpochs] = {}
+        self._load(context)
 
     def _load(self, context: ControllerContext) -> None:
         self._vitals: dict[TopicPartition, Vitals] = {}
@@ -91,12 +91,10 @@ class HealthTracker:
         self._preferred_total: dict[int, int] = {}
         self._preferred_not_leading: dict[int, int] = {}
         self._max_imbalance = 0.0
-        self._imbalance_stale = False
-        for record in context.all_partitions():
-            vitals = self._vitals_of(record)
-            self._vitals[record.tp] = vitals
-            self._count(vitals, 1)
-        self._refresh_imbalance()
+        self._imbalance_stale = True
+        # counted as if every partition had just been touched (the loaded state was
+        # checked when it was made)
+        self._track(context, [record.tp for record in context.all_partitions()])
 
     # ---- per event -----------------------------------------------------------------------
 
@@ -118,10 +116,23 @@ class HealthTracker:
                 else:
                     self._min_isr[name] = _min_isr(info.configs)
                     touched.update(record.tp for record in info.partitions.values())
+        result = self._track(context, touched)
+        context.event_partitions.clear()
+        if topics:
+            context.event_topics.clear()
+        return result
+
+    def _track(
+        self, context: ControllerContext, touched: Iterable[TopicPartition]
+    ) -> tuple[int, list[Violation]]:
+        """Count each touched partition's new vitals instead of its old ones and check its
+        state: the number whose leader changed, and the invariants broken."""
         leader_changes = 0
         found: list[Violation] = []
         memory = self._vitals
         all_topics = context.topics
+        queued = self._queued
+        min_isr = self._min_isr
         for tp in touched:
             info = all_topics.get(tp.topic)
             record = None if info is None else info.partitions.get(tp.partition)
@@ -133,24 +144,62 @@ class HealthTracker:
                     self._count(old, -1)
                     self._observed.pop(tp, None)
                 continue
-            new = self._vitals_of(record)
+            # the partition's vitals, computed here rather than in a method: this loop
+            # runs for every partition every event touches
+            replicas = record.assignment.replicas
+            deleting = tp.topic in queued
+            preferred = replicas[0] if replicas and not deleting else -1
             leadership = record.leadership
-            # (no leadership yet: nothing to check unless it claims to be online)
-            if leadership is not None or record.state is _ONLINE:
-                invariants.check_partition(
-                    SIMULATED,
-                    tp.topic,
-                    tp.partition,
-                    old if leadership is not None else None,
-                    new.leader,
-                    new.leader_epoch,
-                    new.partition_epoch,
-                    new.controller_epoch,
-                    () if leadership is None else leadership.isr,
-                    record.assignment.replicas,
-                    record.state is _ONLINE,
-                    found,
+            online = record.state is _ONLINE
+            if leadership is None:
+                new = _vitals((-1, -1, None, None, 0 if deleting else 1, 0, 0, 0, preferred, 0))
+                if online:  # online without a leader and ISR
+                    invariants.check_partition(
+                        SIMULATED, tp.topic, tp.partition, None, -1, -1, None, None, (),
+                        replicas, True, found,
+                    )  # fmt: skip
+            else:
+                leader = leadership.leader
+                isr = leadership.isr
+                size = len(isr)
+                zk_epoch = leadership.zk_controller_epoch  # stored_controller_epoch, inline
+                new = _vitals(
+                    (
+                        leader,
+                        leadership.leader_epoch,
+                        leadership.partition_epoch,
+                        leadership.controller_epoch if zk_epoch is None else zk_epoch,
+                        # as Kafka's OfflinePartitionsCount: topics queued for deletion
+                        # left out
+                        0 if deleting or (leader >= 0 and online) else 1,
+                        1 if size < len(replicas) else 0,
+                        1 if size <= min_isr.get(tp.topic, DEFAULT_MIN_ISR) else 0,
+                        1 if leader >= 0 and replicas and leader != replicas[0] else 0,
+                        preferred,
+                        1 if preferred >= 0 and leader != preferred else 0,
+                    )
                 )
+                # the checks in full only when a cheap test says one may fail
+                if not (
+                    (leader < 0 or leader in isr)
+                    and (size or not online)
+                    and (isr == replicas or set(isr).issubset(replicas))
+                    and (
+                        old is None
+                        or (
+                            (
+                                new.leader_epoch > old.leader_epoch
+                                or (new.leader_epoch == old.leader_epoch and leader == old.leader)
+                            )
+                            and (old.partition_epoch or 0) <= new.partition_epoch
+                            and (old.controller_epoch or 0) <= new.controller_epoch
+                        )
+                    )
+                ):
+                    invariants.check_partition(
+                        SIMULATED, tp.topic, tp.partition, old, leader, new.leader_epoch,
+                        new.partition_epoch, new.controller_epoch, isr, replicas, online, found,
+                    )  # fmt: skip
             if old is None:
                 memory[tp] = new
                 self._count(new, 1)
@@ -168,8 +217,6 @@ class HealthTracker:
                     self._count_preferred(old, -1)
                     self._count_preferred(new, 1)
                 leader_changes += old.leader != new.leader
-        context.event_partitions.clear()
-        context.event_topics.clear()
         return leader_changes, found
 
     def resync(self, context: ControllerContext) -> tuple[int, list[Violation]]:
@@ -180,35 +227,6 @@ class HealthTracker:
         context.event_partitions.update(record.tp for record in context.all_partitions())
         context.event_topics.update(context.topics)
         return self.update(context)
-
-    def _vitals_of(self, record: Partition) -> Vitals:
-        replicas = record.assignment.replicas
-        topic = record.tp.topic
-        queued = topic in self._queued
-        preferred = replicas[0] if replicas and not queued else -1
-        leadership = record.leadership
-        if leadership is None:
-            return _vitals((-1, -1, None, None, 0 if queued else 1, 0, 0, 0, preferred, 0))
-        leader = leadership.leader
-        isr = len(leadership.isr)
-        return _vitals(
-            (
-                leader,
-                leadership.leader_epoch,
-                leadership.partition_epoch,
-                # (stored_controller_epoch, without the property's call)
-                leadership.controller_epoch
-                if leadership.zk_controller_epoch is None
-                else leadership.zk_controller_epoch,
-                # as Kafka's OfflinePartitionsCount: topics queued for deletion left out
-                0 if queued or (leader >= 0 and record.state is _ONLINE) else 1,
-                1 if isr < len(replicas) else 0,
-                1 if isr <= self._min_isr.get(topic, DEFAULT_MIN_ISR) else 0,
-                1 if leader >= 0 and replicas and leader != replicas[0] else 0,
-                preferred,
-                1 if preferred >= 0 and leader != preferred else 0,
-            )
-        )
 
     def _count(self, vitals: Vitals, sign: int) -> None:
         self.offline += sign * vitals.offline
