@@ -178,13 +178,17 @@ def _ssl(props: Mapping[str, str]) -> dict[str, Any]:
 class ClientFailures(logging.Handler):
     """What kafka-python logs about refused connections while a client is in use, to say
     why it timed out: a bootstrap that never succeeds only says "Unable to bootstrap".
-    While installed it also keeps kafka-python's warnings (e.g. SASL over plaintext)
-    off stderr."""
+    A broker refusing SASL credentials answers with an authentication error, or (after
+    the first refusal) just closes the connection: with SASL configured, connections
+    closed by the broker are read as refused credentials."""
 
-    def __init__(self) -> None:
+    def __init__(self, client: KafkaClientConfig | None = None) -> None:
         super().__init__(logging.DEBUG)
+        protocol = (client or KafkaClientConfig()).properties.get("security.protocol", "")
+        self.sasl = protocol.strip().upper().startswith("SASL_")
         self.authentication_failed = False
         self.handshake_failed = False
+        self.disconnected = False
 
     def emit(self, record: logging.LogRecord) -> None:
         text = record.getMessage()
@@ -192,6 +196,8 @@ class ClientFailures(logging.Handler):
             self.authentication_failed = True
         elif "Handshake failed" in text:
             self.handshake_failed = True
+        elif "socket disconnected" in text:
+            self.disconnected = True
 
     def __enter__(self) -> ClientFailures:
         logging.getLogger("kafka").addHandler(self)
@@ -202,10 +208,11 @@ class ClientFailures(logging.Handler):
 
     def explain(self, error: Exception) -> str:
         """`error` (a kafka-python error), with the refusal behind it if one was seen."""
-        if self.authentication_failed:
+        if self.authentication_failed or (self.sasl and self.disconnected):
             return (
-                "the broker refused the SASL credentials (authentication failed: check the "
-                "user and password of --kafka-config)"
+                "the broker refused the SASL credentials (authentication failed, or every "
+                "connection closed during it: check the user, password and sasl.mechanism "
+                "of --kafka-config)"
             )
         if self.handshake_failed:
             return "the TLS handshake failed (check --kafka-config's ssl.* settings)"

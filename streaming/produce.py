@@ -678,7 +678,7 @@ def main(args: argparse.Namespace) -> int:
     except ConfigError as error:
         print(f"kcsim produce: {error}", file=sys.stderr)
         return 2
-    with ClientFailures() as failures:
+    with ClientFailures(client) as failures:
         try:
             producer = make_producer(args.bootstrap, client=client)
         except KafkaError as error:

@@ -510,7 +510,7 @@ def main(args: argparse.Namespace) -> int:
     if args.settle_ms < 0:
         print("kcsim shadow: --settle-ms must not be negative", file=sys.stderr)
         return 2
-    with ClientFailures() as failures:
+    with ClientFailures(kafka_client) as failures:
         try:
             sink, default_state = open_sink(args.out, args.cluster, kafka_client)
         except ValueError as error:
