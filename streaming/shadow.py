@@ -534,9 +534,13 @@ def _run(
     client = KazooClient(hosts=args.zookeeper, read_only=True, **config.kazoo_args())
     try:
         client.start(timeout=30)
+    except NoAuthError:  # kazoo checks a chroot's existence at start
+        print(_no_auth(args.zookeeper, config), file=sys.stderr)
+        return 1
     except Exception as error:  # kazoo's timeout is a generic exception
         # kazoo's messages carry no credentials (they name the failure, not the config)
-        print(f"kcsim shadow: cannot reach ZooKeeper {args.zookeeper}: {error}", file=sys.stderr)
+        why = str(error) or type(error).__name__
+        print(f"kcsim shadow: cannot reach ZooKeeper {args.zookeeper}: {why}", file=sys.stderr)
         return 1
     stop = threading.Event()
     try:
@@ -553,16 +557,7 @@ def _run(
             print(f"kcsim shadow: {shadow.emitted} events written", file=sys.stderr)
         return 0
     except NoAuthError:
-        how = (
-            "the credentials of --zookeeper-config are not allowed to read it"
-            if config.authenticated
-            else "give credentials with --zookeeper-config (digest=USER:PASSWORD or sasl.*)"
-        )
-        print(
-            f"kcsim shadow: ZooKeeper {args.zookeeper} refused to let the shadow read the "
-            f"cluster's znodes (NoAuth: their ACLs deny it): {how}",
-            file=sys.stderr,
-        )
+        print(_no_auth(args.zookeeper, config), file=sys.stderr)
         return 1
     except RuntimeError as error:
         print(f"kcsim shadow: {error}", file=sys.stderr)
@@ -570,3 +565,15 @@ def _run(
     finally:
         client.stop()
         client.close()
+
+
+def _no_auth(zookeeper: str, config: ZooKeeperClientConfig) -> str:
+    how = (
+        "the credentials of --zookeeper-config are not allowed to read it"
+        if config.authenticated
+        else "give credentials with --zookeeper-config (digest=USER:PASSWORD or sasl.*)"
+    )
+    return (
+        f"kcsim shadow: ZooKeeper {zookeeper} refused to let the shadow read the cluster's "
+        f"znodes (NoAuth: their ACLs deny it): {how}"
+    )
