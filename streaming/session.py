@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
+REDACTION_REGEX = "(?i)secret|password|token|access[.]?key|jaas|ssl[.]key|keystore[.]key"
+
+
 def default_conf() -> dict[str, str]:
     return {
         "spark.jars": ",".join(spark_jars()),
@@ -70,6 +73,11 @@ def default_conf() -> dict[str, str]:
         "spark.sql.adaptive.enabled": "false",
         "spark.sql.catalogImplementation": "in-memory",
         "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
+        # Redaction (Spark conf in the event log and UI, data source options in plans):
+        # Spark's default pattern plus Kafka's secret-bearing options (`--kafka-config`:
+        # kafka.sasl.jaas.config, kafka.ssl.key.password, PEM keys given inline).
+        # (options are redacted by this and spark.sql.redaction.options.regex, `(?i)url`)
+        "spark.redaction.regex": REDACTION_REGEX,
     }
 
 
