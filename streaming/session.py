@@ -109,16 +109,18 @@ def build_session(
     # it warns that the hostname is loopback and picks another interface's address). Only
     # the JVM this process launches reads it.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    with warnings.catch_warnings():
-        # pyspark 4.2 warns on import that it "does not yet fully support pandas >= 3":
-        # kcsim uses pandas only through Arrow conversions, which its tests cover
-        warnings.filterwarnings("ignore", category=FutureWarning, module=r"pyspark\..*")
-        from pyspark.sql import SparkSession  # imported here: Spark is slow to import
+    # pyspark 4.2 warns, on import and again when its pandas functions load, that it "does
+    # not yet fully support pandas >= 3": kcsim uses pandas only through Arrow
+    # conversions, which its tests cover. This one message is silenced for the process.
+    warnings.filterwarnings(
+        "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
+    )
+    from pyspark.sql import SparkSession  # imported here: Spark is slow to import
 
-        defaults = default_conf() if verbose else {**default_conf(), **quiet_conf()}
-        builder = SparkSession.builder.appName(app_name).master(master)
-        for key, value in {**defaults, **(conf or {})}.items():
-            builder = builder.config(key, value)
-        spark = builder.getOrCreate()
+    defaults = default_conf() if verbose else {**default_conf(), **quiet_conf()}
+    builder = SparkSession.builder.appName(app_name).master(master)
+    for key, value in {**defaults, **(conf or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN" if verbose else "ERROR")
     return spark
