@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
+_JSON_BLOCK = 8 << 20  # bytes a JSON-reader thread parses at once (pyarrow's default: 1 MiB)
 MAX_POINTS = 2000  # points per plotted series at most (two per bucket: its min and max)
 
 HEALTH_METRICS = (
@@ -104,8 +105,11 @@ def read_jsonl(path: Path, table_schema: pa.Schema) -> pa.Table:
     if path.stat().st_size == 0:
         return table_schema.empty_table()
     options = pa_json.ParseOptions(explicit_schema=table_schema, unexpected_field_behavior="ignore")
+    blocks = pa_json.ReadOptions(block_size=_JSON_BLOCK)
     try:
-        return pa_json.read_json(path, parse_options=options).select(table_schema.names)
+        return pa_json.read_json(path, read_options=blocks, parse_options=options).select(
+            table_schema.names
+        )
     except pa.ArrowInvalid as error:
         raise ReportInputError(f"{path}: {error}") from None
 
@@ -248,7 +252,10 @@ def clusters(tables: Mapping[str, pa.Table]) -> list[str]:
 
 
 def of_cluster(table: pa.Table, cluster: str) -> pa.Table:
-    return table.filter(pc.equal(table.column("cluster"), cluster))
+    names = table.column("cluster")
+    if table.num_rows and pc.all(pc.equal(names, cluster)).as_py():
+        return table  # the only cluster (the usual case): no copy
+    return table.filter(pc.equal(names, cluster))
 
 
 def cluster_report(
@@ -302,6 +309,9 @@ def cluster_report(
 
 
 def _by_seq(table: pa.Table) -> pa.Table:
+    seqs = table.column("seq").to_numpy()
+    if np.all(seqs[1:] >= seqs[:-1]):
+        return table  # as the engines write a cluster's rows: no copy
     # a stable sort: rows of one event keep their order (the order transitions happened)
     return table.take(pc.sort_indices(table, [("seq", "ascending")]))
 
