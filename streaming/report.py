@@ -124,7 +124,7 @@ def render_report(reports: Sequence[ClusterReport], source: str) -> str:
             if report.bucket == 1
             else f"{report.bucket} events per bucket (min and max of each)"
         )
-        parts.append(f'<p class="note">{report.summary.events} events, {bucket}.</p>')
+        parts.append(f'<p class="note">{report.summary.events:,} events, {bucket}.</p>')
         parts.append(figure_html(timeline_figure(report), f"timeline-{number}"))
         parts.append(_moments_note(report))
         parts.append(figure_html(leaders_figure(report), f"leaders-{number}"))
@@ -296,6 +296,7 @@ def timeline_figure(report: ClusterReport) -> Any:
             1,
         )
     figure.update_yaxes(
+        type="category",  # also when no trace has a mark (empty traces give no categories)
         categoryorder="array",
         categoryarray=[s[0] for s in MARK_STYLES.values()],
         range=[-0.5, len(MARK_STYLES) - 0.5],  # every row shown, marked or not
