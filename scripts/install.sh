@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent install of everything kcsim needs, from a bare machine with Python 3.11:
 #   1. Java 17 and Maven, from Debian's packages, if missing (needs root + apt-get);
+#      Chromium too (the browser test of `kcsim report` renders its page headless);
 #   2. the Python package with its dev extra (editable);
 #   3. the JVM jars: .jars/spark (Delta + Spark's Kafka connector) and .kafka/libs
 #      (an Apache Kafka broker for `kcsim kafka-local`), via Maven; skipped when the
@@ -25,6 +26,17 @@ if ! command -v java >/dev/null || ! command -v mvn >/dev/null; then
     else
         echo "install.sh: need java (17+) and mvn on PATH" >&2
         exit 1
+    fi
+fi
+
+if ! command -v chromium >/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        step "installing Chromium (apt-get), for the report's browser test"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    else
+        echo "install.sh: no chromium and not root with apt-get: skipping it;" \
+            "tests/test_report.py's browser tests are skipped (outside CI)" >&2
     fi
 fi
 

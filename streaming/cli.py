@@ -22,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "produce": ("streaming.produce", "produce scenario or chaos events to Kafka"),
     "shadow": ("streaming.shadow", "watch a ZooKeeper-mode Kafka cluster, write its events"),
     "import": ("streaming.import_logs", "a ZooKeeper-mode cluster's controller logs -> events"),
+    "report": ("streaming.report", "one offline HTML page of plots of a replay or a lake"),
+    "whatif": ("streaming.whatif", "the same events under two or more settings, side by side"),
 }
 
 
