@@ -36,7 +36,7 @@ if ! command -v chromium >/dev/null; then
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
     else
         echo "install.sh: no chromium and not root with apt-get: skipping it;" \
-            "tests/test_report.py's browser tests are skipped (outside CI)" >&2
+            "tests/test_report.py's browser tests will fail" >&2
     fi
 fi
 
