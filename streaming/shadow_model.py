@@ -231,7 +231,9 @@ class _Pending:
     brokers: frozenset[int] = frozenset()
     topic: str | None = None
     partition: int | None = None
-    writes: dict[TP, None] = field(default_factory=dict)  # insertion-ordered set
+    # the partitions written for this cause, each as its observed row when its last write
+    # for this cause was read (None: no state znode); insertion-ordered
+    writes: dict[TP, dict[str, Any] | None] = field(default_factory=dict)
     deleted_topic: str | None = None
 
 
@@ -519,7 +521,7 @@ class ShadowModel:
                 "partition_epoch": old.partition_epoch,
             }
             cause = _Pending(change.zxid, [event], "isr_change", topic=tp[0], partition=tp[1])
-            cause.writes[tp] = None
+            cause.writes[tp] = self._observed(tp)
             self._pending.append(cause)
             return
         self._attach_write(change.zxid, tp, old)
@@ -530,13 +532,13 @@ class ShadowModel:
         new = self.states.get(tp)
         for cause in reversed(self._pending):
             if cause.zxid <= zxid and self._accepts(cause, tp, old, new):
-                cause.writes[tp] = None
+                cause.writes[tp] = self._observed(tp)
                 return
         inferred = self._infer(zxid, tp, old, new)
         if inferred is None:
             self.unexplained += 1
             return
-        inferred.writes[tp] = None
+        inferred.writes[tp] = self._observed(tp)
         self._pending.append(inferred)
 
     def _accepts(
@@ -592,19 +594,24 @@ class ShadowModel:
 
     # ------------------------------------------------------------ output
 
-    def _observed(self, tp: TP) -> dict[str, Any]:
+    def _observed(self, tp: TP) -> dict[str, Any] | None:
+        """The partition's observed row as the shadow now sees it (None: no state znode):
+        an event's rows are taken when its writes are read, so a later cause's writes to
+        the same partition do not show in it."""
         state = self.states.get(tp)
+        if state is None:
+            return None
         info = self.topics.get(tp[0])
-        row: dict[str, Any] = {"topic": tp[0], "partition": tp[1]}
-        if state is not None:
-            row.update(
-                leader=state.leader,
-                leader_epoch=state.leader_epoch,
-                isr=list(state.isr),
-                partition_epoch=state.partition_epoch,
-                controller_epoch=state.controller_epoch,
-                leader_recovery_state=state.leader_recovery_state,
-            )
+        row: dict[str, Any] = {
+            "topic": tp[0],
+            "partition": tp[1],
+            "leader": state.leader,
+            "leader_epoch": state.leader_epoch,
+            "isr": list(state.isr),
+            "partition_epoch": state.partition_epoch,
+            "controller_epoch": state.controller_epoch,
+            "leader_recovery_state": state.leader_recovery_state,
+        }
         if info is not None and tp[1] in info.assignment:
             row["replicas"] = list(info.assignment[tp[1]])
         return row
@@ -615,9 +622,7 @@ class ShadowModel:
             events[0]["partitions"] = [{"topic": t, "partition": p} for t, p in cause.writes]
         if cause.kind != "bootstrap" and cause.kind != "bad" and events:
             observed: dict[str, Any] = {
-                "partitions": [
-                    self._observed(tp) for tp in sorted(cause.writes) if tp in self.states
-                ]
+                "partitions": [row for _, row in sorted(cause.writes.items()) if row is not None]
             }
             if cause.deleted_topic is not None:
                 observed["deleted_topics"] = [cause.deleted_topic]

@@ -280,7 +280,10 @@ def test_reassignment_then_completion_on_the_alter_partition():
     reassignment, alter = model.flush()
     assert reassignment["type"] == "partition_reassignment"
     assert (reassignment["partition"], reassignment["replicas"]) == (0, [2, 3])
-    assert observed(reassignment)["t", 0]["leader_epoch"] == 3  # the final state read
+    # each event's observed is the state its own writes left (phase A), not the final one
+    assert observed(reassignment)["t", 0]["leader_epoch"] == 1
+    assert observed(reassignment)["t", 0]["replicas"] == [2, 3, 1]
+    assert observed(alter)["t", 0]["leader_epoch"] == 3
     assert alter["type"] == "isr_change" and alter["isr"] == [1, 2, 3]
     assert observed(alter)["t", 0]["replicas"] == [2, 3]
 

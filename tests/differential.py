@@ -1,0 +1,281 @@
+"""Differential testing against a real Kafka 3.7.1 controller: a `kcsim shadow` process
+records the `zk_cluster` fixture's changes as events carrying `observed`, kcsim replays
+them, and every difference between the real controller's state znodes and kcsim's state
+is a `divergences` row.
+
+`ShadowRecording` runs the shadow (a subprocess writing to a directory, from a snapshot
+of the cluster as it is) and knows when it has caught up: its saved view of the cluster
+equals what ZooKeeper holds now. `divergences` replays the recording through the core
+(`kcsim replay`) and returns the table's rows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from kafka.admin import KafkaAdminClient
+from kazoo.exceptions import NoNodeError
+from zk_cluster import ZkCluster, wait_for
+
+from controller.config import Settings
+from controller.context import ControllerContext
+from controller.replay import read_events
+from controller.simulator import Simulator
+from streaming.shadow import Reader
+from streaming.shadow_model import ShadowModel
+
+ROOT = Path(__file__).resolve().parents[1]
+CLUSTER = "real"
+SETTLE_MS = 300
+
+
+class ShadowRecording:
+    """`kcsim shadow --zookeeper ZK --out file:DIR` for the span of a `with` block."""
+
+    def __init__(self, zk: ZkCluster, out: Path) -> None:
+        self.zk = zk
+        self.out = out
+        self.process: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> ShadowRecording:
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        command = [sys.executable, "-m", "streaming.cli", "shadow", "--zookeeper"]
+        command += [self.zk.zookeeper, "--out", f"file:{self.out}", "--cluster", CLUSTER]
+        command += ["--settle-ms", str(SETTLE_MS)]
+        self.process = subprocess.Popen(
+            command, env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True
+        )
+        self.wait_caught_up()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGINT)  # flushes what is pending, then exits
+        self.process.wait(timeout=30)
+
+    @property
+    def state_path(self) -> Path:
+        return self.out / f".shadow-state-{CLUSTER}.json"
+
+    def caught_up(self) -> bool:
+        """The shadow's saved view (written after each flush, so nothing of it is pending)
+        equals ZooKeeper's present brokers, topics, partition states, deletions and
+        controller."""
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise AssertionError(f"kcsim shadow exited: {self.process.stderr.read()}")
+        try:
+            saved = ShadowModel.from_json(json.loads(self.state_path.read_text()))
+        except (FileNotFoundError, ValueError):
+            return False
+        snap = Reader(self.zk.client, None).snapshot()
+        return (
+            saved.brokers == snap.brokers
+            and saved.topics == {t: info for t, (info, _) in snap.topics.items()}
+            and saved.states == {tp: state for tp, (state, _) in snap.states.items()}
+            and saved.deleting == set(snap.deletes)
+            and saved.controller == (snap.controller[0] if snap.controller else None)
+        )
+
+    def wait_caught_up(self, timeout_s: float = 60.0) -> None:
+        wait_for(self.caught_up, "the shadow to have written ZooKeeper's present state", timeout_s)
+
+    def events(self) -> list[dict[str, Any]]:
+        lines: list[dict[str, Any]] = []
+        for path in sorted(self.out.glob("shadow-*.jsonl")):
+            lines += [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        return lines
+
+
+def divergences(events: Path) -> list[dict[str, Any]]:
+    """Replays `events` one at a time through the core and compares kcsim's state with
+    each event's `observed` as the `divergences` table does: leader, leader_epoch, the ISR
+    as a set, partition_epoch, the stored controller_epoch, replicas in order, and
+    partitions one side has and the other has not. Rejected events carrying `observed`
+    are `event` rows."""
+    simulator = Simulator(Settings.load(None, ()))
+    rows: list[dict[str, Any]] = []
+    for raw in read_events(events):
+        output = simulator.apply([raw])
+        event = json.loads(raw.raw)
+        observed = event.get("observed")
+        if observed is None:
+            continue
+        head = {k: event.get(k) for k in ("event_id", "seq", "type")}
+        if output.appends.get("rejected_events"):
+            reason = output.appends["rejected_events"][0]["reason"]
+            rows.append(head | {"field": "event", "observed": observed, "simulated": reason})
+            continue
+        context = simulator.context(event.get("cluster", "default"))
+        rows += [head | row for row in _compare(context, observed, event.get("topic"))]
+    return rows
+
+
+def _compare(
+    context: ControllerContext, observed: dict[str, Any], topic: str | None
+) -> list[dict[str, Any]]:
+    rows = []
+    listed: set[tuple[str, int]] = set()
+    for entry in observed["partitions"]:
+        tp = (entry["topic"], entry["partition"])
+        listed.add(tp)
+        info = context.topics.get(tp[0])
+        record = None if info is None else info.partitions.get(tp[1])
+        where = {"topic": tp[0], "partition": tp[1]}
+        if record is None:
+            rows.append(where | {"field": "partition", "observed": entry, "simulated": None})
+            continue
+        mine = _simulated(record)
+        for name in ("leader", "leader_epoch", "isr", "partition_epoch", "controller_epoch"):
+            seen = entry.get(name)
+            if seen is None and name in ("partition_epoch", "controller_epoch"):
+                continue
+            theirs, ours = seen, mine[name]
+            same = (
+                theirs == ours if name != "isr" else ours is not None and set(theirs) == set(ours)
+            )
+            if not same:
+                rows.append(where | {"field": name, "observed": theirs, "simulated": ours})
+        if "replicas" in entry and entry["replicas"] != mine["replicas"]:
+            rows.append(
+                where
+                | {
+                    "field": "replicas",
+                    "observed": entry["replicas"],
+                    "simulated": mine["replicas"],
+                }
+            )
+    info = None if topic is None else context.topics.get(topic)
+    if info is not None and (not observed["partitions"] or any(t == topic for t, _ in listed)):
+        for number in sorted(info.partitions.keys() - {p for t, p in listed if t == topic}):
+            rows.append(
+                {"topic": topic, "partition": number, "field": "partition", "observed": None}
+                | {"simulated": _simulated(info.partitions[number])}
+            )
+    return rows
+
+
+def _simulated(record: Any) -> dict[str, Any]:
+    lead = record.leadership
+    return {
+        "leader": -1 if lead is None else lead.leader,
+        "leader_epoch": None if lead is None else lead.leader_epoch,
+        "isr": None if lead is None else list(lead.isr),
+        "partition_epoch": None if lead is None else lead.partition_epoch,
+        "controller_epoch": None if lead is None else lead.stored_controller_epoch,
+        "replicas": list(record.assignment.replicas),
+    }
+
+
+def explain(rows: list[dict[str, Any]], events: list[dict[str, Any]]) -> str:
+    """The divergence rows and the events they came from, for an assertion message."""
+    ids = {r["event_id"] for r in rows}
+    related = [e for e in events if e.get("event_id") in ids]
+    return "\n".join(["divergences:", *map(json.dumps, rows), "events:", *map(json.dumps, related)])
+
+
+# --------------------------------------------------------------- cluster operations
+
+
+def admin(zk: ZkCluster) -> KafkaAdminClient:
+    return KafkaAdminClient(bootstrap_servers=zk.bootstrap, client_id="kcsim-differential")
+
+
+def topic_znode(zk: ZkCluster, topic: str) -> dict[str, Any] | None:
+    try:
+        return json.loads(zk.client.get(f"/brokers/topics/{topic}")[0])
+    except NoNodeError:
+        return None
+
+
+def assignment_of(zk: ZkCluster, topic: str) -> dict[int, list[int]]:
+    znode = topic_znode(zk, topic)
+    assert znode is not None, f"topic {topic} has no znode"
+    return {int(p): r for p, r in znode["partitions"].items()}
+
+
+def wait_settled(zk: ZkCluster, topics: list[str], timeout_s: float = 60.0) -> None:
+    """Every partition of `topics` led by a live broker (if one of its replicas is live)
+    with every live replica back in its ISR: a restart's catch-up is done."""
+
+    def settled() -> bool:
+        live = zk.registered()
+        for topic in topics:
+            for p, replicas in assignment_of(zk, topic).items():
+                state = zk.partition_state(topic, p)
+                if state is None:
+                    return False
+                up = [b for b in replicas if b in live]
+                if up and (state.leader not in live or not set(up) <= set(state.isr)):
+                    return False
+        return True
+
+    wait_for(settled, f"{topics}: live leaders and full ISRs", timeout_s)
+
+
+def wait_left(zk: ZkCluster, broker: int, topics: list[str], timeout_s: float = 60.0) -> None:
+    """`broker` unregistered and out of every ISR of `topics` that has another member."""
+    zk.wait_unregistered([broker], timeout_s)
+
+    def left() -> bool:
+        for topic in topics:
+            for p in assignment_of(zk, topic):
+                state = zk.partition_state(topic, p)
+                if state is None or (broker in state.isr and len(state.isr) > 1):
+                    return False
+                if state.leader == broker:
+                    return False
+        return True
+
+    wait_for(left, f"broker {broker} out of the ISRs of {topics}", timeout_s)
+
+
+def delete_topics(zk: ZkCluster, topics: list[str], timeout_s: float = 60.0) -> None:
+    """Delete (those that exist) and wait until their znodes and deletion requests are
+    gone."""
+    existing = [t for t in topics if topic_znode(zk, t) is not None]
+    if not existing:
+        return
+    client = admin(zk)
+    try:
+        client.delete_topics(existing)
+    finally:
+        client.close()
+    wait_for(
+        lambda: all(
+            topic_znode(zk, t) is None and not zk.client.exists(f"/admin/delete_topics/{t}")
+            for t in topics
+        ),
+        f"{topics} deleted",
+        timeout_s,
+    )
+
+
+def write_topic_znode(zk: ZkCluster, topic: str, assignment: dict[int, list[int]]) -> None:
+    """Create `topic` as ZooKeeper-mode admin tools do (AdminZkClient: the config znode,
+    then the topic znode the controller watches), which allows partitions with different
+    replica counts (CreateTopics refuses them); waits for every state znode."""
+    configs = {"version": 1, "config": {}}
+    zk.client.create(f"/config/topics/{topic}", json.dumps(configs).encode())
+    partitions = {str(p): r for p, r in assignment.items()}
+    znode = {"version": 3, "partitions": partitions, "adding_replicas": {}}
+    znode["removing_replicas"] = {}
+    zk.client.create(f"/brokers/topics/{topic}", json.dumps(znode).encode())
+    for partition in assignment:
+        zk.wait_partition_state(topic, partition, lambda _: True, "state znode written")
