@@ -251,6 +251,8 @@ class ShadowModel:
     started: bool = False
     unexplained: int = 0  # controller writes no cause could have made (logged by the caller)
     _gone_controller: Controller | None = None
+    _id_zxid: int = 0  # the zxid of the last event id given out, and the next n for it
+    _id_next: int = 0
     _pending: list[_Pending] = field(default_factory=list)
 
     # ------------------------------------------------------------ start
@@ -423,7 +425,7 @@ class ShadowModel:
             return  # a repeated request; or one the controller drops (unknown topic)
         self.deleting.add(topic)
         event = {"type": "topic_deletion", "topic": topic}
-        self._pending.append(_Pending(change.zxid, [event], "topic_deletion", topic=topic))
+        self._pending.append(self._topic_cause(change.zxid, event))
 
     def _on_config(self, change: Change) -> None:
         topic, configs = change.key, change.value or {}
@@ -433,7 +435,7 @@ class ShadowModel:
         if topic not in self.topics or change.value is None:
             return  # written with the topic (creation) or removed with it (deletion)
         event = {"type": "topic_config_change", "topic": topic, "configs": configs}
-        self._pending.append(_Pending(change.zxid, [event], "topic_config_change", topic=topic))
+        self._pending.append(self._topic_cause(change.zxid, event))
 
     def _on_topic(self, change: Change) -> None:
         topic, new = change.key, change.value
@@ -460,7 +462,7 @@ class ShadowModel:
                 "topic": topic,
                 "assignment": {str(p): list(r) for p, r in sorted(added.items())},
             }
-            self._pending.append(_Pending(change.zxid, [event], "partition_creation", topic=topic))
+            self._pending.append(self._topic_cause(change.zxid, event))
         for p in sorted(new.assignment):
             if p in added:
                 continue
@@ -474,7 +476,7 @@ class ShadowModel:
                 )
             elif new.assignment[p] != old.assignment[p]:
                 # the controller's own rewrite (a reassignment completed or was cancelled)
-                self._attach_write(change.zxid, (topic, p), None)
+                self._attach_write(change.zxid, (topic, p), self.states.get((topic, p)))
 
     def _topic_gone(self, zxid: int, topic: str, old: Topic) -> None:
         del self.topics[topic]
@@ -528,6 +530,17 @@ class ShadowModel:
 
     # ------------------------------------------------------------ attribution
 
+    def _topic_cause(self, zxid: int, event: Event) -> _Pending:
+        """A cause whose scope is a whole topic (partition creation, deletion, config
+        change): its observed covers every partition of the topic, those it did not write as
+        they were when it came (so kcsim compares the whole topic, as the event's scope)."""
+        topic = event["topic"]
+        cause = _Pending(zxid, [event], event["type"], topic=topic)
+        for p in sorted(self.topics[topic].assignment):
+            if (topic, p) in self.states:
+                cause.writes[topic, p] = self._observed((topic, p))
+        return cause
+
     def _attach_write(self, zxid: int, tp: TP, old: PartitionState | None) -> None:
         new = self.states.get(tp)
         for cause in reversed(self._pending):
@@ -559,6 +572,10 @@ class ShadowModel:
             return cause.topic == tp[0] and cause.partition == tp[1]
         if kind == "leader_election":
             return self._election_kind(tp, old, new) == cause.events[0]["election"]
+        if kind in ("topic_creation", "partition_creation"):
+            # onNewPartitionCreation creates each state znode once and writes no other
+            # state: a later write (a controlled shutdown's ISR removal) is not its own
+            return cause.topic == tp[0] and old is None
         return cause.topic == tp[0]
 
     def _infer(
@@ -628,7 +645,9 @@ class ShadowModel:
                 observed["deleted_topics"] = [cause.deleted_topic]
             events[-1]["observed"] = observed
         stamped = []
-        for n, event in enumerate(events):
+        first = self._id_next if cause.zxid == self._id_zxid else 0
+        self._id_zxid, self._id_next = cause.zxid, first + len(events)
+        for n, event in enumerate(events, start=first):
             self.last_seq = max(self.last_seq + 1, cause.zxid << SEQ_SHIFT)
             head = {
                 "type": event["type"],

@@ -107,7 +107,8 @@ def divergences(events: Path) -> list[dict[str, Any]]:
     """Replays `events` one at a time through the core and compares kcsim's state with
     each event's `observed` as the `divergences` table does: leader, leader_epoch, the ISR
     as a set, partition_epoch, the stored controller_epoch, replicas in order, and
-    partitions one side has and the other has not. Rejected events carrying `observed`
+    partitions one side has and the other has not (within the event's scope: the partition
+    it names, else its topic). Rejected events carrying `observed`
     are `event` rows."""
     simulator = Simulator(Settings.load(None, ()))
     rows: list[dict[str, Any]] = []
@@ -123,12 +124,13 @@ def divergences(events: Path) -> list[dict[str, Any]]:
             rows.append(head | {"field": "event", "observed": observed, "simulated": reason})
             continue
         context = simulator.context(event.get("cluster", "default"))
-        rows += [head | row for row in _compare(context, observed, event.get("topic"))]
+        scope = (event.get("topic"), event.get("partition"))
+        rows += [head | row for row in _compare(context, observed, *scope)]
     return rows
 
 
 def _compare(
-    context: ControllerContext, observed: dict[str, Any], topic: str | None
+    context: ControllerContext, observed: dict[str, Any], topic: str | None, partition: int | None
 ) -> list[dict[str, Any]]:
     rows = []
     listed: set[tuple[str, int]] = set()
@@ -163,7 +165,11 @@ def _compare(
             )
     info = None if topic is None else context.topics.get(topic)
     if info is not None and (not observed["partitions"] or any(t == topic for t, _ in listed)):
-        for number in sorted(info.partitions.keys() - {p for t, p in listed if t == topic}):
+        # the event's scope: its partition when it names one, else its whole topic
+        scope = (
+            info.partitions.keys() if partition is None else {partition} & info.partitions.keys()
+        )
+        for number in sorted(scope - {p for t, p in listed if t == topic}):
             rows.append(
                 {"topic": topic, "partition": number, "field": "partition", "observed": None}
                 | {"simulated": _simulated(info.partitions[number])}

@@ -260,7 +260,39 @@ def test_topic_creation_and_partition_creation_with_their_writes():
     assert "state" not in creation  # a live creation: kcsim elects, observed says what Kafka did
     assert set(observed(creation)) == {("n", 0)}
     assert added["type"] == "partition_creation" and added["assignment"] == {"1": [3, 1]}
-    assert set(observed(added)) == {("n", 1)}
+    # a partition creation's scope is its topic: the partition it did not write is
+    # observed as it was (kcsim compares the whole topic)
+    assert set(observed(added)) == {("n", 0), ("n", 1)}
+    assert observed(added)["n", 0]["partition_epoch"] == 0
+
+
+def test_a_shutdown_inside_a_creations_window_is_not_the_creations():
+    """SPEC §10.3, §11: a creation only creates state znodes; a write of an existing one
+    that drops a registered broker from the ISR is that broker's ControlledShutdown, even
+    while the creation is still pending. Each event observes its own writes."""
+    model = started()
+    model.apply(
+        [
+            Change(0x200, "topic", "n", topic({0: [1, 2]})),
+            Change(0x201, "state", ("n", 0), state(1, 0, [1, 2], 0)),
+            Change(0x210, "state", ("n", 0), state(2, 1, [2], 1)),
+        ]
+    )
+    creation, shutdown = model.flush()
+    assert observed(creation)["n", 0]["leader"] == 1
+    assert (shutdown["type"], shutdown["broker"]) == ("controlled_shutdown", 1)
+    assert observed(shutdown)["n", 0]["isr"] == [2]
+
+
+def test_causes_of_one_zxid_get_distinct_event_ids():
+    """A registration and a topic znode's removal read with one zxid are two causes; their
+    events' ids still differ (a repeated id is a duplicate kcsim rejects)."""
+    model = started(topics={"d": topic({0: [1, 2]})})
+    model.apply([Change(0x200, "delete", "d", True)])
+    model.flush()
+    model.apply([Change(0x300, "broker", 4, Broker(0x300, None, 5)), Change(0x300, "topic", "d")])
+    ids = [e["event_id"] for e in model.flush()]
+    assert len(ids) == 3 and len(set(ids)) == 3
 
 
 def test_reassignment_then_completion_on_the_alter_partition():
