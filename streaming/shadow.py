@@ -241,7 +241,7 @@ def changes_for(paths: set[str], reader: Reader, model: ShadowModel) -> list[Cha
             state_keys.append((parts[3], int(parts[5])))
         elif len(parts) == 4 and path.startswith(CONFIGS + "/"):
             got = reader._get(path)
-            configs = {}
+            configs: dict[str, str] | None = None  # gone: deleted with its topic
             if got is not None:
                 try:
                     configs = parse_configs(got[0], path)

@@ -246,6 +246,8 @@ class ShadowModel:
     deleting: set[str] = field(default_factory=set)
     controller: Controller | None = None
     configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    # per topic being deleted: the replicas (partition, broker) whose answer was written
+    answered: dict[str, set[tuple[int, int]]] = field(default_factory=dict)
     last_seq: int = 0
     last_zxid: int = 0
     started: bool = False
@@ -426,6 +428,17 @@ class ShadowModel:
         self.deleting.add(topic)
         event = {"type": "topic_deletion", "topic": topic}
         self._pending.append(self._topic_cause(change.zxid, event))
+        # onTopicDeletion sends StopReplica(delete) to the replicas on live brokers, which
+        # answer within milliseconds (their answers are not in ZooKeeper): they follow the
+        # deletion at once, so a replica on a down broker is the only one left to answer
+        # when it comes back (SPEC §15.3, §15.4)
+        info = self.topics[topic]
+        answering = [(p, b) for p in sorted(info.assignment) for b in info.assignment[p]]
+        answering = [(p, b) for p, b in answering if b in self.brokers]
+        self.answered[topic] = set(answering)
+        answers = [_stop_replica_answer(topic, p, b) for p, b in answering]
+        if answers:
+            self._pending.append(_Pending(change.zxid, answers, "deletion_answers", topic=topic))
 
     def _on_config(self, change: Change) -> None:
         topic, configs = change.key, change.value or {}
@@ -486,23 +499,22 @@ class ShadowModel:
             events.append({"type": "topic_deletion", "topic": topic})
         self.deleting.discard(topic)
         # Brokers' StopReplica(delete) answers are not in ZooKeeper; the deletion completed,
-        # so every live replica answered with no error.
+        # so every live replica that had not answered yet did, with no error.
+        answered = self.answered.pop(topic, set())
         for p in sorted(old.assignment):
             self.states.pop((topic, p), None)
             for broker in old.assignment[p]:
-                if broker in self.brokers:
-                    events.append(
-                        {
-                            "type": "stop_replica_response",
-                            "topic": topic,
-                            "partition": p,
-                            "broker": broker,
-                            "error": None,
-                        }
-                    )
-        cause = _Pending(zxid, events, "deletion_done", topic=topic, deleted_topic=topic)
+                if broker in self.brokers and (p, broker) not in answered:
+                    events.append(_stop_replica_answer(topic, p, broker))
         if events:
+            cause = _Pending(zxid, events, "deletion_done", topic=topic, deleted_topic=topic)
             self._pending.append(cause)
+            return
+        # nothing left to answer: the completion shows on the answers if still pending
+        for cause in reversed(self._pending):
+            if cause.kind == "deletion_answers" and cause.topic == topic:
+                cause.deleted_topic = topic
+                break
 
     def _on_state(self, change: Change) -> None:
         tp, new = change.key, change.value
@@ -570,6 +582,8 @@ class ShadowModel:
             return cause.topic == tp[0] and cause.partition == tp[1]
         if kind == "partition_reassignment":
             return cause.topic == tp[0] and cause.partition == tp[1]
+        if kind == "deletion_answers":
+            return False  # answers write nothing until the deletion completes
         if kind == "leader_election":
             return self._election_kind(tp, old, new) == cause.events[0]["election"]
         if kind in ("topic_creation", "partition_creation"):
@@ -637,7 +651,8 @@ class ShadowModel:
         events = cause.events
         if cause.kind == "leader_election":
             events[0]["partitions"] = [{"topic": t, "partition": p} for t, p in cause.writes]
-        if cause.kind != "bootstrap" and cause.kind != "bad" and events:
+        unobserved = cause.kind == "deletion_answers" and cause.deleted_topic is None
+        if cause.kind not in ("bootstrap", "bad") and not unobserved and events:
             observed: dict[str, Any] = {
                 "partitions": [row for _, row in sorted(cause.writes.items()) if row is not None]
             }
@@ -691,6 +706,7 @@ class ShadowModel:
                 self.controller.kraft_controller_epoch,
             ],
             "configs": self.configs,
+            "answered": {t: sorted(map(list, a)) for t, a in self.answered.items()},
         }
 
     @classmethod
@@ -712,6 +728,8 @@ class ShadowModel:
         if obj["controller"] is not None:
             model.controller = Controller(*obj["controller"])
         model.configs = obj["configs"]
+        answered = obj.get("answered", {})  # absent in a state saved before it
+        model.answered = {t: {(p, b) for p, b in a} for t, a in answered.items()}
         model.started = True
         return model
 
@@ -722,6 +740,16 @@ def _assignment_of(m: Mapping[int, tuple[int, ...]]) -> dict[str, list[int]]:
 
 def _assignment(info: Topic) -> dict[str, list[int]]:
     return _assignment_of(info.assignment)
+
+
+def _stop_replica_answer(topic: str, partition: int, broker: int) -> Event:
+    return {
+        "type": "stop_replica_response",
+        "topic": topic,
+        "partition": partition,
+        "broker": broker,
+        "error": None,
+    }
 
 
 def _reassignment(topic: str, partition: int, target: tuple[int, ...]) -> Event:

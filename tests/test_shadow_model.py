@@ -288,11 +288,16 @@ def test_causes_of_one_zxid_get_distinct_event_ids():
     """A registration and a topic znode's removal read with one zxid are two causes; their
     events' ids still differ (a repeated id is a duplicate kcsim rejects)."""
     model = started(topics={"d": topic({0: [1, 2]})})
-    model.apply([Change(0x200, "delete", "d", True)])
-    model.flush()
     model.apply([Change(0x300, "broker", 4, Broker(0x300, None, 5)), Change(0x300, "topic", "d")])
-    ids = [e["event_id"] for e in model.flush()]
-    assert len(ids) == 3 and len(set(ids)) == 3
+    emitted = model.flush()
+    assert [e["type"] for e in emitted] == [
+        "broker_startup",
+        "topic_deletion",
+        "stop_replica_response",
+        "stop_replica_response",
+    ]
+    ids = [e["event_id"] for e in emitted]
+    assert len(set(ids)) == 4
 
 
 def test_reassignment_then_completion_on_the_alter_partition():
@@ -331,7 +336,23 @@ def test_deletion_completes_with_stop_replica_answers_of_live_brokers():
         ("stop_replica_response", 0, 2, None),
     ]
     assert answers[-1]["observed"] == {"partitions": [], "deleted_topics": ["d"]}
-    assert [a["event_id"] for a in answers] == ["c:zx210:0", "c:zx210:1"]
+    assert [a["event_id"] for a in answers] == ["c:zx200:1", "c:zx200:2"]
+
+
+def test_a_replica_on_a_down_broker_answers_only_when_the_deletion_completes():
+    """SPEC §15.3/§15.4: the live replicas answer StopReplica(delete) at once; the one on a
+    down broker is ineligible until its broker is back, and answers last."""
+    model = started(brokers=(2, 3), topics={"d": topic({0: [1, 2], 1: [2, 3]})})
+    model.apply([Change(0x200, "delete", "d", True)])
+    deletion, *answers = model.flush()
+    assert deletion["type"] == "topic_deletion"
+    assert [(a["partition"], a["broker"]) for a in answers] == [(0, 2), (1, 2), (1, 3)]
+    assert all("observed" not in a for a in answers)  # the deletion is not complete yet
+    model.apply([Change(0x300, "broker", 1, Broker(0x300, None, 5)), Change(0x310, "topic", "d")])
+    startup, last = model.flush()
+    assert startup["type"] == "broker_startup"
+    assert (last["type"], last["partition"], last["broker"]) == ("stop_replica_response", 0, 1)
+    assert last["observed"] == {"partitions": [], "deleted_topics": ["d"]}
     assert ("d", 0) not in model.states
 
 
