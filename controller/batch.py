@@ -125,13 +125,17 @@ class RequestBatch:
         self._update_metadata_brokers.update(filter((0).__le__, brokers))  # ids >= 0
         context = self._context
         live = context.live_broker_set()
+        # looked up here, not per partition: a new broker's UpdateMetadata holds them all
+        topics = context.topics
+        queued = context.topics_to_be_deleted
         for tp in partitions:
-            record = context.partition(tp)
+            topic = topics.get(tp.topic)
+            record = None if topic is None else topic.partitions.get(tp.partition)
             if record is None or record.leadership is None:
                 continue  # "Leader not yet assigned": nothing to say about it
             leadership = record.leadership
             replicas = record.assignment.replicas
-            deleting = context.is_queued_for_deletion(tp.topic)
+            deleting = tp.topic in queued  # is_queued_for_deletion
             # one literal, in _request_partition's key order: this runs for every
             # partition an UpdateMetadata carries
             self._update_metadata_partitions[tp] = {

@@ -8,7 +8,7 @@ then grows with the partitions it touches, not with the cluster.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from controller.model import (
@@ -68,6 +68,9 @@ class ControllerContext:
         self._registered_sorted: tuple[int, ...] = ()
         self.shutting_down: set[int] = set()
         self.topics: dict[str, Topic] = {}
+        # topic names by their name with '.' read as '_' (in creation order), so a new
+        # topic's collision check is a lookup, not a scan of every topic
+        self._topics_by_normalized: dict[str, dict[str, None]] = {}
         self.topics_to_be_deleted: set[str] = set()
         self.topics_with_deletion_started: set[str] = set()
         self.topics_ineligible_for_deletion: set[str] = set()
@@ -184,8 +187,17 @@ class ControllerContext:
     def add_topic(self, name: str, configs: dict[str, str]) -> Topic:
         topic = Topic(name, dict(configs))
         self.topics[name] = topic
+        self._topics_by_normalized.setdefault(_normalized(name), {})[name] = None
         self.dirty_topics.add(name)
         return topic
+
+    def colliding_topic(self, name: str) -> str | None:
+        """The first existing topic (in creation order) other than `name` whose name equals
+        it once '.' is read as '_': Kafka refuses to create `name` then."""
+        for existing in self._topics_by_normalized.get(_normalized(name), ()):
+            if existing != name:
+                return existing
+        return None
 
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         self.topics[name].configs = dict(configs)
@@ -203,6 +215,10 @@ class ControllerContext:
         keeps the topic's partitions (a deletion may complete mid-reassignment, §19.13):
         a re-created topic of that name finds them there (SPEC §15.2)."""
         topic = self.topics.pop(name)
+        same = self._topics_by_normalized[_normalized(name)]
+        del same[name]
+        if not same:
+            del self._topics_by_normalized[_normalized(name)]
         for record in topic.partitions.values():
             self.set_leadership(record, None)
             for broker in record.assignment.replicas:
@@ -308,12 +324,17 @@ class ControllerContext:
         )
 
     def partitions_with_leaders(self) -> list[TopicPartition]:
-        return sorted(
-            tp
-            for led in self._led_by.values()
-            for tp in led
-            if tp.topic not in self.topics_to_be_deleted
-        )
+        # walked topic by topic (as all_partitions), not sorted from the leader index:
+        # sorting every (topic, partition) pair compared topic strings ~log2(n) times each
+        deleting = self.topics_to_be_deleted
+        topics = self.topics
+        return [
+            record.tp
+            for name in sorted(topics)
+            if name not in deleting
+            for _, record in sorted(topics[name].partitions.items())
+            if record.leadership is not None
+        ]
 
     def new_or_offline_partitions(self, topic: str | None = None) -> list[TopicPartition]:
         return sorted(
@@ -337,11 +358,26 @@ class ControllerContext:
         self, topic: str, state: ReplicaState
     ) -> list[tuple[TopicPartition, int]]:
         return [
-            (tp, b) for tp, b in self.replicas_of_topic(topic) if self.replica_state(tp, b) is state
+            (r.tp, b) for r, b in self._topic_replicas(topic) if r.replica_states.get(b) is state
         ]
 
     def are_all_replicas_in_state(self, topic: str, state: ReplicaState) -> bool:
-        return all(self.replica_state(tp, b) is state for tp, b in self.replicas_of_topic(topic))
+        return all(r.replica_states.get(b) is state for r, b in self._topic_replicas(topic))
 
     def is_any_replica_in_state(self, topic: str, state: ReplicaState) -> bool:
-        return any(self.replica_state(tp, b) is state for tp, b in self.replicas_of_topic(topic))
+        return any(r.replica_states.get(b) is state for r, b in self._topic_replicas(topic))
+
+    def _topic_replicas(self, topic: str) -> Iterator[tuple[Partition, int]]:
+        """(partition record, broker) of every assigned replica of a topic, in
+        replicas_of_topic's order; the deletion checks run per StopReplica answer, so the
+        records are walked directly, not looked up again per replica."""
+        info = self.topics.get(topic)
+        if info is None:
+            return
+        for _, record in sorted(info.partitions.items()):
+            for broker in record.assignment.replicas:
+                yield record, broker
+
+
+def _normalized(topic: str) -> str:
+    return topic.replace(".", "_")

@@ -8,6 +8,30 @@ from typing import NamedTuple
 from controller.model import TopicPartition
 
 
+class ObservedPartition(NamedTuple):
+    """One partition's state znode as a real controller had written it: the optional
+    fields are None when the event does not give them."""
+
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    partition_epoch: int | None = None
+    controller_epoch: int | None = None
+    replicas: tuple[int, ...] | None = None
+
+
+class ObservedEvent(NamedTuple):
+    """What a rejected event carrying `observed` still tells: its ids as given (None when
+    absent or unreadable) and its observed partitions."""
+
+    event_id: str | None
+    seq: int | None
+    ts: int | None
+    partitions: tuple[ObservedPartition, ...]
+
+
 # Header and Event are built for every line, so they are named tuples (immutable like the
 # frozen dataclasses, but built in a single call instead of one object.__setattr__ per
 # field); the bodies stay dataclasses, which parse checks against the field specs.
@@ -21,6 +45,9 @@ class Header(NamedTuple):
     ts: int | None  # epoch milliseconds
     raw: str
     source: str
+    # the real controller's state of some partitions after this event (CONTRACT §1, §4);
+    # None when the event carries none. Compared, never applied (controller.divergence).
+    observed: tuple[ObservedPartition, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,3 +198,5 @@ class Rejection:
     raw: str
     reason: str
     source: str
+    # set when the line carried a well-formed `observed`: a `divergences` row of its own
+    observed: ObservedEvent | None = None

@@ -22,6 +22,7 @@ class Journal:
         self.seq: int | None = None
         self.ts: int | None = None
         self.request_seq = 0
+        self.payload = 0  # the next request body's number within the event
         self.requests = RequestLog()
         self.state_changes: list[Row] = []
         self.results: list[Row] = []
@@ -31,6 +32,7 @@ class Journal:
         self.seq = seq
         self.ts = ts
         self.request_seq = 0
+        self.payload = 0
 
     def drain(self) -> tuple[RequestLog, list[Row], list[Row]]:
         drained = (self.requests, self.state_changes, self.results)
@@ -57,8 +59,8 @@ class Journal:
         partitions: list[Row],
         live_brokers: list[int] | None,
     ) -> None:
-        """The same request to many brokers (UpdateMetadata): one entry in the log, whose
-        rows share everything but the recipient."""
+        """The same request body to many brokers (UpdateMetadata): one payload, whose
+        requests share everything but the recipient."""
         delivered = list(map(is_registered, brokers))
         self._add(controller_epoch, request_type, brokers, delivered, partitions, live_brokers)
 
@@ -77,12 +79,14 @@ class Journal:
             self.event_id,
             self.seq,
             request_type,
+            self.payload,
             partitions,
             live_brokers,
             self.ts,
         )
         self.requests.add(shared, self.request_seq + 1, brokers, delivered)
         self.request_seq += len(brokers)
+        self.payload += 1
 
     def state_change(
         self,

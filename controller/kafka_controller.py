@@ -341,7 +341,7 @@ class KafkaController:
             if body.assignment is None:  # CreateTopics: TopicExistsException
                 raise EventRejected(f"Topic '{body.topic}' already exists.")
             return  # the znode of a known topic: see _topic_creation
-        collision = _collides_with(body.topic, context.topics)
+        collision = context.colliding_topic(body.topic)
         if collision is not None:
             raise EventRejected(f"Topic '{body.topic}' collides with existing topic: {collision}")
         # An explicit assignment is the topic znode (CONTRACT §1): its brokers are not
@@ -659,12 +659,3 @@ class KafkaController:
                 state = PS.ONLINE if context.is_live(leadership.leader) else PS.OFFLINE
             context.set_partition_state(record, state)
         self._trigger_online_partition_state_change()
-
-
-def _collides_with(topic: str, existing: dict) -> str | None:
-    """Kafka refuses a topic whose name equals an existing one once '.' is read as '_'."""
-    normalized = topic.replace(".", "_")
-    for name in existing:
-        if name != topic and name.replace(".", "_") == normalized:
-            return name
-    return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from controller.context import Partition
 from controller.election import PREFERRED, leader_for_preferred, offline_strategy
 from controller.model import NO_LEADER, PartitionState, TopicPartition
 from controller.partition_state_machine import ElectionOutcome, StateChangeFailed
@@ -31,11 +32,19 @@ class LeaderElections:
             if requested is None
             else list(dict.fromkeys(requested))
         )
-        unknown = [tp for tp in partitions if context.partition(tp) is None]
-        known = [tp for tp in partitions if context.partition(tp) is not None]
-        deleting = [tp for tp in known if context.is_queued_for_deletion(tp.topic)]
-        live = [tp for tp in known if not context.is_queued_for_deletion(tp.topic)]
-        if any(context.leadership(tp) is None for tp in live):
+        # each partition looked up once: with `requested=None` this walks the whole cluster
+        unknown: list[TopicPartition] = []
+        deleting: list[TopicPartition] = []
+        live: list[Partition] = []
+        for tp in partitions:
+            record = context.partition(tp)
+            if record is None:
+                unknown.append(tp)
+            elif context.is_queued_for_deletion(tp.topic):
+                deleting.append(tp)
+            else:
+                live.append(record)
+        if any(record.leadership is None for record in live):
             # Kafka's `partitionLeadershipInfo(tp).get` throws: the event fails and the
             # callback never runs, so the client's request times out.
             for tp in partitions:
@@ -47,8 +56,10 @@ class LeaderElections:
                     "no leader and ISR yet",
                 )
             return
-        electable = [tp for tp in live if self._is_electable(tp, election)]
-        not_needed = [tp for tp in live if tp not in set(electable)]
+        electable: list[TopicPartition] = []
+        not_needed: list[TopicPartition] = []
+        for record in live:
+            (electable if self._is_electable(record, election) else not_needed).append(record.tp)
         outcomes = self.on_replica_election(electable, election, admin=True)
         failure_code = (
             "PREFERRED_LEADER_NOT_AVAILABLE"
@@ -80,13 +91,12 @@ class LeaderElections:
                 "The partition does not exist.",
             )
 
-    def _is_electable(self, tp: TopicPartition, election: str) -> bool:
-        context = self._parts.context
-        leadership = context.leadership(tp)
+    def _is_electable(self, record: Partition, election: str) -> bool:
+        leadership = record.leadership
         assert leadership is not None
         if election == PREFERRED_ELECTION:
-            return leadership.leader != context.assignment(tp).replicas[0]
-        return leadership.leader == NO_LEADER or not context.is_live(leadership.leader)
+            return leadership.leader != record.assignment.replicas[0]
+        return leadership.leader == NO_LEADER or not self._parts.context.is_live(leadership.leader)
 
     def on_replica_election(
         self, partitions: list[TopicPartition], election: str, admin: bool

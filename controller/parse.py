@@ -29,6 +29,8 @@ from controller.events import (
     Header,
     IsrChange,
     LeaderElection,
+    ObservedEvent,
+    ObservedPartition,
     PartitionCreation,
     PartitionReassignment,
     Rejection,
@@ -380,6 +382,61 @@ def _timestamp(name: str, value: object) -> int:
     )
 
 
+def observed_partitions(name: str, value: object) -> tuple[ObservedPartition, ...]:
+    """`observed` (CONTRACT §1): `{"partitions": [...]}`, each entry the values of a
+    partition's state znode under Kafka's rules. Keys this version does not know are
+    ignored, as unknown event fields are; a partition may appear once."""
+    if not isinstance(value, dict):
+        raise FieldError(
+            f"field '{name}' must be an object like {{\"partitions\": [...]}}, got {show(value)}"
+        )
+    if value.get("partitions") is None:
+        raise FieldError(f"field '{name}' is missing 'partitions'")
+    items = value["partitions"]
+    where = f"{name}.partitions"
+    if not isinstance(items, list):
+        raise FieldError(f"field '{where}' must be a list of partition states, got {show(items)}")
+    entries: dict[tuple[str, int], ObservedPartition] = {}
+    for index, item in enumerate(items):
+        entry = _observed_partition(f"{where}[{index}]", item)
+        key = (entry.topic, entry.partition)
+        if key in entries:
+            raise FieldError(
+                f"field '{where}[{index}]' repeats partition {entry.topic}-{entry.partition}"
+            )
+        entries[key] = entry
+    return tuple(entries.values())
+
+
+_OBSERVED_REQUIRED = ("topic", "partition", "leader", "leader_epoch", "isr")
+
+
+def _observed_partition(where: str, item: object) -> ObservedPartition:
+    if not isinstance(item, dict):
+        raise FieldError(
+            f'field \'{where}\' must be a partition state like {{"topic": "t", "partition": 0, '
+            f'"leader": 1, "leader_epoch": 0, "isr": [1]}}, got {show(item)}'
+        )
+    for key in _OBSERVED_REQUIRED:
+        if key not in item:
+            raise FieldError(f"field '{where}' is missing '{key}'")
+    optional = [item.get(key) for key in ("partition_epoch", "controller_epoch", "replicas")]
+    return ObservedPartition(
+        _topic(f"{where}.topic", item["topic"]),
+        _non_negative_int32(f"{where}.partition", item["partition"]),
+        _int_in(f"{where}.leader", item["leader"], -1, INT32_MAX, "a broker id or -1 (no leader)"),
+        _non_negative_int32(f"{where}.leader_epoch", item["leader_epoch"]),
+        _brokers(f"{where}.isr", item["isr"], allow_empty=True),
+        None
+        if optional[0] is None
+        else _non_negative_int32(f"{where}.partition_epoch", optional[0]),
+        None
+        if optional[1] is None
+        else _non_negative_int32(f"{where}.controller_epoch", optional[1]),
+        None if optional[2] is None else replicas(f"{where}.replicas", optional[2]),
+    )
+
+
 Validator = Callable[[str, object], Any]
 
 VALIDATORS: Mapping[Kind, Validator] = {
@@ -399,10 +456,12 @@ VALIDATORS: Mapping[Kind, Validator] = {
     Kind.ERROR_OR_NULL: _error_or_null,
     Kind.TIMESTAMP: _timestamp,
     Kind.PARTITION_STATES: _partition_states,
+    Kind.OBSERVED: observed_partitions,
 }
 assert set(VALIDATORS) == set(Kind)
-# The common fields other than `type` and `cluster`, which parse_event reads first.
-_HEADER_FIELDS = tuple(s for s in COMMON_FIELDS if s.name not in ("type", "cluster"))
+# The common fields other than `type` and `cluster`, which parse_event reads first, and
+# `observed`, which it reads on its own (one lookup for the events that carry none).
+_HEADER_FIELDS = tuple(s for s in COMMON_FIELDS if s.name not in ("type", "cluster", "observed"))
 # Kinds whose JSON null is a value, not an absence.
 _NULL_IS_VALUE = frozenset({Kind.REPLICAS_OR_NULL, Kind.ERROR_OR_NULL})
 # What _read_fields needs of a field, looked up once: (name, validator, required, whether
@@ -610,6 +669,7 @@ def parse_event(raw: str, source: str) -> Event | Rejection:
     Fields this version does not know are ignored, so producers can add fields before the
     controller reads them (forward compatibility)."""
     cluster: str | None = None
+    obj: object = None
     try:
         _check_text(raw)
         obj = _load_json(raw)
@@ -618,11 +678,14 @@ def parse_event(raw: str, source: str) -> Event | Rejection:
         cluster = _cluster(obj)
         event_type = _event_type(obj)
         common = _read_fields(obj, _HEADER_READERS, event_type)
+        observed = obj.get("observed")
+        if observed is not None:
+            observed = observed_partitions("observed", observed)
         values = _read_fields(obj, _EVENT_READERS[event_type], event_type)
         if check := CROSS_CHECKS.get(event_type):
             check(values)
     except FieldError as error:
-        return Rejection(cluster, displayable(raw), str(error), source)
+        return Rejection(cluster, displayable(raw), str(error), source, _observed_of_rejected(obj))
     header = Header(
         type=event_type,
         cluster=cluster,
@@ -632,4 +695,34 @@ def parse_event(raw: str, source: str) -> Event | Rejection:
         raw=raw,
         source=source,
     )
+    if observed is not None:  # (a keyword less for the events without: a hot path)
+        header = header._replace(observed=observed)
     return Event(header, BODIES[event_type](**values))
+
+
+def _observed_of_rejected(obj: object) -> ObservedEvent | None:
+    """A rejected line's well-formed `observed`, with whichever of its ids are readable:
+    kcsim rejecting an event the real controller handled is a divergence of its own."""
+    if not isinstance(obj, dict) or obj.get("observed") is None:
+        return None
+    try:
+        partitions = observed_partitions("observed", obj["observed"])
+    except FieldError:
+        return None  # the rejection's reason already says what is wrong
+    return ObservedEvent(
+        _readable(obj, "event_id", _string),
+        _readable(obj, "seq", _int64),
+        _readable(obj, "ts", _timestamp),
+        partitions,
+    )
+
+
+def _readable(obj: Mapping[str, Any], name: str, validate: Validator) -> Any:
+    """`obj[name]` if present and valid, else None."""
+    value = obj.get(name)
+    if value is None:
+        return None
+    try:
+        return validate(name, value)
+    except FieldError:
+        return None

@@ -13,7 +13,6 @@ import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from itertools import islice
 from pathlib import Path
 from typing import IO
 
@@ -22,7 +21,9 @@ from controller.simulator import RawEvent, Row, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES, TABLES, Table
 
 DEFAULT_BATCH_SIZE = 10_000
+STDIN = Path("-")
 _ROWS_PER_WRITE = 10_000  # bounds the memory of writing a large state table
+_BYTES_PER_WRITE = 16 << 20  # (characters) and of a table of large rows
 # Hadoop/Spark treat names starting with "." or "_" as hidden (checksums, _SUCCESS,
 # _delta_log) and "._COPYING_" as a file still being written; the file source skips them.
 _HIDDEN_PREFIXES = (".", "_")
@@ -32,7 +33,9 @@ _JSON_BLANKS = " \t\r"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("events", type=Path, help="JSON-lines file, or a directory of them")
+    parser.add_argument(
+        "events", type=Path, help="JSON-lines file, a directory of them, or - (stdin)"
+    )
     parser.add_argument("--out", type=Path, required=True, help="directory for <table>.jsonl")
     parser.add_argument(
         "--batch-size",
@@ -70,7 +73,7 @@ class Summary:
 
 def main(args: argparse.Namespace) -> int:
     source: Path = args.events
-    if not source.exists():
+    if source != STDIN and not source.exists():
         print(f"kcsim replay: no such file or directory: {source}", file=sys.stderr)
         return 2
     if args.out.exists() and not args.out.is_dir():
@@ -117,7 +120,17 @@ def read_events(path: Path) -> Iterator[RawEvent]:
     are skipped, not rejected: JSON-lines writers often end a file with one, and Spark's
     JSON source skips them too. Undecodable bytes are kept (as surrogate escapes) so the
     parser can reject the line and say which byte was wrong."""
+    if path == STDIN:
+        return _stdin_lines()
     return _read_lines(event_files(path))
+
+
+def _stdin_lines() -> Iterator[RawEvent]:
+    """Standard input, line by line as it arrives (`kcsim import ... | kcsim replay -`)."""
+    for number, raw in enumerate(sys.stdin.buffer, start=1):
+        line = raw.decode("utf-8", "surrogateescape").removesuffix("\n").removesuffix("\r")
+        if line.strip(_JSON_BLANKS):
+            yield RawEvent(line, f"-:{number}")
 
 
 def _read_lines(files: Iterable[Path]) -> Iterator[RawEvent]:
@@ -205,11 +218,20 @@ def _open_table(out: Path, name: str) -> IO[str]:
 
 def _write_rows(handle: IO[str], table: Table, rows: Iterable[Row]) -> None:
     """Rows as JSON lines in the table's column order, one write per chunk. A column missing
-    from a row is written as null, as Delta would store it."""
+    from a row is written as null, as Delta would store it. A chunk is cut at
+    _BYTES_PER_WRITE as well: a request body of a large cluster is tens of MB as JSON."""
     columns = table.column_names
-    pending = iter(rows)
-    while chunk := list(islice(pending, _ROWS_PER_WRITE)):
-        handle.write("".join(_json_line(columns, row) for row in chunk))
+    chunk: list[str] = []
+    size = 0
+    for row in rows:
+        line = _json_line(columns, row)
+        chunk.append(line)
+        size += len(line)
+        if len(chunk) == _ROWS_PER_WRITE or size >= _BYTES_PER_WRITE:
+            handle.write("".join(chunk))
+            chunk, size = [], 0
+    if chunk:
+        handle.write("".join(chunk))
 
 
 def _json_line(columns: tuple[str, ...], row: Row) -> str:

@@ -1,44 +1,49 @@
-"""The `controller_requests` rows of a batch, held as requests and their recipients.
+"""The `controller_requests` and `request_payloads` rows of a batch, held as request
+bodies and their recipients.
 
-An UpdateMetadata goes to every registered broker with one payload, so a batch's rows are
-mostly copies: six per AlterPartition on a 6-broker cluster, hundreds on a large one. The
-log keeps each request once (its payload and everything else its rows share) and, per
-row, only what differs: the recipient, whether it was delivered, the row's request_seq.
-Adding a fan-out is then a few list appends, and the writer turns the columns into Arrow
-without visiting a row (`streaming.spark_schemas`). Read as a sequence, the log gives
-the same dict rows as `schemas.tables.CONTROLLER_REQUESTS`, the rows of one request
-sharing their `partitions` and `live_brokers` lists.
+An UpdateMetadata goes to every registered broker with one body, so most requests of a
+batch share their body: six per AlterPartition on a 6-broker cluster, hundreds on a large
+one. The log keeps each body once (a `request_payloads` row: its partitions and live
+brokers, with what every request carrying it shares) and, per request, only what differs:
+the recipient, whether it was delivered, its request_seq. Adding a fan-out is then a few
+list appends, and the writer turns the columns into Arrow without visiting a row
+(`streaming.spark_schemas`). Read as a sequence, the log gives the dict rows of
+`schemas.tables.CONTROLLER_REQUESTS`; `payloads()` gives those of `REQUEST_PAYLOADS`, and
+`joined` a request with its body, as the old single table held it.
 """
 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, overload
 
 Row = dict[str, Any]
 
-# The table's columns split in two (a test checks they are exactly the table's): what every
-# row of one request shares, and what each row has of its own.
+# What one body's requests share (its `request_payloads` row and the columns of the
+# `controller_requests` rows carrying it) and what each request has of its own (a test
+# checks they are exactly the two tables' columns).
 REQUEST_COLUMNS = (
     "cluster",
     "controller_epoch",
     "event_id",
     "seq",
     "type",
+    "payload",
     "partitions",
     "live_brokers",
     "ts",
 )
 # (with their array typecodes: int32 as the table's INT columns, a bool as a byte)
 RECIPIENT_COLUMNS = {"request_seq": "i", "broker": "i", "delivered": "b"}
+PAYLOAD_KEY = ("cluster", "event_id", "payload")
 
 
 class RequestLog(Sequence[Row]):
     __slots__ = ("_last_recipients", "_recipients", "_request_of_row", "_requests")
 
     def __init__(self) -> None:
-        self._requests: list[tuple[Any, ...]] = []  # each request's REQUEST_COLUMNS values
+        self._requests: list[tuple[Any, ...]] = []  # each body's REQUEST_COLUMNS values
         # per row, as C arrays: the writer hands them to Arrow without a copy
         self._recipients: dict[str, array[int]] = {
             name: array(code) for name, code in RECIPIENT_COLUMNS.items()
@@ -54,8 +59,8 @@ class RequestLog(Sequence[Row]):
         brokers: Sequence[int],
         delivered: Sequence[bool],
     ) -> None:
-        """One request (`shared`: its REQUEST_COLUMNS values) to `brokers` in order, rows
-        numbered on from `first_request_seq`."""
+        """One body (`shared`: its REQUEST_COLUMNS values) sent to `brokers` in order, the
+        requests numbered on from `first_request_seq`."""
         count = len(brokers)
         # (an array repeated and appended is copied in C; a list's items would each go
         # through the array's argument parser)
@@ -94,15 +99,19 @@ class RequestLog(Sequence[Row]):
 
     # ---- columns, for the writer ----------------------------------------------------------
 
+    def payloads(self) -> PayloadRows:
+        """The `request_payloads` rows: a view, so bodies added later are in it."""
+        return PayloadRows(self)
+
     def request_columns(self) -> dict[str, list[Any]]:
-        """REQUEST_COLUMNS, one value per request."""
+        """REQUEST_COLUMNS, one value per body."""
         columns = (
             zip(*self._requests, strict=True) if self._requests else ([] for _ in REQUEST_COLUMNS)
         )
         return dict(zip(REQUEST_COLUMNS, map(list, columns), strict=True))
 
     def request_of_row(self) -> array[int]:
-        """Each row's request, as an index into `request_columns` (read-only)."""
+        """Each request's body, as an index into `request_columns` (read-only)."""
         return self._request_of_row
 
     def recipient_columns(self) -> dict[str, array[int]]:
@@ -141,7 +150,7 @@ class RequestLog(Sequence[Row]):
         return f"RequestLog({list(self)!r})"
 
     def _row(self, position: int) -> Row:
-        cluster, epoch, event_id, seq, request_type, partitions, live_brokers, ts = self._requests[
+        cluster, epoch, event_id, seq, request_type, payload, _, _, ts = self._requests[
             self._request_of_row[position]
         ]
         recipients = self._recipients
@@ -154,7 +163,72 @@ class RequestLog(Sequence[Row]):
             "type": request_type,
             "broker": recipients["broker"][position],
             "delivered": bool(recipients["delivered"][position]),
-            "partitions": partitions,
-            "live_brokers": live_brokers,
+            "payload": payload,
             "ts": ts,
         }
+
+
+class PayloadRows(Sequence[Row]):
+    """The `request_payloads` rows of a RequestLog, one per body, in the order sent."""
+
+    __slots__ = ("_log",)
+
+    def __init__(self, log: RequestLog) -> None:
+        self._log = log
+
+    @property
+    def log(self) -> RequestLog:
+        return self._log
+
+    def __len__(self) -> int:
+        return len(self._log._requests)
+
+    @overload
+    def __getitem__(self, position: int) -> Row: ...
+    @overload
+    def __getitem__(self, position: slice) -> list[Row]: ...
+    def __getitem__(self, position: int | slice) -> Row | list[Row]:
+        bodies = self._log._requests
+        if isinstance(position, slice):
+            return [_payload_row(body) for body in bodies[position]]
+        return _payload_row(bodies[position])
+
+    def __iter__(self) -> Iterator[Row]:
+        return map(_payload_row, self._log._requests)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PayloadRows | list):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"PayloadRows({list(self)!r})"
+
+
+def _payload_row(body: tuple[Any, ...]) -> Row:
+    cluster, _, event_id, seq, request_type, payload, partitions, live_brokers, ts = body
+    return {
+        "cluster": cluster,
+        "event_id": event_id,
+        "seq": seq,
+        "payload": payload,
+        "type": request_type,
+        "partitions": partitions,
+        "live_brokers": live_brokers,
+        "ts": ts,
+    }
+
+
+def joined(requests: Iterable[Row], payloads: Iterable[Row]) -> list[Row]:
+    """Each request with its body's `partitions` and `live_brokers` (controller_requests
+    joined with request_payloads on cluster, event_id and payload), in request order."""
+    bodies = {tuple(p[k] for k in PAYLOAD_KEY): p for p in payloads}
+    out = []
+    for request in requests:
+        body = bodies[tuple(request[k] for k in PAYLOAD_KEY)]
+        out.append(
+            {**request, "partitions": body["partitions"], "live_brokers": body["live_brokers"]}
+        )
+    return out

@@ -11,10 +11,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from controller import snapshot
+from controller import divergence, snapshot
 from controller.config import Settings
 from controller.context import ControllerContext
-from controller.events import ControllerFailover, Event, Header, Rejection
+from controller.events import ControllerFailover, Event, Header, ObservedEvent, Rejection
 from controller.journal import Journal
 from controller.kafka_controller import EventRejected, KafkaController
 from controller.memory import cyclic_gc_paused
@@ -35,8 +35,9 @@ class RawEvent(NamedTuple):
 
 @dataclass(slots=True)
 class BatchOutput:
-    # append-only tables: controller_requests (a RequestLog from the core, a list of rows
-    # from elsewhere), state_changes, event_results, rejected_events, applied_events
+    # append-only tables: controller_requests and request_payloads (a RequestLog and its
+    # PayloadRows view from the core, lists of rows from elsewhere), state_changes,
+    # event_results, rejected_events, applied_events, divergences
     appends: dict[str, Sequence[Row]] = field(default_factory=dict)
     # keyed state tables: the current full row of every key the batch changed...
     upserts: dict[str, list[Row]] = field(default_factory=dict)
@@ -78,17 +79,22 @@ class Simulator:
 
     def _apply(self, events: Iterable[RawEvent]) -> BatchOutput:
         rejected: list[Row] = []
+        divergent: list[Row] = []  # the `event` rows of rejected events carrying observed
         touched: dict[str, ClusterRunner] = {}
         for raw_event in events:
             parsed = parse_event(raw_event.raw, raw_event.source)
             if isinstance(parsed, Rejection):
                 rejected.append(rejection_row(parsed))
+                if parsed.observed is not None:
+                    divergent.extend(divergence.rejection_rows(parsed))
                 continue
             cluster = parsed.header.cluster
             runner = self._runner(cluster)
             rejection = runner.apply(parsed)
             if rejection is not None:
                 rejected.append(rejection_row(rejection))
+                if rejection.observed is not None:
+                    divergent.extend(divergence.rejection_rows(rejection))
                 if runner.context.last_event_id is None:
                     # a cluster that has applied nothing yet has no rows: a rejected line
                     # does not bring it into being
@@ -97,10 +103,12 @@ class Simulator:
             touched[cluster] = runner
         output = BatchOutput()
         output.appends = {name: [] for name in APPEND_TABLE_NAMES}
-        output.appends["controller_requests"] = RequestLog()
+        requests = output.appends["controller_requests"] = RequestLog()
+        output.appends["request_payloads"] = requests.payloads()
         output.upserts = {name: [] for name in STATE_TABLE_NAMES}
         output.deletes = {name: [] for name in STATE_TABLE_NAMES}
         output.appends["rejected_events"] = rejected
+        output.appends["divergences"] = divergent
         for cluster in sorted(touched):
             touched[cluster].drain(output)
         return output
@@ -121,7 +129,7 @@ class Simulator:
     def table_rows(self, table: str) -> Iterator[Row]:
         """Every current row of a state table."""
         for cluster in sorted(self._clusters):
-            yield from snapshot.dump(self._clusters[cluster].context)[table]
+            yield from snapshot.table_rows(self._clusters[cluster].context, table)
 
 
 def rejection_row(rejection: Rejection) -> Row:
@@ -143,6 +151,7 @@ class ClusterRunner:
         self.controller = KafkaController(context, self.journal, settings)
         self.seen_event_ids: set[str] = set()
         self._applied: list[Row] = []
+        self._divergences: list[Row] = []
         # each queued topic's `deletion` column as last output: a failover recomputes the
         # deletion sets without marking topics dirty, so drain compares against this
         self._deletion_status = _deletion_statuses(context)
@@ -201,6 +210,17 @@ class ClusterRunner:
                 "ts": header.ts,
             }
         )
+        if header.observed is not None:
+            body = event.body  # its topic or partition is the scope of `observed`
+            found = divergence.compare(
+                context,
+                header.observed,
+                getattr(body, "topic", None),
+                getattr(body, "partition", None),
+            )
+            self._divergences.extend(
+                divergence.rows(context.cluster, event_id, seq, header.ts, found)
+            )
         return None
 
     def _failover(self, body: ControllerFailover) -> None:
@@ -219,6 +239,8 @@ class ClusterRunner:
         output.appends["event_results"].extend(results)
         output.appends["applied_events"].extend(self._applied)
         self._applied = []
+        output.appends["divergences"].extend(self._divergences)
+        self._divergences = []
 
         for tp in sorted(context.dirty_partitions):
             record = context.partition(tp)
@@ -267,7 +289,10 @@ class ClusterRunner:
 def _reject(cluster: str, header: Header, reason: str) -> Rejection:
     # a function, not a closure in ClusterRunner.apply: nothing is allocated for the
     # events that pass
-    return Rejection(cluster, header.raw, reason, header.source)
+    observed = None
+    if header.observed is not None:
+        observed = ObservedEvent(header.event_id, header.seq, header.ts, header.observed)
+    return Rejection(cluster, header.raw, reason, header.source, observed)
 
 
 def _deletion_statuses(context: ControllerContext) -> dict[str, str | None]:

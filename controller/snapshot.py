@@ -7,7 +7,7 @@ tables, so a context rebuilt from them continues exactly as the original would h
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from controller.context import ControllerContext, Partition
@@ -110,17 +110,48 @@ def cluster_row(context: ControllerContext) -> Row:
 
 
 def dump(context: ControllerContext) -> dict[str, list[Row]]:
+    return {name: list(table_rows(context, name)) for name in STATE_TABLE_ROWS}
+
+
+def table_rows(context: ControllerContext, table: str) -> Iterator[Row]:
+    """One state table's rows, made as they are read: writing a table holds none of the
+    others' rows, nor all of its own."""
+    return STATE_TABLE_ROWS[table](context)
+
+
+def _partition_rows(context: ControllerContext) -> Iterator[Row]:
     cluster = context.cluster
-    records = context.all_partitions()
-    return {
-        "partition_state": [partition_row(cluster, r) for r in records],
-        "replica_state": [
-            replica_row(cluster, r, b) for r in records for b in sorted(r.replica_states)
-        ],
-        "brokers": [broker_row(context, b) for b in sorted(context.brokers)],
-        "topics": [topic_row(context, t) for t in sorted(context.topics)],
-        "clusters": [cluster_row(context)],
-    }
+    return (partition_row(cluster, r) for r in context.all_partitions())
+
+
+def _replica_rows(context: ControllerContext) -> Iterator[Row]:
+    cluster = context.cluster
+    return (
+        replica_row(cluster, r, b)
+        for r in context.all_partitions()
+        for b in sorted(r.replica_states)
+    )
+
+
+def _broker_rows(context: ControllerContext) -> Iterator[Row]:
+    return (broker_row(context, b) for b in sorted(context.brokers))
+
+
+def _topic_rows(context: ControllerContext) -> Iterator[Row]:
+    return (topic_row(context, t) for t in sorted(context.topics))
+
+
+def _cluster_rows(context: ControllerContext) -> Iterator[Row]:
+    yield cluster_row(context)
+
+
+STATE_TABLE_ROWS: dict[str, Callable[[ControllerContext], Iterator[Row]]] = {
+    "partition_state": _partition_rows,
+    "replica_state": _replica_rows,
+    "brokers": _broker_rows,
+    "topics": _topic_rows,
+    "clusters": _cluster_rows,
+}
 
 
 # ---- rows -> context ---------------------------------------------------------------------

@@ -32,6 +32,7 @@ class Kind(StrEnum):
     # {"<partition>": {leader, leader_epoch, isr, partition_epoch, controller_epoch,
     # leader_recovery_state?}}: stored partition states (a snapshot of a running cluster)
     PARTITION_STATES = "partition_states"
+    OBSERVED = "observed"  # {"partitions": [{"topic", "partition", "leader", ...}]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,8 @@ COMMON_FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("event_id", Kind.STRING, required=False),
     FieldSpec("seq", Kind.LONG, required=False),
     FieldSpec("ts", Kind.TIMESTAMP, required=False),
+    # a real controller's partition states after the event: compared, never applied
+    FieldSpec("observed", Kind.OBSERVED, required=False),
 )
 
 
@@ -141,5 +144,26 @@ SPARK_TYPES: dict[Kind, DataType] = {
                 ("leader_recovery_state", STRING),
             )
         ),
+    ),
+    Kind.OBSERVED: StructOf(
+        (
+            (
+                "partitions",
+                ArrayOf(
+                    StructOf(
+                        (
+                            ("topic", STRING),
+                            ("partition", INT),
+                            ("leader", INT),
+                            ("leader_epoch", INT),
+                            ("isr", INT_LIST),
+                            ("partition_epoch", INT),
+                            ("controller_epoch", INT),
+                            ("replicas", INT_LIST),
+                        )
+                    )
+                ),
+            ),
+        )
     ),
 }

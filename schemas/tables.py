@@ -141,6 +141,20 @@ CONTROLLER_REQUESTS = _table(
     ("type", STRING),
     ("broker", INT),
     ("delivered", BOOLEAN),
+    # which of the event's request bodies: the key, with cluster and event_id, of its
+    # request_payloads row
+    ("payload", INT),
+    ("ts", LONG),
+)
+# Each distinct request body an event sent, once however many brokers received it.
+REQUEST_PAYLOADS = _table(
+    "request_payloads",
+    (),
+    ("cluster", STRING),
+    ("event_id", STRING),
+    ("seq", LONG),
+    ("payload", INT),
+    ("type", STRING),
     ("partitions", ArrayOf(REQUEST_PARTITION)),
     ("live_brokers", INT_LIST),
     ("ts", LONG),
@@ -189,13 +203,30 @@ REJECTED_EVENTS = _table(
     ("reason", STRING),
     ("source", STRING),
 )
+# An event's `observed` state against kcsim's after it (CONTRACT §2): one row per field
+# that differs; `observed` and `simulated` are JSON text (controller.divergence).
+DIVERGENCES = _table(
+    "divergences",
+    (),
+    ("cluster", STRING),
+    ("event_id", STRING),
+    ("seq", LONG),
+    ("ts", LONG),
+    ("topic", STRING),
+    ("partition", INT),
+    ("field", STRING),
+    ("observed", STRING),
+    ("simulated", STRING),
+)
 
 STATE_TABLES: tuple[Table, ...] = (PARTITION_STATE, REPLICA_STATE, BROKERS, TOPICS, CLUSTERS)
 APPEND_TABLES: tuple[Table, ...] = (
     CONTROLLER_REQUESTS,
+    REQUEST_PAYLOADS,
     STATE_CHANGES,
     EVENT_RESULTS,
     REJECTED_EVENTS,
     APPLIED_EVENTS,
+    DIVERGENCES,
 )
 TABLES: dict[str, Table] = {t.name: t for t in STATE_TABLES + APPEND_TABLES}

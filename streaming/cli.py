@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "kafka-local": ("streaming.kafka_local", "a local Kafka: KRaft single node, or --zk cluster"),
     "produce": ("streaming.produce", "produce scenario or chaos events to Kafka"),
     "shadow": ("streaming.shadow", "watch a ZooKeeper-mode Kafka cluster, write its events"),
+    "import": ("streaming.import_logs", "a ZooKeeper-mode cluster's controller logs -> events"),
 }
 
 

@@ -6,22 +6,37 @@ Delta version and time, the new state, leader, leader epoch, ISR and partition e
 event that last changed the partition in that batch (`last_event_id`) and every event of
 the batch that touched it (a partition or replica transition in `state_changes`, an
 answer in `event_results`; matched by `seq`).
+
+A local lake is read without Spark (`streaming.lake_reader`), a lake elsewhere, or a table
+that reader does not handle, through Spark; both print the same text.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from datetime import UTC, datetime
-from typing import Any, TextIO
-
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING, Any, TextIO
 
 from streaming.inspect_state import render
-from streaming.lake import Lake
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from streaming.lake_reader import LakeReader
 
 CHANGES = ("insert", "update_postimage", "delete")
+FEED_COLUMNS = (
+    "state",
+    "leader",
+    "leader_epoch",
+    "isr",
+    "partition_epoch",
+    "last_event_id",
+    "_change_type",
+    "_commit_version",
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -33,31 +48,89 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from streaming.session import build_session
-
-    spark = build_session("kcsim-history", args.master, verbose=getattr(args, "verbose", False))
+    key = (args.cluster, args.topic, args.partition)
     try:
-        changes = partition_history(spark, args.lake, args.cluster, args.topic, args.partition)
-        show_history(changes, sys.stdout)
-    finally:
-        spark.stop()
+        changes = native_history(args.lake, *key)
+    except ValueError as error:
+        print(f"kcsim history: {error}", file=sys.stderr)
+        return 2
+    if changes is None:
+        from streaming.session import build_session
+
+        spark = build_session("kcsim-history", args.master, verbose=getattr(args, "verbose", False))
+        try:
+            changes = partition_history(spark, args.lake, *key)
+        finally:
+            spark.stop()
+    text = io.StringIO()
+    show_history(changes, text)
+    sys.stdout.write(text.getvalue())
     return 0 if changes else 1
+
+
+def native_history(
+    lake_dir: str, cluster: str, topic: str, partition: int
+) -> list[dict[str, Any]] | None:
+    """The history read without Spark; None when the lake is not local or a table is not
+    read that way (`lake_reader.NotNative`: a note on stderr)."""
+    from streaming.lake_reader import LakeReader, NotNative, local_root
+
+    root = local_root(lake_dir)
+    if root is None:
+        return None
+    try:
+        return read_history(LakeReader(root), cluster, topic, partition)
+    except NotNative as reason:
+        print(f"kcsim history: reading through Spark: {reason}", file=sys.stderr)
+        return None
+
+
+def read_history(
+    reader: LakeReader, cluster: str, topic: str, partition: int
+) -> list[dict[str, Any]]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from streaming.lake_reader import matching
+
+    key = {"cluster": cluster, "topic": topic, "partition": partition}
+    feed = matching(reader.changes("partition_state"), **key, _change_type=CHANGES)
+    feed = feed.take(pc.sort_indices(feed.column("_commit_version")))
+    rows = feed.select(FEED_COLUMNS).to_pylist()
+    times = {version: time for version, time, _ in reader.history("partition_state")}
+    for row in rows:
+        row["time"] = times[row["_commit_version"]]
+    applied = reader.read("applied_events", columns=["cluster", "event_id", "seq"])
+    applied = matching(applied, cluster=cluster).select(["event_id", "seq"])
+    touched = pa.concat_tables(
+        matching(reader.read(table, columns=[*key, "seq", "event_id"]), **key).select(
+            ["seq", "event_id"]
+        )
+        for table in ("state_changes", "event_results")
+    )
+    return changes_from(rows, applied.to_pylist(), touched.to_pylist())
 
 
 def partition_history(
     spark: SparkSession, lake_dir: str, cluster: str, topic: str, partition: int
 ) -> list[dict[str, Any]]:
+    """The history read through Spark."""
+    from pyspark.sql import functions as F
+
+    from streaming.lake import Lake
+
     lake = Lake(spark, lake_dir)
     key = (F.col("cluster") == cluster) & (F.col("topic") == topic)
-    feed = (
-        spark.read.format("delta")
+    feed = [
+        {**row.asDict(), "time": row["_commit_timestamp"].timestamp()}
+        for row in spark.read.format("delta")
         .option("readChangeFeed", "true")
         .option("startingVersion", 0)
         .load(lake.path("partition_state"))
         .where(key & (F.col("partition") == partition) & F.col("_change_type").isin(*CHANGES))
         .orderBy("_commit_version")
         .collect()
-    )
+    ]
     applied = (
         lake.read("applied_events")
         .where(F.col("cluster") == cluster)
@@ -65,18 +138,26 @@ def partition_history(
         .toArrow()
         .to_pylist()
     )
+    touched = [
+        r
+        for table in ("state_changes", "event_results")
+        for r in lake.read(table)
+        .where(key & (F.col("partition") == partition))
+        .select("seq", "event_id")
+        .toArrow()
+        .to_pylist()
+    ]
+    return changes_from(feed, applied, touched)
+
+
+def changes_from(
+    feed: list[dict[str, Any]], applied: list[dict[str, Any]], touched_rows: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The partition's changes: `feed` its change feed rows in version order (`time`: the
+    commit's epoch seconds), `applied` the cluster's (event_id, seq), `touched_rows` the
+    (seq, event_id) of every event that touched the partition."""
     seqs = {r["event_id"]: r["seq"] for r in applied}
-    touched = sorted(
-        {
-            (r["seq"], r["event_id"])
-            for table in ("state_changes", "event_results")
-            for r in lake.read(table)
-            .where(key & (F.col("partition") == partition))
-            .select("seq", "event_id")
-            .toArrow()
-            .to_pylist()
-        }
-    )
+    touched = sorted({(r["seq"], r["event_id"]) for r in touched_rows})
     changes: list[dict[str, Any]] = []
     previous = -1
     for index, row in enumerate(feed):
@@ -89,9 +170,7 @@ def partition_history(
         changes.append(
             {
                 "version": row["_commit_version"],
-                "time": datetime.fromtimestamp(row["_commit_timestamp"].timestamp(), UTC).strftime(
-                    "%Y-%m-%dT%H:%M:%SZ"
-                ),
+                "time": datetime.fromtimestamp(row["time"], UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "change": {"update_postimage": "update"}.get(
                     row["_change_type"], row["_change_type"]
                 ),

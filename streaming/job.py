@@ -291,10 +291,11 @@ class BatchRunner:
         re-run batch whose requests already reached the lake may have reached the sink."""
         assert self.options.sink is not None
         requests = output.appends.get("controller_requests") or []
-        sent_before = "controller_requests" in skip
-        held = self.options.sink.send(self.spark, requests, may_be_rerun=sent_before)
+        payloads = output.appends.get("request_payloads") or []
+        sent_before = "controller_requests" in skip or "request_payloads" in skip
+        held = self.options.sink.send(self.spark, requests, payloads, may_be_rerun=sent_before)
         if held:
-            self.log(f"batch {batch_id}: re-run; {held} requests already in the sink")
+            self.log(f"batch {batch_id}: re-run; {held} request records already in the sink")
 
     def _restore(self, batch_id: int) -> None:
         """Before the first batch of this process: find what a crashed run of it wrote,

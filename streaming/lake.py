@@ -36,7 +36,6 @@ import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
@@ -47,7 +46,7 @@ from pyspark.sql import functions as F
 
 from controller.simulator import BatchOutput
 from schemas import APPEND_TABLES, STATE_TABLES, TABLES, Table
-from streaming import delta_append, delta_files, delta_merge
+from streaming import delta_append, delta_files, delta_merge, time_travel
 from streaming.spark_schemas import arrow_schema, arrow_to_rows, rows_to_arrow, table_schema
 
 # What `Simulator.from_tables` is given at start and restart (table -> columns, None for
@@ -69,10 +68,12 @@ APPEND_TABLE_PROPERTIES = {"delta.appendOnly": "true", **CHECKPOINT_INTERVAL}
 # filter by: collecting them on every column is a third of a small append's cost.
 STATS_COLUMNS = {
     "controller_requests": ("cluster", "seq", "event_id", "broker"),
+    "request_payloads": ("cluster", "seq", "event_id"),
     "state_changes": ("cluster", "seq", "topic", "partition"),
     "event_results": ("cluster", "seq", "topic", "partition"),
     "applied_events": ("cluster", "seq", "event_id"),
     "rejected_events": ("cluster",),
+    "divergences": ("cluster", "seq", "topic", "partition"),
 }
 
 
@@ -230,30 +231,9 @@ class Lake:
         return [(r["version"], r["timestamp"], r["userMetadata"]) for r in rows]
 
     def versions_as_of(self, as_of: str, tables: Iterable[str]) -> dict[str, int]:
-        """A consistent cut of the lake: `as_of` is a version of partition_state (the
-        lake's reference table) or a timestamp; every table is taken as of the end of
-        the batch that wrote that version (commit tags tell which commits a batch made;
-        the next batch commits only after them)."""
-        reference = self.history("partition_state")
-        if as_of.isdigit():
-            chosen = [c for c in reference if c[0] == int(as_of)]
-            if not chosen:
-                raise ValueError(
-                    f"partition_state has no version {as_of} (latest is {reference[-1][0]})"
-                )
-        else:
-            moment = _timestamp(as_of)
-            chosen = [c for c in reference if c[1] <= moment][-1:]
-            if not chosen:
-                raise ValueError(f"the lake did not exist yet at {as_of}")
-        _, cut, tag = chosen[0]
+        """A consistent cut of the lake (`streaming.time_travel.consistent_cut`)."""
         histories = {name: self.history(name) for name in tables}
-        if tag is not None:
-            cut = max([cut] + [ts for h in histories.values() for _, ts, meta in h if meta == tag])
-        return {
-            name: max((v for v, ts, _ in history if ts <= cut), default=history[0][0])
-            for name, history in histories.items()
-        }
+        return time_travel.consistent_cut(as_of, self.history("partition_state"), histories)
 
     # --- writing --------------------------------------------------------------------
 
@@ -382,15 +362,6 @@ def _sized(frame: DataFrame, rows: int) -> DataFrame:
     """A batch's rows in as few tasks as their size needs: a local relation is otherwise
     split into `spark.default.parallelism` tasks and files, however small."""
     return frame.coalesce(max(1, -(-rows // ROWS_PER_TASK)))
-
-
-def _timestamp(text: str) -> float:
-    """An ISO-8601 time as epoch seconds; without a zone it is UTC (the session's zone)."""
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValueError(f"expected a version number or an ISO-8601 time, got {text!r}") from None
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
 def merge_text(table: Table) -> delta_merge.MergeText:

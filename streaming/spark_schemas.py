@@ -9,20 +9,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import types as T
 
-from controller.request_log import RequestLog
+from controller.request_log import PayloadRows, RequestLog
 from schemas import TABLES, ArrayOf, DataType, MapOf, Scalar, StructOf, Table
 
-_SPARK_SCALARS: dict[str, T.DataType] = {
-    "string": T.StringType(),
-    "int": T.IntegerType(),
-    "long": T.LongType(),
-    "boolean": T.BooleanType(),
+if TYPE_CHECKING:
+    from pyspark.sql import types as T
+
+# Spark's types are imported where used: the Arrow half of this module serves the
+# Spark-free reads of `kcsim state` and `kcsim history` (streaming.lake_reader) too.
+_SPARK_SCALARS = {
+    "string": "StringType",
+    "int": "IntegerType",
+    "long": "LongType",
+    "boolean": "BooleanType",
 }
 _ARROW_SCALARS: dict[str, pa.DataType] = {
     "string": pa.string(),
@@ -33,8 +37,10 @@ _ARROW_SCALARS: dict[str, pa.DataType] = {
 
 
 def spark_type(data_type: DataType) -> T.DataType:
+    from pyspark.sql import types as T
+
     if isinstance(data_type, Scalar):
-        return _SPARK_SCALARS[data_type.name]
+        return getattr(T, _SPARK_SCALARS[data_type.name])()
     if isinstance(data_type, ArrayOf):
         return T.ArrayType(spark_type(data_type.element), containsNull=True)
     if isinstance(data_type, MapOf):
@@ -57,6 +63,8 @@ def arrow_type(data_type: DataType) -> pa.DataType:
 
 
 def table_schema(table: Table | str) -> T.StructType:
+    from pyspark.sql import types as T
+
     table = TABLES[table] if isinstance(table, str) else table
     return T.StructType([T.StructField(c.name, spark_type(c.type), True) for c in table.columns])
 
@@ -68,6 +76,8 @@ def arrow_schema(table: Table | str) -> pa.Schema:
 
 def key_schema(table: Table | str) -> T.StructType:
     """Only the key columns of a keyed table."""
+    from pyspark.sql import types as T
+
     table = TABLES[table] if isinstance(table, str) else table
     return T.StructType([f for f in table_schema(table).fields if f.name in table.key])
 
@@ -116,6 +126,8 @@ def rows_to_arrow(
     column_array: Callable[[pa.Field, bool], pa.Array]
     if isinstance(rows, RequestLog):
         column_array = _request_log_columns(rows)
+    elif isinstance(rows, PayloadRows):
+        column_array = _payload_columns(rows.log)
     else:
         rows = rows if isinstance(rows, list) else list(rows)
         values = _columns(rows, schema.names)
@@ -134,8 +146,9 @@ def rows_to_arrow(
 
 
 def _request_log_columns(log: RequestLog) -> Callable[[pa.Field, bool], pa.Array]:
-    """Columns of a RequestLog: a request's shared values converted once and repeated for
-    its recipients with `take` (in C), the recipients' own values as they are."""
+    """Columns of a RequestLog (`controller_requests`): a body's shared values converted
+    once and repeated for its recipients with `take` (in C), the recipients' own values as
+    they are."""
     rows_request = pa.array(np.frombuffer(log.request_of_row(), np.int64).copy())
     shared, own = log.request_columns(), log.recipient_columns()
 
@@ -148,6 +161,17 @@ def _request_log_columns(log: RequestLog) -> Callable[[pa.Field, bool], pa.Array
             return pa.array(values.astype(bool) if field.type == pa.bool_() else values)
         column = shared[field.name]
         return pa.array(_escaped(column) if escape else column, field.type).take(rows_request)
+
+    return column_array
+
+
+def _payload_columns(log: RequestLog) -> Callable[[pa.Field, bool], pa.Array]:
+    """Columns of a RequestLog's bodies (`request_payloads`): one value per body."""
+    shared = log.request_columns()
+
+    def column_array(field: pa.Field, escape: bool) -> pa.Array:
+        column = shared[field.name]
+        return pa.array(_escaped(column) if escape else column, field.type)
 
     return column_array
 

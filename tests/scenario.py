@@ -19,6 +19,7 @@ from typing import Any
 
 from controller.config import Settings
 from controller.context import ControllerContext
+from controller.request_log import joined
 from controller.simulator import RawEvent, Simulator
 from schemas.tables import STATE_TABLES
 
@@ -30,7 +31,7 @@ CLUSTER = "default"
 class Output:
     """What one event appended to the output tables."""
 
-    requests: list[Row]
+    requests: list[Row]  # each joined with its payload's partitions and live_brokers
     state_changes: list[Row]
     results: list[Row]
     rejected: list[Row]
@@ -93,7 +94,9 @@ class Cluster:
         self._lines += 1
         batch = self.simulator.apply([RawEvent(json.dumps(event), f"scenario:{self._lines}")])
         self.last = Output(
-            requests=batch.appends["controller_requests"],
+            requests=joined(
+                batch.appends["controller_requests"], batch.appends["request_payloads"]
+            ),
             state_changes=batch.appends["state_changes"],
             results=batch.appends["event_results"],
             rejected=batch.appends["rejected_events"],

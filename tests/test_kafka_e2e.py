@@ -26,9 +26,10 @@ from pathlib import Path
 import pytest
 from job_process import ROOT, JobProcess, job_env
 from kafka import KafkaConsumer, TopicPartition
-from lake_tables import Rows, assert_same_tables, lake_rows
+from lake_tables import Rows, assert_same_tables, canonical, lake_rows
 from spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
+from controller.request_log import joined
 from schemas import TABLES
 from streaming import kafka_local
 from streaming.produce import (
@@ -42,7 +43,7 @@ from streaming.produce import (
     produce,
     scenario_records,
 )
-from streaming.sink import request_id
+from streaming.sink import rebuild_requests
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -121,6 +122,10 @@ def assert_written_once(rows: Rows) -> None:
         (r["cluster"], r["event_id"], r["request_seq"]) for r in rows["controller_requests"]
     )
     assert [key for key, n in requests.items() if n > 1] == []
+    payloads = Counter(
+        (r["cluster"], r["event_id"], r["payload"]) for r in rows["request_payloads"]
+    )
+    assert [key for key, n in payloads.items() if n > 1] == []
     applied = Counter((r["cluster"], r["event_id"]) for r in rows["applied_events"])
     assert [key for key, n in applied.items() if n > 1] == []
 
@@ -223,5 +228,8 @@ def test_broker_restart_and_job_kill_lose_nothing_and_write_nothing_twice(
     assert_same_tables(actual, expected)
     assert_written_once(actual)
     # The sink holds every request of the lake once (a re-run batch sent only the rest).
-    produced = [json.loads(v)["request_id"] for v in topic_values(bootstrap, sink_topic)]
-    assert sorted(produced) == sorted(request_id(r) for r in actual["controller_requests"])
+    records = [json.loads(v) for v in topic_values(bootstrap, sink_topic)]
+    ids = Counter(r["record_id"] for r in records)
+    assert [key for key, n in ids.items() if n > 1] == []
+    lake_requests = joined(actual["controller_requests"], actual["request_payloads"])
+    assert canonical(rebuild_requests(records)) == canonical(lake_requests)

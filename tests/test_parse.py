@@ -19,6 +19,8 @@ from controller.events import (
     Header,
     IsrChange,
     LeaderElection,
+    ObservedEvent,
+    ObservedPartition,
     PartitionCreation,
     PartitionReassignment,
     Rejection,
@@ -780,3 +782,119 @@ def test_any_bytes_give_an_event_or_a_rejection(data: bytes) -> None:
     assert isinstance(result, Event | Rejection)
     if isinstance(result, Rejection):
         result.raw.encode("utf-8")
+
+
+# ------------------------------------------------------------------------- observed
+
+GOOD_STATE = {"topic": "t", "partition": 0, "leader": 1, "leader_epoch": 0, "isr": [1, 2]}
+
+
+def with_observed(observed: Any, **fields: Any) -> str:
+    return line(type="broker_failure", broker=1, observed=observed, **fields)
+
+
+def test_observed_on_any_event_type() -> None:
+    state = {**GOOD_STATE, "partition_epoch": 3, "controller_epoch": 2, "replicas": [2, 1]}
+    header = parsed(with_observed({"partitions": [state], "unknown": 1})).header
+    assert header.observed == (ObservedPartition("t", 0, 1, 0, (1, 2), 3, 2, (2, 1)),)
+    raw = line(type="auto_rebalance_check", observed={"partitions": []})
+    assert parsed(raw).header.observed == ()
+
+
+def test_observed_optional_fields_absent_or_null_and_observed_null() -> None:
+    nulls = {**GOOD_STATE, "partition_epoch": None, "controller_epoch": None, "replicas": None}
+    for state in (GOOD_STATE, nulls):
+        (entry,) = parsed(with_observed({"partitions": [state]})).header.observed
+        assert entry == ObservedPartition("t", 0, 1, 0, (1, 2))
+    assert parsed(with_observed(None)).header.observed is None
+    no_leader = {**GOOD_STATE, "leader": -1, "isr": []}  # an empty ISR is a state too
+    assert parsed(with_observed({"partitions": [no_leader]})).header.observed[0].leader == -1
+
+
+@pytest.mark.parametrize(
+    ("observed", "fragment"),
+    [
+        ([], "field 'observed' must be an object like"),
+        ({}, "field 'observed' is missing 'partitions'"),
+        ({"partitions": {"t": 0}}, "field 'observed.partitions' must be a list of partition"),
+        ({"partitions": [GOOD_STATE, 3]}, "field 'observed.partitions[1]' must be a partition"),
+        (
+            {"partitions": [{k: v for k, v in GOOD_STATE.items() if k != "isr"}]},
+            "field 'observed.partitions[0]' is missing 'isr'",
+        ),
+        (
+            {"partitions": [{**GOOD_STATE, "topic": "a/b"}]},
+            "field 'observed.partitions[0].topic': Topic name is invalid",
+        ),
+        (
+            {"partitions": [{**GOOD_STATE, "partition": -1}]},
+            "field 'observed.partitions[0].partition' must be a non-negative 32-bit integer",
+        ),
+        (
+            {"partitions": [{**GOOD_STATE, "leader": -2}]},
+            "field 'observed.partitions[0].leader' must be a broker id or -1",
+        ),
+        (
+            {"partitions": [{**GOOD_STATE, "leader": None}]},
+            "field 'observed.partitions[0].leader' must be a broker id or -1",
+        ),
+        (
+            {"partitions": [{**GOOD_STATE, "leader_epoch": 2**31}]},
+            "field 'observed.partitions[0].leader_epoch' must be a non-negative 32-bit",
+        ),
+        (
+            {"partitions": [GOOD_STATE, {**GOOD_STATE, "isr": "1,2"}]},
+            "field 'observed.partitions[1].isr' must be a list of broker ids",
+        ),
+        (
+            {"partitions": [{**GOOD_STATE, "isr": [1, 1]}]},
+            "field 'observed.partitions[0].isr' must not repeat a broker",
+        ),
+        (
+            {"partitions": [{**GOOD_STATE, "isr": [1, -3]}]},
+            "field 'observed.partitions[0].isr' must hold non-negative 32-bit integer",
+        ),
+        (
+            {"partitions": [{**GOOD_STATE, "isr": [1, True]}]},
+            "field 'observed.partitions[0].isr' must hold non-negative 32-bit integer",
+        ),
+        (
+            {"partitions": [{**GOOD_STATE, "partition_epoch": -1}]},
+            "field 'observed.partitions[0].partition_epoch' must be a non-negative",
+        ),
+        (
+            {"partitions": [{**GOOD_STATE, "controller_epoch": "1"}]},
+            "field 'observed.partitions[0].controller_epoch' must be a non-negative",
+        ),
+        (
+            {"partitions": [{**GOOD_STATE, "replicas": []}]},
+            "field 'observed.partitions[0].replicas' must not be empty",
+        ),
+        (
+            {"partitions": [{**GOOD_STATE, "replicas": [2, 2]}]},
+            "field 'observed.partitions[0].replicas' must not repeat a broker",
+        ),
+        (
+            {"partitions": [GOOD_STATE, {**GOOD_STATE, "leader": 2}]},
+            "field 'observed.partitions[1]' repeats partition t-0",
+        ),
+    ],
+)
+def test_malformed_observed_is_rejected_naming_the_field(observed: Any, fragment: str) -> None:
+    result = rejected(with_observed(observed, event_id="e-1"), fragment)
+    assert result.observed is None  # a malformed observed is no divergence of its own
+
+
+def test_a_rejected_line_keeps_its_well_formed_observed_and_readable_ids() -> None:
+    raw = line(
+        type="broker_failure", broker="one", event_id="e-9", seq="x", ts=5,
+        observed={"partitions": [GOOD_STATE]},
+    )  # fmt: skip
+    result = rejected(raw, "field 'seq'")
+    assert result.observed == ObservedEvent(
+        "e-9", None, 5, (ObservedPartition("t", 0, 1, 0, (1, 2)),)
+    )
+    assert rejected(line(broker=1, observed={"partitions": []}), "'type'").observed == (
+        ObservedEvent(None, None, None, ())
+    )
+    assert rejected("[1]").observed is None

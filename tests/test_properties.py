@@ -38,6 +38,7 @@ from hypothesis.stateful import (
 )
 
 from controller.config import Settings
+from controller.request_log import joined
 from controller.simulator import BatchOutput, RawEvent, Simulator
 from schemas import TABLES
 
@@ -274,7 +275,8 @@ def check_requests(
 ) -> None:
     """The append-only rows of one applied event."""
     applied = output.appends["applied_events"]
-    requests = output.appends["controller_requests"]
+    payloads = output.appends["request_payloads"]
+    requests = joined(output.appends["controller_requests"], payloads)
     if not applied:
         # a rejected line changes nothing and says nothing else (CONTRACT §1)
         for name, rows in output.appends.items():
@@ -290,6 +292,15 @@ def check_requests(
             assert row["seq"] == seq and row["event_id"] == event_id, (name, row)
     # request_seq numbers the event's requests 1..n in order
     assert [r["request_seq"] for r in requests] == list(range(1, len(requests) + 1))
+    # payloads number the event's bodies 0..k-1 in the order first sent, each body stored
+    # once and carried by at least one request; only UpdateMetadata has several recipients
+    assert [p["payload"] for p in payloads] == list(range(len(payloads)))
+    assert list(dict.fromkeys(r["payload"] for r in requests)) == list(range(len(payloads)))
+    for p in payloads:
+        assert p["seq"] == seq and p["event_id"] == event_id, p
+        carriers = [r for r in requests if r["payload"] == p["payload"]]
+        assert {r["type"] for r in carriers} == {p["type"]}, (p, carriers)
+        assert len(carriers) == 1 or p["type"] == "UpdateMetadata", carriers
     startup = event["type"] == "broker_startup"
     started = set(event.get("brokers") or [event.get("broker")]) if startup else set()
     for r in requests:

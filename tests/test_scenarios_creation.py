@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from scenario import Cluster, entries, lai
 
+from controller.config import Settings
+
 LAI, UM, SR = "LeaderAndIsr", "UpdateMetadata", "StopReplica"
 
 
@@ -278,3 +280,22 @@ def test_partition_creation_during_reassignment_is_rejected() -> None:
     out = c.send({**event})
     assert out.rejected == []
     assert c.state("t", 2) == ("OnlinePartition", 1, [1, 2], 0, 0)
+
+
+def test_colliding_topic_names_follow_creation_and_deletion() -> None:
+    """CreateTopics before §10: a name equal to an existing topic's once '.' reads as '_' is
+    refused (CONTRACT §1: a rejected_events row), naming the first such topic; once that
+    topic's deletion completes, the name is free, and a restart from the stored tables
+    knows the names again."""
+    c = Cluster(settings=Settings(simulate_brokers=True), brokers=[1, 2])
+    assert not c.create("a.b", {0: [1, 2]}).rejected
+    assert not c.create("x", {0: [1]}).rejected
+    refused = c.create("a_b", {0: [1]}).rejected
+    assert [r["reason"] for r in refused] == ["Topic 'a_b' collides with existing topic: a.b"]
+    c.delete("a.b")  # the brokers answer the StopReplicas: the deletion completes
+    assert c.topic("a.b") is None
+    assert not c.create("a_b", {0: [2]}).rejected
+    assert c.state("a_b", 0)[1] == 2
+    c.restart()
+    refused = c.create("a.b", {0: [1]}).rejected
+    assert [r["reason"] for r in refused] == ["Topic 'a.b' collides with existing topic: a_b"]

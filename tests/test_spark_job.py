@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from job_process import JobProcess
-from lake_tables import Rows, assert_same_tables, lake_rows
+from lake_tables import Rows, assert_same_tables, canonical, lake_rows
 from spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
 from controller.config import Settings
@@ -103,13 +103,17 @@ def test_corpus_covers_every_event_type_and_bad_lines() -> None:
             rejected += 1
     assert seen == set(EVENT_TYPES)
     assert rejected >= 5
+    # events carrying `observed`: the divergences parity compares rows of every kind
+    fields = {row["field"] for row in replay_rows(CORPUS)["divergences"]}
+    assert {"leader", "partition_epoch", "partition", "event"} <= fields
 
 
 def test_parity_one_batch(spark, tmp_path: Path) -> None:  # noqa: F811
     source = copy_corpus(tmp_path / "events")
     log = run_once(spark, source, tmp_path / "lake")
     assert len([line for line in log if line.startswith("batch ")]) == 1
-    assert "3/3 files" in log[-1]
+    files = len(list(CORPUS.glob("*.jsonl")))
+    assert f"{files}/{files} files" in log[-1]
     assert_same_tables(lake_rows(spark, tmp_path / "lake"), replay_rows(source))
 
 
@@ -215,8 +219,9 @@ def test_kafka_source_and_request_sink(spark, kafka_bootstrap: str, tmp_path: Pa
 
     from kafka import KafkaConsumer, KafkaProducer
 
+    from controller.request_log import joined
     from streaming.job import KafkaSource, Options, run
-    from streaming.sink import KafkaSink, request_id
+    from streaming.sink import KafkaSink, rebuild_requests, record_id
 
     topic, out_topic = f"kcsim-in-{uuid.uuid4().hex[:8]}", f"kcsim-out-{uuid.uuid4().hex[:8]}"
     lines = [e.raw for e in read_events(CORPUS / "01-startup.jsonl")]
@@ -256,15 +261,14 @@ def test_kafka_source_and_request_sink(spark, kafka_bootstrap: str, tmp_path: Pa
     )
     records = [(r.key.decode(), json.loads(r.value)) for r in consumer]
     consumer.close()
-    requests = rows["controller_requests"]
-    assert len(records) == len(requests) > 0
-    assert sorted(v["request_id"] for _, v in records) == sorted(request_id(r) for r in requests)
-    assert len({v["request_id"] for _, v in records}) == len(records)
+    # one record per request body (none of these needs chunks), rebuilding every request
+    assert len(records) == len(rows["request_payloads"]) < len(rows["controller_requests"])
+    requests = joined(rows["controller_requests"], rows["request_payloads"])
+    assert canonical(rebuild_requests(v for _, v in records)) == canonical(requests)
+    assert len({v["record_id"] for _, v in records}) == len(records)
     for key, value in records:
-        assert key == f"{value['cluster']}:{value['broker']}"
-        assert (
-            value["request_id"] == f"{value['cluster']}:{value['event_id']}:{value['request_seq']}"
-        )
+        assert key == value["cluster"] and value["record_id"] == record_id(value)
+        assert (value["chunk"], value["chunks"]) == (0, 1)
 
 
 @pytest.mark.kafka
@@ -273,14 +277,14 @@ def test_sink_rerun_produces_only_what_an_interrupted_send_left_out(
     kafka_bootstrap: str,
 ) -> None:
     """A batch re-run after a crash in the middle of its send (issue #3 item 4: no request
-    written twice): the records already in the topic are not produced again, the rest
-    follow them, and each broker's requests stay in order across the three partitions."""
+    written twice): the records already in the topic are not produced again, and the rest
+    follow them in order."""
     import uuid
 
     from kafka import KafkaAdminClient, KafkaConsumer
     from kafka.admin import NewTopic
 
-    from streaming.sink import KafkaSink, request_id
+    from streaming.sink import KafkaSink, payload_records
 
     topic = f"kcsim-sink-{uuid.uuid4().hex[:8]}"
     admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
@@ -288,17 +292,19 @@ def test_sink_rerun_produces_only_what_an_interrupted_send_left_out(
     admin.close()
     events = list(read_events(CORPUS / "01-startup.jsonl"))
     half = len(events) // 2
-    earlier = simulate(events[:half])["controller_requests"]
+    first = simulate(events[:half])
+    earlier = (first["controller_requests"], first["request_payloads"])
     simulator = Simulator(Settings())
     simulator.apply(events[:half])
-    batch = simulator.apply(events[half:]).appends["controller_requests"]
-    assert len(earlier) > 10 and len(batch) > 10
+    output = simulator.apply(events[half:]).appends
+    batch = (list(output["controller_requests"]), list(output["request_payloads"]))
+    assert len(earlier[1]) > 5 and len(batch[1]) > 5
     sink = KafkaSink(kafka_bootstrap, topic)
 
-    assert sink.send(spark, earlier, may_be_rerun=True) == 0  # nothing there yet
-    cut = len(batch) // 3
-    assert sink.send(spark, batch[:cut], may_be_rerun=False) == 0  # the crashed run
-    assert sink.send(spark, batch, may_be_rerun=True) == cut  # the re-run
+    assert sink.send(spark, *earlier, may_be_rerun=True) == 0  # nothing there yet
+    cut = len(batch[1]) // 3
+    assert sink.send(spark, batch[0], batch[1][:cut], may_be_rerun=False) == 0  # the crash
+    assert sink.send(spark, *batch, may_be_rerun=True) == cut  # the re-run
 
     consumer = KafkaConsumer(
         topic,
@@ -306,14 +312,12 @@ def test_sink_rerun_produces_only_what_an_interrupted_send_left_out(
         auto_offset_reset="earliest",
         consumer_timeout_ms=10_000,
     )
-    records = [(r.partition, r.key.decode(), json.loads(r.value)) for r in consumer]
+    records = sorted((r.partition, r.offset, r.key.decode(), r.value.decode()) for r in consumer)
     consumer.close()
-    assert sorted(v["request_id"] for _, _, v in records) == sorted(
-        request_id(r) for r in [*earlier, *batch]
-    )
-    assert len({p for p, _, _ in records}) > 1, "the keys spread over the partitions"
-    keys = {k for _, k, _ in records}
-    for key in keys:
-        sent = [v["request_id"] for _, k, v in records if k == key]
-        wanted = [r for r in [*earlier, *batch] if f"{r['cluster']}:{r['broker']}" == key]
-        assert sent == [request_id(r) for r in wanted]
+    limit = sink.max_record_bytes()
+    wanted = payload_records(*earlier, limit) + payload_records(*batch, limit)
+    assert sorted(v for *_, v in records) == sorted(r.value for r in wanted)
+    for key in {r.key for r in wanted}:  # a cluster's records in order, in one partition
+        assert [v for _, _, k, v in records if k == key] == [
+            r.value for r in wanted if r.key == key
+        ]

@@ -28,6 +28,7 @@ from controller.model import (
 )
 from controller.partition_state_machine import PartitionStateMachine, StateChangeFailed
 from controller.replica_state_machine import ReplicaStateMachine
+from controller.request_log import joined
 
 PS = PartitionState
 RS = ReplicaState
@@ -97,9 +98,11 @@ class Machines:
         return [(r["type"], r["broker"], r["delivered"]) for r in self.journal.requests]
 
     def requests(self, type: str, broker: int | None = None) -> list[Row]:
+        """The requests sent, each joined with its payload (partitions, live_brokers)."""
+        log = self.journal.requests
         return [
             r
-            for r in self.journal.requests
+            for r in joined(log, log.payloads())
             if r["type"] == type and (broker is None or r["broker"] == broker)
         ]
 
