@@ -406,17 +406,21 @@ class ShadowModel:
         }
         # The old controller's own registration vanished with it (one session, one
         # transaction): it is dead when the new controller loads, with no failure event.
+        # A dead controller writes nothing, so writes already given to that failure (read
+        # before the new /controller was) are the new controller's.
         last = self._pending[-1] if self._pending else None
+        writes: dict[TP, dict[str, Any] | None] = {}
         if (
             old is not None
             and last is not None
             and last.kind == "broker_failure"
-            and not last.writes
             and old.broker in last.brokers
         ):
             self._pending.pop()
             event["failed_brokers"] = sorted(last.brokers)
-        self._pending.append(_Pending(change.zxid, [event], "controller_failover"))
+            writes = last.writes
+        cause = _Pending(change.zxid, [event], "controller_failover", writes=writes)
+        self._pending.append(cause)
 
     def _on_delete(self, change: Change) -> None:
         topic = change.key

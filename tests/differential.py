@@ -25,9 +25,7 @@ from kazoo.exceptions import NoNodeError
 from zk_cluster import ZkCluster, wait_for
 
 from controller.config import Settings
-from controller.context import ControllerContext
-from controller.replay import read_events
-from controller.simulator import Simulator
+from controller.replay import replay
 from streaming.shadow import Reader
 from streaming.shadow_model import ShadowModel
 
@@ -103,90 +101,12 @@ class ShadowRecording:
         return lines
 
 
-def divergences(events: Path) -> list[dict[str, Any]]:
-    """Replays `events` one at a time through the core and compares kcsim's state with
-    each event's `observed` as the `divergences` table does: leader, leader_epoch, the ISR
-    as a set, partition_epoch, the stored controller_epoch, replicas in order, and
-    partitions one side has and the other has not (within the event's scope: the partition
-    it names, else its topic). Rejected events carrying `observed`
-    are `event` rows."""
-    simulator = Simulator(Settings.load(None, ()))
-    rows: list[dict[str, Any]] = []
-    for raw in read_events(events):
-        output = simulator.apply([raw])
-        event = json.loads(raw.raw)
-        observed = event.get("observed")
-        if observed is None:
-            continue
-        head = {k: event.get(k) for k in ("event_id", "seq", "type")}
-        if output.appends.get("rejected_events"):
-            reason = output.appends["rejected_events"][0]["reason"]
-            rows.append(head | {"field": "event", "observed": observed, "simulated": reason})
-            continue
-        context = simulator.context(event.get("cluster", "default"))
-        scope = (event.get("topic"), event.get("partition"))
-        rows += [head | row for row in _compare(context, observed, *scope)]
-    return rows
-
-
-def _compare(
-    context: ControllerContext, observed: dict[str, Any], topic: str | None, partition: int | None
-) -> list[dict[str, Any]]:
-    rows = []
-    listed: set[tuple[str, int]] = set()
-    for entry in observed["partitions"]:
-        tp = (entry["topic"], entry["partition"])
-        listed.add(tp)
-        info = context.topics.get(tp[0])
-        record = None if info is None else info.partitions.get(tp[1])
-        where = {"topic": tp[0], "partition": tp[1]}
-        if record is None:
-            rows.append(where | {"field": "partition", "observed": entry, "simulated": None})
-            continue
-        mine = _simulated(record)
-        for name in ("leader", "leader_epoch", "isr", "partition_epoch", "controller_epoch"):
-            seen = entry.get(name)
-            if seen is None and name in ("partition_epoch", "controller_epoch"):
-                continue
-            theirs, ours = seen, mine[name]
-            same = (
-                theirs == ours if name != "isr" else ours is not None and set(theirs) == set(ours)
-            )
-            if not same:
-                rows.append(where | {"field": name, "observed": theirs, "simulated": ours})
-        if "replicas" in entry and entry["replicas"] != mine["replicas"]:
-            rows.append(
-                where
-                | {
-                    "field": "replicas",
-                    "observed": entry["replicas"],
-                    "simulated": mine["replicas"],
-                }
-            )
-    info = None if topic is None else context.topics.get(topic)
-    if info is not None and (not observed["partitions"] or any(t == topic for t, _ in listed)):
-        # the event's scope: its partition when it names one, else its whole topic
-        scope = (
-            info.partitions.keys() if partition is None else {partition} & info.partitions.keys()
-        )
-        for number in sorted(scope - {p for t, p in listed if t == topic}):
-            rows.append(
-                {"topic": topic, "partition": number, "field": "partition", "observed": None}
-                | {"simulated": _simulated(info.partitions[number])}
-            )
-    return rows
-
-
-def _simulated(record: Any) -> dict[str, Any]:
-    lead = record.leadership
-    return {
-        "leader": -1 if lead is None else lead.leader,
-        "leader_epoch": None if lead is None else lead.leader_epoch,
-        "isr": None if lead is None else list(lead.isr),
-        "partition_epoch": None if lead is None else lead.partition_epoch,
-        "controller_epoch": None if lead is None else lead.stored_controller_epoch,
-        "replicas": list(record.assignment.replicas),
-    }
+def divergences(events: Path, out: Path | None = None) -> list[dict[str, Any]]:
+    """`kcsim replay` of `events` (the core, in process): the `divergences` table's rows."""
+    out = out or events.parent / "tables"
+    replay(Settings.load(None, ()), events, out)
+    text = (out / "divergences.jsonl").read_text()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def explain(rows: list[dict[str, Any]], events: list[dict[str, Any]]) -> str:

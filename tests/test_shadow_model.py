@@ -416,3 +416,16 @@ def test_garbage_znode_becomes_a_line_kcsim_rejects():
     [event] = model.flush()
     assert event["type"] == "broker_startup" and "broker" not in event
     assert event["znode_data"] == "garbage{" and event["znode"] == "/brokers/ids/7"
+
+
+def test_writes_read_before_the_new_controller_belong_to_it():
+    """SPEC §7.2: the old controller's broker vanished with it; state writes read before the
+    new /controller are the new controller's (a dead controller writes nothing): one
+    failover with failed_brokers, observing them."""
+    model = started(topics=T, states=S, controller=2)
+    model.apply([Change(0x730, "broker", 2), Change(0x730, "controller", None, None)])
+    model.apply([Change(0x733, "state", ("t", 1), state(3, 1, [3], 1, 2))])
+    model.apply([Change(0x731, "controller", None, Controller(1, 2, -1))])
+    [failover] = model.flush()
+    assert (failover["type"], failover["failed_brokers"]) == ("controller_failover", [2])
+    assert observed(failover)["t", 1]["leader"] == 3
