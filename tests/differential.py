@@ -40,16 +40,16 @@ class ShadowRecording:
     def __init__(self, zk: ZkCluster, out: Path) -> None:
         self.zk = zk
         self.out = out
-        self.process: subprocess.Popen[str] | None = None
+        self.process: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> ShadowRecording:
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         command = [sys.executable, "-m", "streaming.cli", "shadow", "--zookeeper"]
         command += [self.zk.zookeeper, "--out", f"file:{self.out}", "--cluster", CLUSTER]
         command += ["--settle-ms", str(SETTLE_MS)]
-        self.process = subprocess.Popen(
-            command, env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True
-        )
+        # stderr to a file: a pipe nobody reads would block the shadow once full
+        self.stderr = (self.out.parent / "shadow.stderr").open("w")
+        self.process = subprocess.Popen(command, env=env, cwd=ROOT, stderr=self.stderr)
         self.wait_caught_up()
         return self
 
@@ -62,37 +62,66 @@ class ShadowRecording:
         self.stop()
 
     def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
+        if self.process is None:
             return
-        self.process.send_signal(signal.SIGINT)  # flushes what is pending, then exits
-        self.process.wait(timeout=30)
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)  # flushes what is pending, then exits
+            self.process.wait(timeout=30)
+        self.stderr.close()
+
+    def log(self) -> str:
+        return (self.out.parent / "shadow.stderr").read_text()
 
     @property
     def state_path(self) -> Path:
         return self.out / f".shadow-state-{CLUSTER}.json"
 
-    def caught_up(self) -> bool:
-        """The shadow's saved view (written after each flush, so nothing of it is pending)
-        equals ZooKeeper's present brokers, topics, partition states, deletions and
-        controller."""
+    def lag(self) -> list[str]:
+        """What ZooKeeper holds now and the shadow's saved view (written after each flush,
+        so nothing of it is pending) does not: brokers, topics, partition states,
+        deletions, controller. Empty: the shadow has caught up."""
         assert self.process is not None
         if self.process.poll() is not None:
-            raise AssertionError(f"kcsim shadow exited: {self.process.stderr.read()}")
+            raise AssertionError(f"kcsim shadow exited: {self.log()}")
         try:
             saved = ShadowModel.from_json(json.loads(self.state_path.read_text()))
         except (FileNotFoundError, ValueError):
-            return False
+            return ["no saved state yet"]
         snap = Reader(self.zk.client, None).snapshot()
-        return (
-            saved.brokers == snap.brokers
-            and saved.topics == {t: info for t, (info, _) in snap.topics.items()}
-            and saved.states == {tp: state for tp, (state, _) in snap.states.items()}
-            and saved.deleting == set(snap.deletes)
-            and saved.controller == (snap.controller[0] if snap.controller else None)
-        )
+        lag = [
+            f"broker {b}"
+            for b in saved.brokers.keys() | snap.brokers.keys()
+            if saved.brokers.get(b) != snap.brokers.get(b)
+        ]
+        topics = {t: info for t, (info, _) in snap.topics.items()}
+        lag += [
+            f"topic {t}"
+            for t in saved.topics.keys() | topics.keys()
+            if saved.topics.get(t) != topics.get(t)
+        ]
+        states = {tp: state for tp, (state, _) in snap.states.items()}
+        lag += [
+            f"state {tp}: {saved.states.get(tp)} != {states.get(tp)}"
+            for tp in saved.states.keys() | states.keys()
+            if saved.states.get(tp) != states.get(tp)
+        ]
+        if saved.deleting != set(snap.deletes):
+            lag.append(f"deletions {saved.deleting} != {set(snap.deletes)}")
+        if saved.controller != (snap.controller[0] if snap.controller else None):
+            lag.append(f"controller {saved.controller}")
+        return lag
 
     def wait_caught_up(self, timeout_s: float = 60.0) -> None:
-        wait_for(self.caught_up, "the shadow to have written ZooKeeper's present state", timeout_s)
+        lag: list[str] = []
+
+        def caught_up() -> bool:
+            lag[:] = self.lag()
+            return not lag
+
+        try:
+            wait_for(caught_up, "the shadow to have written ZooKeeper's present state", timeout_s)
+        except AssertionError as error:
+            raise AssertionError(f"{error}; behind on {lag}") from None
 
     def events(self) -> list[dict[str, Any]]:
         lines: list[dict[str, Any]] = []
@@ -137,8 +166,8 @@ def assignment_of(zk: ZkCluster, topic: str) -> dict[int, list[int]]:
 
 
 def wait_settled(zk: ZkCluster, topics: list[str], timeout_s: float = 60.0) -> None:
-    """Every partition of `topics` led by a live broker (if one of its replicas is live)
-    with every live replica back in its ISR: a restart's catch-up is done."""
+    """Every partition of `topics` with a live ISR member led by a live broker, with every
+    live replica back in its ISR: elections and a restart's catch-up are done."""
 
     def settled() -> bool:
         live = zk.registered()
@@ -148,7 +177,9 @@ def wait_settled(zk: ZkCluster, topics: list[str], timeout_s: float = 60.0) -> N
                 if state is None:
                     return False
                 up = [b for b in replicas if b in live]
-                if up and (state.leader not in live or not set(up) <= set(state.isr)):
+                if not set(state.isr) & live:
+                    continue  # only dead brokers in the ISR: offline until one is back
+                if state.leader not in live or not set(up) <= set(state.isr):
                     return False
         return True
 
