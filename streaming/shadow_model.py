@@ -514,11 +514,13 @@ class ShadowModel:
             cause = _Pending(zxid, events, "deletion_done", topic=topic, deleted_topic=topic)
             self._pending.append(cause)
             return
-        # nothing left to answer: the completion shows on the answers if still pending
+        # nothing left to answer: the completion shows on the answers if still pending;
+        # else an empty cause, so that the flush saves the shadow's view without the topic
         for cause in reversed(self._pending):
             if cause.kind == "deletion_answers" and cause.topic == topic:
                 cause.deleted_topic = topic
-                break
+                return
+        self._pending.append(_Pending(zxid, [], "deletion_done", topic=topic))
 
     def _on_state(self, change: Change) -> None:
         tp, new = change.key, change.value

@@ -331,19 +331,20 @@ class Chaos:
     def step(self) -> None:
         ops = self.choices()
         name = self.rng.choices([o for o, _ in ops], weights=[w for _, w in ops])[0]
-        getattr(self, name)()
-        self.done.append(name)
-        self.shadow.wait_caught_up()
+        if getattr(self, name)():  # False: nothing to do in the cluster's present state
+            self.done.append(name)
+            self.shadow.wait_caught_up()
 
-    def create(self) -> None:
+    def create(self) -> bool:
         topic = unique_topic("chaos")
         count = self.rng.randint(1, 3)
         assignment = {p: self.replicas(self.rng.randint(1, 3)) for p in range(count)}
         write_topic_znode(self.zk, topic, assignment)  # SPEC §10.3
         self.topics.append(topic)
         wait_settled(self.zk, self.topics)
+        return True
 
-    def add(self) -> None:
+    def add(self) -> bool:
         """PartitionModifications (SPEC §10.2): the topic znode with partitions added, as
         AdminZkClient.addPartitions writes it."""
         topic = self.rng.choice(self.topics)
@@ -351,7 +352,7 @@ class Chaos:
         data, stat = self.zk.client.get(path)
         znode = json.loads(data)
         if znode.get("adding_replicas"):
-            return
+            return False
         first = len(znode["partitions"])
         added = {str(first + i): self.replicas(self.rng.randint(1, 3)) for i in range(2)}
         znode["partitions"].update(added)
@@ -359,12 +360,14 @@ class Chaos:
         for p in added:
             self.zk.wait_partition_state(topic, int(p), lambda _: True, "created")
         wait_settled(self.zk, self.topics)
+        return True
 
-    def delete(self) -> None:
+    def delete(self) -> bool:
         topic = self.topics.pop(self.rng.randrange(len(self.topics)))
         delete_topics(self.zk, [topic])  # SPEC §15, every broker up
+        return True
 
-    def elect(self) -> None:
+    def elect(self) -> bool:
         """A preferred election (SPEC §12.1) of the partitions not led by a live first
         replica that is in their ISR."""
         live = set(self.live())
@@ -376,7 +379,7 @@ class Chaos:
                 if state and state.leader != first and first in live and first in state.isr:
                     wanted.setdefault(topic, []).append(p)
         if not wanted:
-            return
+            return False
         self.client.elect_leaders(PREFERRED, wanted)
         for topic, partitions in wanted.items():
             first_of = assignment_of(self.zk, topic)
@@ -384,8 +387,9 @@ class Chaos:
                 self.zk.wait_partition_state(
                     topic, p, lambda s, f=first_of[p][0]: s.leader == f, "preferred leader"
                 )
+        return True
 
-    def reassign(self) -> None:
+    def reassign(self) -> bool:
         """A reassignment to live brokers run to completion (SPEC §14)."""
         topic = self.rng.choice(self.topics)
         current = assignment_of(self.zk, topic)
@@ -393,10 +397,10 @@ class Chaos:
         live = self.live()
         state = self.zk.partition_state(topic, p)
         if state is None or state.leader not in live:
-            return  # no leader for new replicas to catch up from
+            return False  # no leader for new replicas to catch up from
         target = self.rng.sample(live, self.rng.randint(1, len(live)))
         if target == current[p]:
-            return
+            return False
         self.client.alter_partition_reassignments({TopicPartition(topic, p): target})
 
         def done() -> bool:
@@ -405,25 +409,29 @@ class Chaos:
 
         wait_for(done, f"{topic}-{p} reassigned to {target}")
         wait_settled(self.zk, self.topics)
+        return True
 
-    def shutdown(self) -> None:
+    def shutdown(self) -> bool:
         broker = self.rng.choice(self.live())
         self.zk.shutdown(broker)  # SPEC §11 (and §7.2 when it is the controller)
         self.down.add(broker)
         wait_left(self.zk, broker, self.topics)
         self.zk.wait_controller()
+        return True
 
-    def kill(self) -> None:
+    def kill(self) -> bool:
         broker = self.rng.choice(self.live())
         self.zk.kill(broker)  # SPEC §8.3, §9.1 (and §7.2 when it is the controller)
         self.down.add(broker)
         wait_left(self.zk, broker, self.topics)
         self.zk.wait_controller()
+        return True
 
-    def start(self) -> None:
+    def start(self) -> bool:
         broker = self.down.pop()
         self.zk.start(broker)  # SPEC §8.2, then the leaders' AlterPartitions (§13.1)
         wait_settled(self.zk, self.topics)
+        return True
 
 
 @pytest.mark.slow
@@ -432,7 +440,9 @@ def test_seeded_chaos_run(zk_cluster, tmp_path):
     with ShadowRecording(zk_cluster, tmp_path / "events") as shadow:
         chaos = Chaos(zk_cluster, shadow, CHAOS_SEED)
         try:
-            while len(chaos.done) < CHAOS_OPERATIONS:
+            for _ in range(4 * CHAOS_OPERATIONS):
+                if len(chaos.done) == CHAOS_OPERATIONS:
+                    break
                 chaos.step()
         finally:
             chaos.client.close()
@@ -441,5 +451,6 @@ def test_seeded_chaos_run(zk_cluster, tmp_path):
             shadow.wait_caught_up()
     counts = {name: chaos.done.count(name) for name in sorted(set(chaos.done))}
     print(f"chaos: {counts} in {time.monotonic() - started:.0f} s")
+    assert len(chaos.done) == CHAOS_OPERATIONS
     assert {"kill", "shutdown", "start", "elect", "reassign", "create", "add"} <= set(counts)
     assert_no_divergences(shadow)
