@@ -471,7 +471,9 @@ class Shadow:
                 held_since = held_since or time.monotonic()
                 if time.monotonic() - held_since < MAX_HOLD_MS / 1000:
                     continue
-            if self.model.pending:
+            # also when changes made no event (a write no cause explains): the saved view
+            # must hold them
+            if self.model.pending or held_since is not None:
                 self._write(self.model.flush())
             held_since = None
 

@@ -491,9 +491,18 @@ class ShadowModel:
                         change.zxid, [event], "partition_reassignment", topic=topic, partition=p
                     )
                 )
-            elif new.assignment[p] != old.assignment[p]:
+            elif new.assignment[p] != old.assignment[p] and old.reassigning(p):
                 # the controller's own rewrite (a reassignment completed or was cancelled)
                 self._attach_write(change.zxid, (topic, p), self.states.get((topic, p)))
+            elif new.assignment[p] != old.assignment[p]:
+                # a reassignment adding and removing no replica (a new order): the
+                # controller writes the final assignment at once (SPEC §14.3)
+                event = _reassignment(topic, p, new.assignment[p])
+                self._pending.append(
+                    _Pending(
+                        change.zxid, [event], "partition_reassignment", topic=topic, partition=p
+                    )
+                )
 
     def _topic_gone(self, zxid: int, topic: str, old: Topic) -> None:
         del self.topics[topic]

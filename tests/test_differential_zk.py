@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import random
 import time
+from contextlib import closing
 
 import pytest
 from deltalake import DeltaTable
@@ -300,7 +301,6 @@ class Chaos:
 
     def __init__(self, zk: ZkCluster, shadow: ShadowRecording, seed: int) -> None:
         self.zk, self.shadow, self.rng = zk, shadow, random.Random(seed)
-        self.client = admin(zk)
         self.topics: list[str] = []
         self.down: set[int] = set()
         self.done: list[str] = []
@@ -380,7 +380,8 @@ class Chaos:
                     wanted.setdefault(topic, []).append(p)
         if not wanted:
             return False
-        self.client.elect_leaders(PREFERRED, wanted)
+        with closing(admin(self.zk)) as client:  # a fresh one: brokers come and go
+            client.elect_leaders(PREFERRED, wanted)
         for topic, partitions in wanted.items():
             first_of = assignment_of(self.zk, topic)
             for p in partitions:
@@ -401,7 +402,8 @@ class Chaos:
         target = self.rng.sample(live, self.rng.randint(1, len(live)))
         if target == current[p]:
             return False
-        self.client.alter_partition_reassignments({TopicPartition(topic, p): target})
+        with closing(admin(self.zk)) as client:
+            client.alter_partition_reassignments({TopicPartition(topic, p): target})
 
         def done() -> bool:
             znode = topic_znode(self.zk, topic) or {}
@@ -445,7 +447,6 @@ def test_seeded_chaos_run(zk_cluster, tmp_path):
                     break
                 chaos.step()
         finally:
-            chaos.client.close()
             zk_cluster.ensure_all_up()
             delete_topics(zk_cluster, chaos.topics)
             shadow.wait_caught_up()

@@ -429,3 +429,19 @@ def test_writes_read_before_the_new_controller_belong_to_it():
     [failover] = model.flush()
     assert (failover["type"], failover["failed_brokers"]) == ("controller_failover", [2])
     assert observed(failover)["t", 1]["leader"] == 3
+
+
+def test_a_reassignment_to_a_new_order_is_seen_on_the_topic_znode():
+    """SPEC §14.3: [1, 2] → [2, 1] adds and removes nothing: the controller writes the new
+    assignment and bumps the leader epoch at once; no adding/removing replicas show."""
+    model = started(topics={"t": topic({0: [1, 2]})}, states={("t", 0): state(1, 0, [1, 2], 0)})
+    model.apply(
+        [
+            Change(0x200, "topic", "t", topic({0: [2, 1]})),
+            Change(0x201, "state", ("t", 0), state(1, 1, [1, 2], 1)),
+        ]
+    )
+    [reassignment] = model.flush()
+    assert (reassignment["type"], reassignment["replicas"]) == ("partition_reassignment", [2, 1])
+    assert observed(reassignment)["t", 0]["leader_epoch"] == 1
+    assert model.unexplained == 0
