@@ -553,7 +553,29 @@ class ShadowModel:
             cause.writes[tp] = self._observed(tp)
             self._pending.append(cause)
             return
+        if old is not None and (joined := self._joined_unseen(tp, old, new)):
+            # A reassignment's writes read at once (a watch fires once, the read gets the
+            # latest version): phase A, the adding replicas' AlterPartition, then the
+            # completion the AlterPartition triggers (SPEC §14.3-14.4). The AlterPartition
+            # is the event kcsim needs; the completion's write is its outcome.
+            event = {"type": "isr_change", "topic": tp[0], "partition": tp[1]}
+            event["isr"] = [*old.isr, *joined]
+            cause = _Pending(change.zxid, [event], "isr_change", topic=tp[0], partition=tp[1])
+            cause.writes[tp] = self._observed(tp)
+            self._pending.append(cause)
+            return
         self._attach_write(change.zxid, tp, old)
+
+    def _joined_unseen(self, tp: TP, old: PartitionState, new: PartitionState) -> list[int]:
+        """Replicas a pending reassignment of `tp` adds that joined the ISR in writes the
+        shadow did not see (the version moved by more than one write)."""
+        if new.partition_epoch < old.partition_epoch + 2:
+            return []
+        for cause in reversed(self._pending):
+            if cause.kind == "partition_reassignment" and (cause.topic, cause.partition) == tp:
+                target = cause.events[0]["replicas"]
+                return [b for b in new.isr if b not in old.isr and b in target]
+        return []
 
     # ------------------------------------------------------------ attribution
 

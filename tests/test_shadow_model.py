@@ -445,3 +445,24 @@ def test_a_reassignment_to_a_new_order_is_seen_on_the_topic_znode():
     assert (reassignment["type"], reassignment["replicas"]) == ("partition_reassignment", [2, 1])
     assert observed(reassignment)["t", 0]["leader_epoch"] == 1
     assert model.unexplained == 0
+
+
+def test_a_reassignments_unseen_alter_partition_is_inferred():
+    """SPEC §14.3/§14.4: [1, 2] → [3, 1, 2] read once at the end (phase A, 3's
+    AlterPartition and the completion coalesced): the AlterPartition adding 3 is inferred,
+    and the final state is its outcome."""
+    model = started(topics={"t": topic({0: [1, 2]})}, states={("t", 0): state(1, 0, [1, 2], 0)})
+    moving = topic({0: [3, 1, 2]}, adding={0: [3]})
+    model.apply(
+        [
+            Change(0x200, "topic", "t", moving),
+            Change(0x203, "state", ("t", 0), state(1, 2, [1, 2, 3], 3)),
+            Change(0x204, "topic", "t", topic({0: [3, 1, 2]})),
+        ]
+    )
+    reassignment, alter = model.flush()
+    assert reassignment["type"] == "partition_reassignment"
+    assert "t" not in {r["topic"] for r in reassignment["observed"]["partitions"]}
+    assert (alter["type"], alter["isr"]) == ("isr_change", [1, 2, 3])
+    assert "partition_epoch" not in alter  # the base kcsim holds after phase A
+    assert observed(alter)["t", 0]["partition_epoch"] == 3
