@@ -235,6 +235,7 @@ class _Pending:
     # for this cause was read (None: no state znode); insertion-ordered
     writes: dict[TP, dict[str, Any] | None] = field(default_factory=dict)
     deleted_topic: str | None = None
+    inferred: bool = False  # named by a write itself (no cause was pending for it)
 
 
 @dataclass(slots=True)
@@ -495,14 +496,16 @@ class ShadowModel:
                 # the controller's own rewrite (a reassignment completed or was cancelled)
                 self._attach_write(change.zxid, (topic, p), self.states.get((topic, p)))
             elif new.assignment[p] != old.assignment[p]:
-                # a reassignment adding and removing no replica (a new order): the
-                # controller writes the final assignment at once (SPEC §14.3)
+                # a reassignment whose target was in the ISR (a new order, or replicas
+                # removed), its intermediate znode unseen: the controller elected, shrank
+                # and wrote the final assignment at once (SPEC §14.3, phase B), and those
+                # state writes, read first, were taken for causes of their own
                 event = _reassignment(topic, p, new.assignment[p])
-                self._pending.append(
-                    _Pending(
-                        change.zxid, [event], "partition_reassignment", topic=topic, partition=p
-                    )
+                cause = _Pending(
+                    change.zxid, [event], "partition_reassignment", topic=topic, partition=p
                 )
+                self._take_inferred_writes(cause, (topic, p))
+                self._pending.append(cause)
 
     def _topic_gone(self, zxid: int, topic: str, old: Topic) -> None:
         del self.topics[topic]
@@ -565,6 +568,15 @@ class ShadowModel:
             self._pending.append(cause)
             return
         self._attach_write(change.zxid, tp, old)
+
+    def _take_inferred_writes(self, cause: _Pending, tp: TP) -> None:
+        for other in list(self._pending):
+            if other.inferred and tp in other.writes:
+                cause.writes[tp] = other.writes.pop(tp)
+                if not other.writes:
+                    self._pending.remove(other)
+        if tp in self.states:
+            cause.writes[tp] = self._observed(tp)
 
     def _joined_unseen(self, tp: TP, old: PartitionState, new: PartitionState) -> list[int]:
         """Replicas a pending reassignment of `tp` adds that joined the ISR in writes the
@@ -641,12 +653,14 @@ class ShadowModel:
             event = {"type": "controlled_shutdown", "broker": dropped[0]}
             epoch = self.brokers[dropped[0]].epoch
             event["broker_epoch"] = epoch
-            return _Pending(zxid, [event], "controlled_shutdown", frozenset({dropped[0]}))
+            return _Pending(
+                zxid, [event], "controlled_shutdown", frozenset({dropped[0]}), inferred=True
+            )
         election = self._election_kind(tp, old, new)
         if election is None:
             return None
         event = {"type": "leader_election", "election": election, "partitions": []}
-        return _Pending(zxid, [event], "leader_election")
+        return _Pending(zxid, [event], "leader_election", inferred=True)
 
     def _election_kind(
         self, tp: TP, old: PartitionState | None, new: PartitionState | None

@@ -466,3 +466,19 @@ def test_a_reassignments_unseen_alter_partition_is_inferred():
     assert (alter["type"], alter["isr"]) == ("isr_change", [1, 2, 3])
     assert "partition_epoch" not in alter  # the base kcsim holds after phase A
     assert observed(alter)["t", 0]["partition_epoch"] == 3
+
+
+def test_a_reassignment_read_only_at_its_end_takes_its_state_writes():
+    """SPEC §14.3 phase B: [2, 1] → [1] (1 in the ISR) elects 1 and drops 2 before the
+    topic znode's final write; read in that order, the state write first looked like a
+    controlled shutdown of 2. It is the reassignment's."""
+    model = started(topics={"t": topic({0: [2, 1]})}, states={("t", 0): state(2, 0, [2, 1], 0)})
+    model.apply(
+        [
+            Change(0x200, "state", ("t", 0), state(1, 2, [1], 2)),
+            Change(0x201, "topic", "t", topic({0: [1]})),
+        ]
+    )
+    [reassignment] = model.flush()
+    assert (reassignment["type"], reassignment["replicas"]) == ("partition_reassignment", [1])
+    assert observed(reassignment)["t", 0]["isr"] == [1]
