@@ -420,6 +420,14 @@ class ShadowModel:
             self._pending.pop()
             event["failed_brokers"] = sorted(last.brokers)
             writes = last.writes
+        # Writes stamped with the new controller's epoch are its own, whatever cause they
+        # were read under before its /controller was read.
+        for other in list(self._pending):
+            for tp, row in list(other.writes.items()):
+                if row is not None and row["controller_epoch"] >= new.epoch:
+                    writes[tp] = other.writes.pop(tp)
+            if other.inferred and not other.writes:
+                self._pending.remove(other)
         cause = _Pending(change.zxid, [event], "controller_failover", writes=writes)
         self._pending.append(cause)
 

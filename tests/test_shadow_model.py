@@ -482,3 +482,16 @@ def test_a_reassignment_read_only_at_its_end_takes_its_state_writes():
     [reassignment] = model.flush()
     assert (reassignment["type"], reassignment["replicas"]) == ("partition_reassignment", [1])
     assert observed(reassignment)["t", 0]["isr"] == [1]
+
+
+def test_writes_with_the_new_controllers_epoch_are_its_own():
+    """SPEC §7.2: a write stamped with controller epoch 2 cannot be the epoch-1
+    controller's handling of an earlier cause: it belongs to the failover that won epoch 2,
+    even when read before the new /controller."""
+    model = started(topics=T, states=S, controller=1)
+    model.apply([Change(0x300, "broker", 3)])
+    model.apply([Change(0x305, "state", ("t", 2), state(1, 1, [1], 1, 2))])
+    model.apply([Change(0x302, "controller", None, Controller(2, 2, -1))])
+    failure, failover = model.flush()
+    assert failure["type"] == "broker_failure" and failure["observed"]["partitions"] == []
+    assert observed(failover)["t", 2]["controller_epoch"] == 2
