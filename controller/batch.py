@@ -197,6 +197,7 @@ class RequestBatch:
             if delivered and deleting:
                 self.deletion_deliveries.append((broker, deleting))
         self._stop_replica.clear()
+        journal.check_deliveries(context.registered_broker_set())  # as at send time
 
 
 __all__ = [

@@ -87,6 +87,11 @@ class ControllerContext:
         self.dirty_replicas: set[tuple[TopicPartition, int]] = set()
         self.dirty_brokers: set[int] = set()
         self.dirty_topics: set[str] = set()
+        # partitions and topics changed by the event being applied (the dirty sets above
+        # gather a whole batch): the health counters and invariant checks take them after
+        # each event (controller.health) and clear them
+        self.event_partitions: set[TopicPartition] = set()
+        self.event_topics: set[str] = set()
 
     def clear_dirty(self) -> None:
         """Every changed row has been output (or the context was just loaded)."""
@@ -94,6 +99,8 @@ class ControllerContext:
         self.dirty_replicas.clear()
         self.dirty_brokers.clear()
         self.dirty_topics.clear()
+        self.event_partitions.clear()
+        self.event_topics.clear()
 
     # ---- brokers -------------------------------------------------------------------------
 
@@ -189,6 +196,7 @@ class ControllerContext:
         self.topics[name] = topic
         self._topics_by_normalized.setdefault(_normalized(name), {})[name] = None
         self.dirty_topics.add(name)
+        self.event_topics.add(name)
         return topic
 
     def colliding_topic(self, name: str) -> str | None:
@@ -202,6 +210,7 @@ class ControllerContext:
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         self.topics[name].configs = dict(configs)
         self.dirty_topics.add(name)
+        self.event_topics.add(name)
 
     def add_partition(self, tp: TopicPartition, assignment: ReplicaAssignment) -> Partition:
         record = Partition(tp, ReplicaAssignment(()))
@@ -225,11 +234,13 @@ class ControllerContext:
                 self._unindex_replica(record.tp, broker)
             self._new_or_offline.discard(record.tp)
             self.dirty_partitions.add(record.tp)
+            self.event_partitions.add(record.tp)
             for broker in record.replica_states:
                 self.dirty_replicas.add((record.tp, broker))
         self.topics_to_be_deleted.discard(name)
         self.topics_with_deletion_started.discard(name)
         self.dirty_topics.add(name)
+        self.event_topics.add(name)
 
     def set_assignment(self, record: Partition, assignment: ReplicaAssignment) -> None:
         old = record.assignment.replicas
@@ -277,6 +288,7 @@ class ControllerContext:
     def _touch(self, record: Partition) -> None:
         record.last_event_id = self.event_id
         self.dirty_partitions.add(record.tp)
+        self.event_partitions.add(record.tp)
 
     def set_replica_state(self, record: Partition, broker: int, state: ReplicaState) -> None:
         record.replica_states[broker] = state

@@ -7,8 +7,11 @@ answers to requests that events carry. Rows are plain dicts in `schemas.tables` 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import compress
 from typing import Any
 
+from controller import invariants
+from controller.invariants import Violation
 from controller.model import LeaderAndIsr, TopicPartition
 from controller.request_log import RequestLog
 
@@ -26,6 +29,9 @@ class Journal:
         self.requests = RequestLog()
         self.state_changes: list[Row] = []
         self.results: list[Row] = []
+        self.violations: list[Violation] = []  # the event's, until the runner takes them
+        # (recipients, delivered flags, type) of each body sent since the last delivery check
+        self._sent: list[tuple[Sequence[int], Sequence[bool], str]] = []
 
     def begin(self, event_id: str, seq: int, ts: int | None) -> None:
         self.event_id = event_id
@@ -38,6 +44,18 @@ class Journal:
         drained = (self.requests, self.state_changes, self.results)
         self.requests, self.state_changes, self.results = RequestLog(), [], []
         return drained
+
+    def check_deliveries(self, registered: frozenset[int]) -> None:
+        """The invariant "no request is delivered to a dead broker", on the requests sent
+        since the last check: `registered` is the brokers with a registration at send
+        time; a violation for each delivered request to another."""
+        sent = self._sent
+        for brokers, delivered, request_type in sent:
+            if not registered.issuperset(compress(brokers, delivered)):  # (in C)
+                for broker in compress(brokers, delivered):
+                    if broker not in registered:
+                        self.violations.append(invariants.delivered_to_dead(broker, request_type))
+        sent.clear()
 
     def request(
         self,
@@ -85,6 +103,7 @@ class Journal:
             self.ts,
         )
         self.requests.add(shared, self.request_seq + 1, brokers, delivered)
+        self._sent.append((brokers, delivered, request_type))
         self.request_seq += len(brokers)
         self.payload += 1
 

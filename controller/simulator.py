@@ -11,10 +11,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from controller import divergence, snapshot
+from controller import divergence, invariants, snapshot
 from controller.config import Settings
 from controller.context import ControllerContext
 from controller.events import ControllerFailover, Event, Header, ObservedEvent, Rejection
+from controller.health import HealthTracker
 from controller.journal import Journal
 from controller.kafka_controller import EventRejected, KafkaController
 from controller.memory import cyclic_gc_paused
@@ -60,9 +61,10 @@ class Simulator:
         tables = {name: list(rows) for name, rows in tables.items()}
         simulator = cls(settings)
         names = {row["cluster"] for row in tables.get("clusters", ())}
+        unclean = _unclean_elections(tables.get("health", ()))
         for cluster in sorted(names):
             context = snapshot.load(cluster, tables)
-            runner = ClusterRunner(context, settings)
+            runner = ClusterRunner(context, settings, unclean.get(cluster, 0))
             runner.mark_stored()
             runner.seen_event_ids.update(
                 row["event_id"]
@@ -144,14 +146,19 @@ def rejection_row(rejection: Rejection) -> Row:
 class ClusterRunner:
     """One cluster: ordering and duplicate checks, the controller, and its output."""
 
-    def __init__(self, context: ControllerContext, settings: Settings) -> None:
+    def __init__(
+        self, context: ControllerContext, settings: Settings, unclean_elections: int = 0
+    ) -> None:
         self.context = context
         self.settings = settings
         self.journal = Journal(context.cluster)
         self.controller = KafkaController(context, self.journal, settings)
+        self.health = HealthTracker(context, unclean_elections)
         self.seen_event_ids: set[str] = set()
         self._applied: list[Row] = []
         self._divergences: list[Row] = []
+        self._health_rows: list[Row] = []
+        self._violations: list[Row] = []
         # each queued topic's `deletion` column as last output: a failover recomputes the
         # deletion sets without marking topics dirty, so drain compares against this
         self._deletion_status = _deletion_statuses(context)
@@ -189,15 +196,20 @@ class ClusterRunner:
         except EventRejected as error:
             return _reject(cluster, header, str(error))
         context.event_id = event_id
-        self.journal.begin(event_id, seq, header.ts)
+        journal = self.journal
+        journal.begin(event_id, seq, header.ts)
+        state_changes = len(journal.state_changes)
+        body = event.body
+        failover = isinstance(body, ControllerFailover)
         try:
-            if isinstance(event.body, ControllerFailover):
-                self._failover(event.body)
+            if isinstance(body, ControllerFailover):
+                self._failover(body)
             else:
-                self.controller.apply(event.body)
+                self.controller.apply(body)
         except EventRejected as error:
             return _reject(cluster, header, str(error))
         context = self.context  # a failover replaces it
+        self._check(context, header, event_id, seq, failover, state_changes)
         context.last_seq = seq
         context.last_event_id = event_id
         self.seen_event_ids.add(event_id)
@@ -223,6 +235,45 @@ class ClusterRunner:
             )
         return None
 
+    def _check(
+        self,
+        context: ControllerContext,
+        header: Header,
+        event_id: str,
+        seq: int,
+        failover: bool,
+        state_changes: int,
+    ) -> None:
+        """The event's `health` row and `violations` rows: kcsim's state where the event
+        changed it, the requests it sent, and its `observed` states."""
+        journal = self.journal
+        health = self.health
+        leader_changes, found = health.resync(context) if failover else health.update(context)
+        if len(journal.state_changes) > state_changes:
+            health.unclean_elections += sum(
+                1 for row in journal.state_changes[state_changes:] if row["unclean"]
+            )
+        if journal.violations:
+            found.extend(journal.violations)
+            journal.violations.clear()
+        if header.observed is not None:
+            found.extend(health.check_observed(header.observed))
+        if found:
+            self._violations.extend(
+                invariants.rows(context.cluster, event_id, seq, header.ts, found)
+            )
+        self._health_rows.append(
+            health.row(
+                context.cluster,
+                event_id,
+                seq,
+                header.ts,
+                len(context.live_broker_set()),
+                leader_changes,
+                journal.request_seq,
+            )
+        )
+
     def _failover(self, body: ControllerFailover) -> None:
         """The new controller knows only what is stored (SPEC §7.2)."""
         fresh = snapshot.reload_for_failover(self.context)
@@ -241,6 +292,10 @@ class ClusterRunner:
         self._applied = []
         output.appends["divergences"].extend(self._divergences)
         self._divergences = []
+        output.appends["health"].extend(self._health_rows)
+        self._health_rows = []
+        output.appends["violations"].extend(self._violations)
+        self._violations = []
 
         for tp in sorted(context.dirty_partitions):
             record = context.partition(tp)
@@ -293,6 +348,17 @@ def _reject(cluster: str, header: Header, reason: str) -> Rejection:
     if header.observed is not None:
         observed = ObservedEvent(header.event_id, header.seq, header.ts, header.observed)
     return Rejection(cluster, header.raw, reason, header.source, observed)
+
+
+def _unclean_elections(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Each cluster's unclean elections so far: its last `health` row's count (the one
+    health figure the state tables cannot give)."""
+    last: dict[str, tuple[int, int]] = {}
+    for row in rows:
+        seen = last.get(row["cluster"])
+        if seen is None or row["seq"] > seen[0]:
+            last[row["cluster"]] = (row["seq"], row["unclean_elections"])
+    return {cluster: count for cluster, (_, count) in last.items()}
 
 
 def _deletion_statuses(context: ControllerContext) -> dict[str, str | None]:

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from schemas.types import BOOLEAN, INT, INT_LIST, LONG, STRING, ArrayOf, DataType, MapOf, StructOf
+from schemas.types import (
+    BOOLEAN,
+    DOUBLE,
+    INT,
+    INT_LIST,
+    LONG,
+    STRING,
+    ArrayOf,
+    DataType,
+    MapOf,
+    StructOf,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +229,41 @@ DIVERGENCES = _table(
     ("observed", STRING),
     ("simulated", STRING),
 )
+# The invariants Kafka's controller keeps, broken by kcsim's state after an event
+# (`simulated`: a bug) or by an event's `observed` state (controller.invariants).
+VIOLATIONS = _table(
+    "violations",
+    (),
+    ("cluster", STRING),
+    ("event_id", STRING),
+    ("seq", LONG),
+    ("ts", LONG),
+    ("source", STRING),
+    ("invariant", STRING),
+    ("topic", STRING),
+    ("partition", INT),
+    ("broker", INT),
+    ("detail", STRING),
+)
+# The cluster's vital signs after every event (controller.health).
+HEALTH = _table(
+    "health",
+    (),
+    ("cluster", STRING),
+    ("event_id", STRING),
+    ("seq", LONG),
+    ("ts", LONG),
+    ("partitions", INT),
+    ("offline", INT),
+    ("under_replicated", INT),
+    ("at_min_isr", INT),
+    ("not_preferred", INT),
+    ("max_broker_imbalance", DOUBLE),
+    ("live_brokers", INT),
+    ("unclean_elections", LONG),
+    ("leader_changes", INT),
+    ("requests", INT),
+)
 
 STATE_TABLES: tuple[Table, ...] = (PARTITION_STATE, REPLICA_STATE, BROKERS, TOPICS, CLUSTERS)
 APPEND_TABLES: tuple[Table, ...] = (
@@ -228,5 +274,7 @@ APPEND_TABLES: tuple[Table, ...] = (
     REJECTED_EVENTS,
     APPLIED_EVENTS,
     DIVERGENCES,
+    VIOLATIONS,
+    HEALTH,
 )
 TABLES: dict[str, Table] = {t.name: t for t in STATE_TABLES + APPEND_TABLES}

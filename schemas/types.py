@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class Scalar:
-    name: str  # "string" | "int" | "long" | "boolean"
+    name: str  # "string" | "int" | "long" | "boolean" | "double"
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,4 +32,5 @@ STRING = Scalar("string")
 INT = Scalar("int")
 LONG = Scalar("long")
 BOOLEAN = Scalar("boolean")
+DOUBLE = Scalar("double")
 INT_LIST = ArrayOf(INT)

@@ -52,6 +52,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
@@ -65,6 +66,7 @@ from controller.memory import cyclic_gc_paused
 from controller.replay import is_event_file, split_lines
 from controller.simulator import BatchOutput, RawEvent, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES
+from streaming.kafka_security import KafkaClientConfig
 from streaming.lake import RESTORE_TABLES, Lake
 from streaming.sink import KafkaSink
 
@@ -110,6 +112,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--sink", metavar="kafka:HOST:PORT/TOPIC", help="also produce requests to Kafka"
     )
     parser.add_argument(
+        "--kafka-config",
+        type=Path,
+        metavar="FILE",
+        help="Kafka client properties for the source and sink (security.protocol, sasl.*, "
+        "ssl.*), passed to Spark as kafka.* options",
+    )
+    parser.add_argument(
         "--fleet", action="store_true", help="apply clusters in parallel on executors"
     )
     parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
@@ -124,6 +133,8 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"kcsim run: {error}", file=sys.stderr)
         return 2
+    from pyspark.errors import StreamingQueryException
+
     from streaming.session import build_session
 
     spark = build_session(
@@ -131,8 +142,25 @@ def main(args: argparse.Namespace) -> int:
     )
     try:
         return run(spark, options)
+    except StreamingQueryException as error:
+        print(f"kcsim run: the query failed: {query_failure(error)}", file=sys.stderr)
+        return 1
     finally:
         spark.stop()
+
+
+def query_failure(error: Exception) -> str:
+    """The first line of a failed query's cause, with what an authentication failure
+    means for kcsim (Spark's text holds the Kafka client's exception, never its config)."""
+    text = str(error)
+    if "SaslAuthenticationException" in text or "Authentication failed" in text:
+        return (
+            "Kafka refused the SASL credentials (authentication failed: check the user and "
+            "password of --kafka-config)"
+        )
+    if "SSLHandshakeException" in text:
+        return "the TLS handshake with Kafka failed (check --kafka-config's ssl.* settings)"
+    return text.strip().splitlines()[0] if text.strip() else type(error).__name__
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +178,7 @@ class Options:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
+        client = KafkaClientConfig.load(getattr(args, "kafka_config", None))
         kind, _, where = args.source.partition(":")
         source: FileSource | KafkaSource
         if kind == "file" and where:
@@ -157,7 +186,7 @@ class Options:
         elif kind == "kafka":
             bootstrap, topic = parse_endpoint(where)
             source = KafkaSource(
-                bootstrap, topic, args.starting_offsets, args.max_offsets_per_trigger
+                bootstrap, topic, args.starting_offsets, args.max_offsets_per_trigger, client
             )
         else:
             raise ValueError(
@@ -168,7 +197,7 @@ class Options:
             kind, _, where = args.sink.partition(":")
             if kind != "kafka":
                 raise ValueError(f"--sink expects kafka:HOST:PORT/TOPIC, got {args.sink!r}")
-            sink = KafkaSink(*parse_endpoint(where))
+            sink = KafkaSink(*parse_endpoint(where), client)
         conf: dict[str, str] = {}
         for item in args.conf:
             key, sep, value = item.partition("=")
@@ -411,11 +440,13 @@ class KafkaSource:
     topic: str
     starting_offsets: str = "earliest"
     max_offsets_per_trigger: int | None = None
+    client: KafkaClientConfig = field(default_factory=KafkaClientConfig)
 
     def stream(self, spark: SparkSession) -> DataFrame:
         reader = (
             spark.readStream.format("kafka")
             .option("kafka.bootstrap.servers", self.bootstrap)
+            .options(**self.client.spark_options())
             .option("subscribe", self.topic)
             .option("startingOffsets", self.starting_offsets)
         )

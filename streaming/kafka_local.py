@@ -8,6 +8,13 @@ only, on free ports. Everything lives under the data directory: server.propertie
 the log dirs, kafka.log (the JVM's output), kafka.pid and bootstrap.txt. The broker
 runs in its own process group, detached from the caller, so `start` returns while it
 keeps running and `stop` (from any process) ends it through the pid file.
+
+With `--sasl-scram FILE` (a file holding `USER:PASSWORD`) the client listener is
+SASL_PLAINTEXT with SCRAM-SHA-256: the user's credential is written into the metadata log
+when the directory is formatted (`kafka-storage format --add-scram`), the broker uses it
+for its own inter-broker connection, and `DIR/client.properties` (mode 0600) is the client
+properties file the other commands take as `--kafka-config`. The password goes through
+files only (the format command's arguments are a JVM @argfile), never a command line.
 """
 
 from __future__ import annotations
@@ -16,11 +23,14 @@ import argparse
 import base64
 import contextlib
 import fcntl
+import os
 import subprocess
 import sys
 import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from streaming import zk_cluster
 from streaming.jars import JarsMissingError, kafka_libs_dir
@@ -42,6 +52,7 @@ HEAP = "-Xmx512m"
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 30.0
 MAIN_CLASS = "kafka.Kafka"
+SCRAM_MECHANISM = "SCRAM-SHA-256"
 
 # Everything to stdout, which the launcher sends to DIR/kafka.log.
 LOG4J2 = """\
@@ -72,16 +83,50 @@ def _ports(data_dir: Path) -> tuple[int, int]:
     return broker, controller
 
 
-def _server_properties(data_dir: Path, broker_port: int, controller_port: int) -> str:
+@dataclass(frozen=True, slots=True)
+class ScramUser:
+    """The one SCRAM user of a secured broker; `repr` hides the password."""
+
+    username: str
+    password: str = field(repr=False)
+
+    @classmethod
+    def read(cls, path: Path) -> ScramUser:
+        try:
+            text = path.read_text(encoding="utf-8").strip()
+        except OSError as error:
+            raise KafkaLocalError(f"cannot read --sasl-scram {path}: {error.strerror}") from None
+        username, sep, password = text.partition(":")
+        if not sep or not username or not password or "\n" in text:
+            raise KafkaLocalError(f"--sasl-scram {path} must hold one line USER:PASSWORD")
+        for name, value in (("user", username), ("password", password)):
+            # kafka-storage's [name=...,password=...] syntax and JAAS quoting
+            if any(c in value for c in ',[]="\\'):
+                raise KafkaLocalError(
+                    f'--sasl-scram {path}: the {name} may not hold , [ ] = " or \\'
+                )
+        return cls(username, password)
+
+    def jaas(self) -> str:
+        return (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required "
+            f'username="{self.username}" password="{self.password}";'
+        )
+
+
+def _server_properties(
+    data_dir: Path, broker_port: int, controller_port: int, scram: ScramUser | None = None
+) -> str:
+    listener = "PLAINTEXT" if scram is None else "SASL_PLAINTEXT"
     props = {
         "process.roles": "broker,controller",
         "node.id": "1",
         "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
-        "listeners": f"PLAINTEXT://127.0.0.1:{broker_port},CONTROLLER://127.0.0.1:{controller_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{broker_port}",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "listeners": f"{listener}://127.0.0.1:{broker_port},CONTROLLER://127.0.0.1:{controller_port}",
+        "advertised.listeners": f"{listener}://127.0.0.1:{broker_port}",
+        "listener.security.protocol.map": f"{listener}:{listener},CONTROLLER:PLAINTEXT",
         "controller.listener.names": "CONTROLLER",
-        "inter.broker.listener.name": "PLAINTEXT",
+        "inter.broker.listener.name": listener,
         "log.dirs": str(data_dir / "data"),
         "num.partitions": "1",
         "default.replication.factor": "1",
@@ -102,6 +147,16 @@ def _server_properties(data_dir: Path, broker_port: int, controller_port: int) -
         "num.recovery.threads.per.data.dir": "1",
         "background.threads": "2",
     }
+    if scram is not None:
+        props.update(
+            {
+                "sasl.enabled.mechanisms": SCRAM_MECHANISM,
+                "sasl.mechanism.inter.broker.protocol": SCRAM_MECHANISM,
+                f"listener.name.sasl_plaintext.{SCRAM_MECHANISM.lower()}.sasl.jaas.config": (
+                    scram.jaas()
+                ),
+            }
+        )
     return "".join(f"{key}={value}\n" for key, value in props.items())
 
 
@@ -132,6 +187,8 @@ def _wait_ready(bootstrap: str, pid: int, data_dir: Path, timeout_s: float) -> N
     from kafka import KafkaAdminClient  # imported here: `stop` needs no Kafka client
     from kafka.errors import KafkaError
 
+    client_config = _client_config(data_dir)
+
     deadline = time.monotonic() + timeout_s
     last_error: Exception | None = None
     while time.monotonic() < deadline:
@@ -139,7 +196,10 @@ def _wait_ready(bootstrap: str, pid: int, data_dir: Path, timeout_s: float) -> N
             raise KafkaLocalError(f"Kafka exited during start-up; log:\n{_log_tail(data_dir)}")
         try:
             admin = KafkaAdminClient(
-                bootstrap_servers=bootstrap, request_timeout_ms=5000, client_id="kcsim-kafka-local"
+                bootstrap_servers=bootstrap,
+                request_timeout_ms=5000,
+                client_id="kcsim-kafka-local",
+                **client_config,
             )
             try:
                 # A broker shows up in metadata only once the controller has unfenced it.
@@ -156,17 +216,54 @@ def _wait_ready(bootstrap: str, pid: int, data_dir: Path, timeout_s: float) -> N
     )
 
 
-def start(data_dir: Path = DEFAULT_DIR, *, timeout_s: float = START_TIMEOUT_S) -> str:
-    """Start the broker (or find it running) and return its bootstrap address."""
+def client_properties(data_dir: Path) -> Path:
+    """The client properties file of a broker started with SCRAM (`--kafka-config`)."""
+    return data_dir.resolve() / "client.properties"
+
+
+def _client_config(data_dir: Path) -> dict[str, Any]:
+    from streaming.kafka_security import KafkaClientConfig
+
+    path = client_properties(data_dir)
+    return KafkaClientConfig.load(path if path.is_file() else None).kafka_python()
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write a file only its owner can read (it holds a password)."""
+    path.unlink(missing_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def _client_properties_text(scram: ScramUser) -> str:
+    # Java properties: the JAAS line's backslashes and quotes need no escaping, but a
+    # backslash would (ScramUser refuses them)
+    return (
+        "security.protocol=SASL_PLAINTEXT\n"
+        f"sasl.mechanism={SCRAM_MECHANISM}\n"
+        f"sasl.jaas.config={scram.jaas()}\n"
+    )
+
+
+def start(
+    data_dir: Path = DEFAULT_DIR,
+    *,
+    timeout_s: float = START_TIMEOUT_S,
+    scram: ScramUser | None = None,
+) -> str:
+    """Start the broker (or find it running) and return its bootstrap address. With
+    `scram`, clients must authenticate as that user (see `client_properties`); the
+    credential is created when the directory is first formatted."""
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     # Two concurrent starts on one directory would both format it: serialize them.
     with (data_dir / "start.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        return _start_locked(data_dir, timeout_s)
+        return _start_locked(data_dir, timeout_s, scram)
 
 
-def _start_locked(data_dir: Path, timeout_s: float) -> str:
+def _start_locked(data_dir: Path, timeout_s: float, scram: ScramUser | None) -> str:
     bootstrap_file = data_dir / "bootstrap.txt"
     pid = _read_pid(data_dir)
     running_port = read_properties(data_dir / "ports.properties").get("broker")
@@ -186,7 +283,14 @@ def _start_locked(data_dir: Path, timeout_s: float) -> str:
         f"broker={broker_port}\ncontroller={controller_port}\n"
     )
     properties = data_dir / "server.properties"
-    properties.write_text(_server_properties(data_dir, broker_port, controller_port))
+    formatted_before = (data_dir / "data" / "meta.properties").is_file()
+    if scram is None and formatted_before and client_properties(data_dir).is_file():
+        raise KafkaLocalError(f"{data_dir} holds a broker started with --sasl-scram: give it again")
+    _write_private(properties, _server_properties(data_dir, broker_port, controller_port, scram))
+    if scram is None:
+        client_properties(data_dir).unlink(missing_ok=True)
+    else:
+        _write_private(client_properties(data_dir), _client_properties_text(scram))
     log4j = data_dir / "log4j2.properties"
     log4j.write_text(LOG4J2)
     jvm = [
@@ -203,12 +307,22 @@ def _start_locked(data_dir: Path, timeout_s: float) -> str:
     ]
 
     # Format once; a later start keeps the data (meta.properties is there).
-    if not (data_dir / "data" / "meta.properties").is_file():
-        formatted = subprocess.run(
-            [*jvm, "kafka.tools.StorageTool", "format", "--ignore-formatted",
-             f"--cluster-id={_cluster_id()}", f"--config={properties}"],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
+    if not formatted_before:
+        format_args = ["kafka.tools.StorageTool", "format", "--ignore-formatted",
+                       f"--cluster-id={_cluster_id()}", f"--config={properties}"]  # fmt: skip
+        if scram is not None:
+            format_args.append(
+                f"--add-scram={SCRAM_MECHANISM}=[name={scram.username},password={scram.password}]"
+            )
+        # an @argfile (java's own): the password stays out of the process's command line
+        argfile = data_dir / "format.args"
+        _write_private(argfile, "\n".join(f'"{a}"' for a in format_args) + "\n")
+        try:
+            formatted = subprocess.run(
+                [*jvm, f"@{argfile}"], capture_output=True, text=True, check=False
+            )
+        finally:
+            argfile.unlink(missing_ok=True)
         if formatted.returncode != 0:
             raise KafkaLocalError(
                 "kafka-storage format failed:\n"
@@ -245,6 +359,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help=f"data directory (default {DEFAULT_DIR}, or {zk_cluster.DEFAULT_DIR} with --zk)",
     )
+    parser.add_argument(
+        "--sasl-scram",
+        type=Path,
+        metavar="FILE",
+        help="KRaft broker: SASL/SCRAM-SHA-256 for the user in FILE (one line USER:PASSWORD); "
+        "clients then need DIR/client.properties as --kafka-config",
+    )
     zk = parser.add_argument_group("ZooKeeper-mode cluster (Kafka 3.7.1)")
     zk.add_argument("--zk", action="store_true", help="one ZooKeeper and --brokers brokers")
     zk.add_argument("--brokers", type=int, default=zk_cluster.DEFAULT_BROKERS, metavar="N")
@@ -274,12 +395,17 @@ def main(args: argparse.Namespace) -> int:
         if _zk_mode(args):
             if args.action in ("kill", "shutdown") and args.broker is None:
                 raise KafkaLocalError(f"`{args.action}` needs --broker ID")
+            if args.sasl_scram is not None:
+                raise KafkaLocalError("--sasl-scram applies to the KRaft broker (not --zk)")
             return zk_cluster.main(args)
         if args.set_broker:
             raise KafkaLocalError("--set-broker applies to the ZooKeeper-mode cluster (--zk)")
         data_dir = args.dir or DEFAULT_DIR
         if args.action == "start":
-            bootstrap = start(data_dir)
+            scram = None if args.sasl_scram is None else ScramUser.read(args.sasl_scram)
+            bootstrap = start(data_dir, scram=scram)
+            if scram is not None:
+                print(f"clients: --kafka-config {client_properties(data_dir)}")
             print(f"Kafka (KRaft, pid file {data_dir / 'kafka.pid'}) is up; bootstrap:")
             print(bootstrap)
         else:

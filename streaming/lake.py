@@ -54,6 +54,8 @@ from streaming.spark_schemas import arrow_schema, arrow_to_rows, rows_to_arrow, 
 RESTORE_TABLES: dict[str, tuple[str, ...] | None] = {
     **{t.name: None for t in STATE_TABLES},
     "applied_events": ("cluster", "event_id", "seq"),
+    # a restart continues the unclean elections count from each cluster's last row
+    "health": ("cluster", "seq", "unclean_elections"),
 }
 PENDING_LOOKBACK = 5
 # Per-batch commits are small and frequent, so what they cost is fixed overhead, not
@@ -74,6 +76,8 @@ STATS_COLUMNS = {
     "applied_events": ("cluster", "seq", "event_id"),
     "rejected_events": ("cluster",),
     "divergences": ("cluster", "seq", "topic", "partition"),
+    "violations": ("cluster", "seq", "topic", "partition"),
+    "health": ("cluster", "seq"),
 }
 
 

@@ -46,12 +46,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from controller.config import Settings
+from controller.config import ConfigError, Settings
 from controller.context import ControllerContext
 from controller.model import ReplicaState, TopicPartition
 from controller.parse import is_unicode
 from controller.replay import positive_int, read_events
 from controller.simulator import RawEvent, Simulator
+from streaming.kafka_security import ClientFailures, KafkaClientConfig
 
 DEFAULT_CLUSTER = "default"
 RACKS = ("a", "b", "c")
@@ -559,9 +560,12 @@ class Progress:
         self._stream.flush()
 
 
-def make_producer(bootstrap: str, client_id: str = "kcsim-produce") -> Any:
+def make_producer(
+    bootstrap: str, client_id: str = "kcsim-produce", client: KafkaClientConfig | None = None
+) -> Any:
     from kafka import KafkaProducer  # imported here: the generator needs no Kafka
 
+    security = (client or KafkaClientConfig()).kafka_python()
     return KafkaProducer(
         bootstrap_servers=bootstrap,
         client_id=client_id,
@@ -571,6 +575,7 @@ def make_producer(bootstrap: str, client_id: str = "kcsim-produce") -> Any:
         retries=2**31 - 1,
         delivery_timeout_ms=120_000,
         request_timeout_ms=30_000,
+        **security,
     )
 
 
@@ -619,6 +624,12 @@ def produce(
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap", required=True, metavar="HOST:PORT")
     parser.add_argument("--topic", required=True)
+    parser.add_argument(
+        "--kafka-config",
+        type=Path,
+        metavar="FILE",
+        help="Kafka client properties (security.protocol, sasl.*, ssl.*)",
+    )
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--scenario", type=Path, metavar="FILE|DIR", help="JSON-lines events")
     source.add_argument("--chaos", action="store_true", help="seeded random faults")
@@ -663,20 +674,29 @@ def main(args: argparse.Namespace) -> int:
     from kafka.errors import KafkaError
 
     try:
-        producer = make_producer(args.bootstrap)
-    except KafkaError as error:
-        print(f"kcsim produce: cannot reach {args.bootstrap}: {error!r}", file=sys.stderr)
-        return 1
-    try:
-        stats = produce(
-            producer,
-            args.topic,
-            records,
-            Limits(args.rate, args.count, args.duration),
-            Progress(None if args.quiet else sys.stderr),
-        )
-    finally:
-        producer.close()
+        client = KafkaClientConfig.load(args.kafka_config)
+    except ConfigError as error:
+        print(f"kcsim produce: {error}", file=sys.stderr)
+        return 2
+    with ClientFailures(client) as failures:
+        try:
+            producer = make_producer(args.bootstrap, client=client)
+        except KafkaError as error:
+            print(
+                f"kcsim produce: cannot reach {args.bootstrap}: {failures.explain(error)}",
+                file=sys.stderr,
+            )
+            return 1
+        try:
+            stats = produce(
+                producer,
+                args.topic,
+                records,
+                Limits(args.rate, args.count, args.duration),
+                Progress(None if args.quiet else sys.stderr),
+            )
+        finally:
+            producer.close()
     if stats.failed:
         print(f"kcsim produce: {stats.failed} of {stats.sent} records failed", file=sys.stderr)
         return 1

@@ -31,10 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from kafka.errors import KafkaError
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import NoAuthError, NoNodeError
 from kazoo.protocol.states import ZnodeStat
 
+from controller.config import ConfigError
+from streaming.kafka_security import ClientFailures, KafkaClientConfig
 from streaming.shadow_model import (
     REGISTRATION_VERSION,
     BadZnode,
@@ -49,6 +52,7 @@ from streaming.shadow_model import (
     parse_state,
     parse_topic,
 )
+from streaming.zk_security import ZooKeeperClientConfig
 
 DEFAULT_SETTLE_MS = 500
 # Pending causes are written out at the latest after this, even if writes never pause.
@@ -80,6 +84,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--state", type=Path, help="the shadow's saved view (default: beside --out)"
     )
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument(
+        "--zookeeper-config",
+        type=Path,
+        metavar="FILE",
+        help="ZooKeeper client auth: digest, sasl.*, ssl.* (see streaming/zk_security.py)",
+    )
+    parser.add_argument(
+        "--kafka-config",
+        type=Path,
+        metavar="FILE",
+        help="Kafka client properties for --out kafka: (security.protocol, sasl.*, ssl.*)",
+    )
 
 
 # ------------------------------------------------------------------------ reading
@@ -328,19 +344,26 @@ class FileSink:
 
 
 class KafkaSink:
-    def __init__(self, bootstrap: str, topic: str, cluster: str) -> None:
+    def __init__(self, bootstrap: str, topic: str, cluster: str, client: KafkaClientConfig) -> None:
         from kafka import KafkaProducer
 
         self.bootstrap, self.topic, self.cluster = bootstrap, topic, cluster
+        self.security = client.kafka_python()
         self.producer = KafkaProducer(
-            bootstrap_servers=bootstrap, acks="all", enable_idempotence=True, linger_ms=5
+            bootstrap_servers=bootstrap,
+            acks="all",
+            enable_idempotence=True,
+            linger_ms=5,
+            **self.security,
         )
 
     def last_seq(self, cluster: str) -> int:
         """The highest `seq` of the cluster among the topic's last records."""
         from kafka import KafkaConsumer, TopicPartition
 
-        consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False)
+        consumer = KafkaConsumer(
+            bootstrap_servers=self.bootstrap, enable_auto_commit=False, **self.security
+        )
         try:
             parts = consumer.partitions_for_topic(self.topic) or set()
             tps = [TopicPartition(self.topic, p) for p in parts]
@@ -373,7 +396,7 @@ class KafkaSink:
         self.producer.close()
 
 
-def open_sink(out: str, cluster: str) -> tuple[Sink, Path]:
+def open_sink(out: str, cluster: str, client: KafkaClientConfig | None = None) -> tuple[Sink, Path]:
     """The sink and the default place of the saved state."""
     if out.startswith("file:"):
         directory = Path(out.removeprefix("file:"))
@@ -381,7 +404,8 @@ def open_sink(out: str, cluster: str) -> tuple[Sink, Path]:
         return FileSink(directory), directory / f".shadow-state-{cluster}.json"
     if out.startswith("kafka:") and "/" in out:
         bootstrap, topic = out.removeprefix("kafka:").split("/", 1)
-        return KafkaSink(bootstrap, topic, cluster), Path(f".kcsim-shadow-{cluster}.json")
+        sink = KafkaSink(bootstrap, topic, cluster, client or KafkaClientConfig())
+        return sink, Path(f".kcsim-shadow-{cluster}.json")
     raise ValueError(f"--out must be file:DIR or kafka:BOOTSTRAP/TOPIC, got {out!r}")
 
 
@@ -480,18 +504,45 @@ class Shadow:
 
 def main(args: argparse.Namespace) -> int:
     try:
-        sink, default_state = open_sink(args.out, args.cluster)
-    except ValueError as error:
+        kafka_client = KafkaClientConfig.load(args.kafka_config)
+        zookeeper_client = ZooKeeperClientConfig.load(args.zookeeper_config)
+    except ConfigError as error:
         print(f"kcsim shadow: {error}", file=sys.stderr)
         return 2
     if args.settle_ms < 0:
         print("kcsim shadow: --settle-ms must not be negative", file=sys.stderr)
         return 2
-    client = KazooClient(hosts=args.zookeeper, read_only=True)
+    with ClientFailures(kafka_client) as failures:
+        try:
+            sink, default_state = open_sink(args.out, args.cluster, kafka_client)
+        except ValueError as error:
+            print(f"kcsim shadow: {error}", file=sys.stderr)
+            return 2
+        except KafkaError as error:
+            print(f"kcsim shadow: cannot reach Kafka: {failures.explain(error)}", file=sys.stderr)
+            return 1
+        try:
+            return _run(args, sink, default_state, zookeeper_client)
+        except KafkaError as error:
+            print(f"kcsim shadow: Kafka output failed: {failures.explain(error)}", file=sys.stderr)
+            return 1
+        finally:
+            sink.close()
+
+
+def _run(
+    args: argparse.Namespace, sink: Sink, default_state: Path, config: ZooKeeperClientConfig
+) -> int:
+    client = KazooClient(hosts=args.zookeeper, read_only=True, **config.kazoo_args())
     try:
         client.start(timeout=30)
+    except NoAuthError:  # kazoo checks a chroot's existence at start
+        print(_no_auth(args.zookeeper, config), file=sys.stderr)
+        return 1
     except Exception as error:  # kazoo's timeout is a generic exception
-        print(f"kcsim shadow: cannot reach ZooKeeper {args.zookeeper}: {error}", file=sys.stderr)
+        # kazoo's messages carry no credentials (they name the failure, not the config)
+        why = str(error) or type(error).__name__
+        print(f"kcsim shadow: cannot reach ZooKeeper {args.zookeeper}: {why}", file=sys.stderr)
         return 1
     stop = threading.Event()
     try:
@@ -507,10 +558,24 @@ def main(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"kcsim shadow: {shadow.emitted} events written", file=sys.stderr)
         return 0
+    except NoAuthError:
+        print(_no_auth(args.zookeeper, config), file=sys.stderr)
+        return 1
     except RuntimeError as error:
         print(f"kcsim shadow: {error}", file=sys.stderr)
         return 2
     finally:
         client.stop()
         client.close()
-        sink.close()
+
+
+def _no_auth(zookeeper: str, config: ZooKeeperClientConfig) -> str:
+    how = (
+        "the credentials of --zookeeper-config are not allowed to read it"
+        if config.authenticated
+        else "give credentials with --zookeeper-config (digest=USER:PASSWORD or sasl.*)"
+    )
+    return (
+        f"kcsim shadow: ZooKeeper {zookeeper} refused to let the shadow read the cluster's "
+        f"znodes (NoAuth: their ACLs deny it): {how}"
+    )

@@ -37,6 +37,8 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 from pyspark.sql import SparkSession
 
+from streaming.kafka_security import KafkaClientConfig
+
 READ_BACK_SECONDS = 60.0
 # What a record may weigh when the topic does not say (Kafka's message.max.bytes default),
 # and the producer's own limit (max.request.size, set on the writer so it is known).
@@ -184,6 +186,7 @@ def rebuild_requests(records: Iterable[Row]) -> list[Row]:
 class KafkaSink:
     bootstrap: str
     topic: str
+    client: KafkaClientConfig = field(default_factory=KafkaClientConfig)
     # the topic's record limit once read (it is read again while the topic is missing)
     _limit: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
@@ -213,7 +216,7 @@ class KafkaSink:
     def max_record_bytes(self) -> int:
         """The largest record value the topic and the producer take, less Kafka's framing."""
         if "topic" not in self._limit:
-            found = topic_max_message_bytes(self.bootstrap, self.topic)
+            found = topic_max_message_bytes(self.bootstrap, self.topic, self.client)
             if found is None:
                 return min(DEFAULT_MAX_MESSAGE_BYTES, PRODUCER_MAX_REQUEST_SIZE) - RECORD_OVERHEAD
             self._limit["topic"] = found
@@ -232,6 +235,7 @@ class KafkaSink:
             .write.format("kafka")
             .option("kafka.bootstrap.servers", self.bootstrap)
             .option("kafka.max.request.size", str(PRODUCER_MAX_REQUEST_SIZE))
+            .options(**self.client.spark_options())
             .option("topic", self.topic)
             .save()
         )
@@ -244,6 +248,7 @@ class KafkaSink:
             enable_auto_commit=False,
             group_id=None,
             client_id="kcsim-sink-read-back",
+            **self.client.kafka_python(),
         )
         try:
             if self.topic not in consumer.topics():
@@ -302,10 +307,16 @@ def _record_key_of(value: bytes | None) -> RecordKey | None:
     return None
 
 
-def topic_max_message_bytes(bootstrap: str, topic: str) -> int | None:
+def topic_max_message_bytes(
+    bootstrap: str, topic: str, client: KafkaClientConfig | None = None
+) -> int | None:
     """The topic's `max.message.bytes` (its own or the broker's default), None when the
     topic does not exist yet."""
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kcsim-sink-limits")
+    admin = KafkaAdminClient(
+        bootstrap_servers=bootstrap,
+        client_id="kcsim-sink-limits",
+        **(client or KafkaClientConfig()).kafka_python(),
+    )
     try:
         resource = ConfigResource(ConfigResourceType.TOPIC, topic, {"max.message.bytes": None})
         found = admin.describe_configs([resource], config_filter="all")

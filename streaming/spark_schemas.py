@@ -27,12 +27,14 @@ _SPARK_SCALARS = {
     "int": "IntegerType",
     "long": "LongType",
     "boolean": "BooleanType",
+    "double": "DoubleType",
 }
 _ARROW_SCALARS: dict[str, pa.DataType] = {
     "string": pa.string(),
     "int": pa.int32(),
     "long": pa.int64(),
     "boolean": pa.bool_(),
+    "double": pa.float64(),
 }
 
 

@@ -70,9 +70,11 @@ class Tables:
         return list(self.state[table].values())
 
     def for_restart(self) -> dict[str, list[Row]]:
-        """What Simulator.from_tables reads: every state table and applied_events."""
+        """What Simulator.from_tables reads: every state table, applied_events and health
+        (the unclean elections count goes on from the last row)."""
         tables = {name: [dict(r) for r in rows.values()] for name, rows in self.state.items()}
         tables["applied_events"] = [dict(r) for r in self.appended["applied_events"]]
+        tables["health"] = [dict(r) for r in self.appended["health"]]
         return tables
 
 

@@ -13,6 +13,7 @@ from functools import cache
 from itertools import islice
 
 import pytest
+from health_recount import STATE_COLUMNS, leader_changes, recount
 
 from controller.config import Settings
 from controller.events import Event, Rejection
@@ -145,7 +146,9 @@ def test_events_apply_with_zero_rejections(settings: Settings) -> None:
     assert dropped == 0
     simulator, output = apply_all(settings, events)
     assert output.appends["rejected_events"] == []
+    assert output.appends["violations"] == []  # any row is a bug in kcsim
     assert len(output.appends["applied_events"]) == len(events)
+    assert len(output.appends["health"]) == len(events)
     # the events are sensible: every AlterPartition (flaps and broker answers) is accepted
     isr_ids = {e["event_id"] for e in events if e["type"] == "isr_change"}
     isr_results = [r for r in output.appends["event_results"] if r["event_id"] in isr_ids]
@@ -155,6 +158,33 @@ def test_events_apply_with_zero_rejections(settings: Settings) -> None:
     context = simulator.context("chaos")
     assert context.live_broker_ids()
     assert len(context.topics) <= 2 * SMALL.topics + 4
+
+
+@pytest.mark.parametrize("settings", [SIMULATE, REPLAY], ids=["simulate", "replay"])
+def test_health_counters_equal_a_full_recount_after_every_event(settings: Settings) -> None:
+    """The incremental `health` row of every event against the figures counted over the
+    whole state after it; no `violations` row on the way (CONTRACT §2)."""
+    events = events_of(long_run(settings)[0])[:1500]
+    simulator = Simulator(settings)
+    before: list[dict] = []
+    unclean = 0
+    nonzero: set[str] = set()
+    for index, event in enumerate(events):
+        output = simulator.apply([RawEvent(json.dumps(event), f"chaos/{index}")])
+        assert output.appends["violations"] == [], (event, output.appends["violations"])
+        (row,) = output.appends["health"]
+        after = [r for r in simulator.table_rows("partition_state")]
+        expected = recount(after, simulator.table_rows("topics"), simulator.table_rows("brokers"))
+        assert {c: row[c] for c in STATE_COLUMNS} == expected, (index, event)
+        unclean += sum(1 for r in output.appends["state_changes"] if r["unclean"])
+        assert row["unclean_elections"] == unclean
+        assert row["leader_changes"] == leader_changes(before, after), (index, event)
+        assert row["requests"] == len(output.appends["controller_requests"])
+        before = after
+        nonzero.update(c for c, value in row.items() if value)
+    # the run exercises every figure (unclean elections only without simulated brokers)
+    assert nonzero >= {*STATE_COLUMNS, "leader_changes", "requests"}
+    assert unclean > 0 or settings is SIMULATE
 
 
 def test_replay_mode_brokers_answer_deletions() -> None:

@@ -27,6 +27,7 @@ from event_strategies import (
     as_line,
     key_of,
 )
+from health_recount import STATE_COLUMNS, leader_changes, recount
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -101,6 +102,23 @@ def check_stream_matches_live(tables: Tables, simulator: Simulator) -> None:
         assert set(stored) == set(live), (name, set(stored) ^ set(live))
         for key, row in live.items():
             assert stored[key] == json.loads(json.dumps(row)), (name, key, stored[key], row)
+
+
+def check_health_and_violations(output: BatchOutput, tables: Tables, before: list[Row]) -> None:
+    """CONTRACT §2: no invariant is broken by kcsim's own state (any `violations` row is a
+    bug), and an applied event's `health` row equals a recount over the whole state."""
+    assert output.appends["violations"] == [], output.appends["violations"]
+    if not output.appends["applied_events"]:
+        assert output.appends["health"] == []
+        return
+    (row,) = output.appends["health"]
+    after = rows_of(tables, "partition_state")
+    expected = recount(after, rows_of(tables, "topics"), rows_of(tables, "brokers"))
+    assert {c: row[c] for c in STATE_COLUMNS} == expected
+    unclean = sum(1 for r in tables.appended["state_changes"] if r["unclean"])
+    assert row["unclean_elections"] == unclean
+    assert row["leader_changes"] == leader_changes(before, after)
+    assert row["requests"] == len(output.appends["controller_requests"])
 
 
 def first_diff(ours: list[Row], theirs: list[Row]) -> str:
@@ -482,6 +500,7 @@ class ControllerMachine(RuleBasedStateMachine):
         self.lines += 1
         line = RawEvent(as_line(event), f"prop:{self.lines}")
         before = self.view()
+        partitions_before = rows_of(self.tables, "partition_state")
         output = self.simulator.apply([line])  # nothing may escape
         check_columns(output)
         decided = output.appends["applied_events"] + output.appends["rejected_events"]
@@ -501,6 +520,7 @@ class ControllerMachine(RuleBasedStateMachine):
             self.track_partitions(event, before, after)
         check_stream_matches_live(self.tables, self.simulator)
         check_state(self.tables, self.watch)
+        check_health_and_violations(output, self.tables, partitions_before)
         # stop here and restart from the tables: the next step compares both
         self.restored = Simulator.from_tables(self.config, self.tables.for_restart())
         return output

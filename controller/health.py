@@ -1,0 +1,339 @@
+"""A cluster's vital signs (CONTRACT §2 `health`), kept incrementally, and the invariant
+checks of kcsim's own state (`violations`, source `simulated`) that need the same memory.
+
+After each event the tracker takes the partitions and topics the event changed
+(`ControllerContext.event_partitions` / `event_topics`), subtracts each touched
+partition's old contribution from the counters and adds its new one, so an event costs
+the partitions it touched. Two figures are not per partition:
+
+* `max_broker_imbalance` (SPEC §12.3): per broker B, the partitions whose preferred
+  replica is B and, of those with leadership, the ones not led by B, both counts kept
+  per broker; the maximum over brokers is recomputed only after an event changed a
+  count, which is O(brokers), far fewer than partitions (a heap would make it
+  O(log brokers) at a higher cost per update).
+* `live_brokers`: the size of the context's live set, O(1).
+
+A topic-level change (created, deleted, configs changed, queued for deletion or no longer)
+re-counts that topic's partitions. A controller failover replaces the context: `resync`
+then counts every partition once (O(cluster), as the failover's own reload is).
+A restarted job builds the tracker from the state tables, and only `unclean_elections`
+(a count over history) comes from the last `health` row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import partial
+from typing import Any, NamedTuple
+
+from controller import invariants
+from controller.context import ControllerContext
+from controller.events import ObservedPartition
+from controller.invariants import SIMULATED, SeenEpochs, Violation
+from controller.model import PartitionState, TopicPartition
+from controller.topic_configs import TOPIC_CONFIGS, TopicConfigError, parse_value
+
+MIN_ISR_KEY = "min.insync.replicas"
+DEFAULT_MIN_ISR = 1  # Kafka's default for the topic config
+_MIN_ISR_CONFIG = TOPIC_CONFIGS[MIN_ISR_KEY]
+_ONLINE = PartitionState.ONLINE
+
+
+class Vitals(NamedTuple):
+    """One partition's part of the counters, and the leader and epochs its next state is
+    checked against (invariants.Epochs)."""
+
+    leader: int  # -1: none (also when there is no leadership yet)
+    leader_epoch: int  # -1: no leadership yet
+    partition_epoch: int | None
+    controller_epoch: int | None  # the stored one (partition_state's)
+    offline: int  # each flag 0 or 1
+    under_replicated: int
+    at_min_isr: int
+    not_preferred: int
+    preferred: int  # the broker whose §12.3 ratio counts it; -1: none
+    preferred_not_leading: int  # counted in that ratio's numerator
+
+
+# built from a tuple in C (a NamedTuple's own constructor is a Python function): this
+# runs for every partition an event touches
+_vitals = partial(tuple.__new__, Vitals)
+
+
+class HealthTracker:
+    __slots__ = (
+        "_imbalance_stale",
+        "_max_imbalance",
+        "_min_isr",
+        "_observed",
+        "_preferred_not_leading",
+        "_preferred_total",
+        "_queued",
+        "_vitals",
+        "at_min_isr",
+        "not_preferred",
+        "offline",
+        "unclean_elections",
+        "under_replicated",
+    )
+
+    def __init__(self, context: ControllerContext, unclean_elections: int = 0) -> None:
+        self.unclean_elections = unclean_elections
+        # observed partitions' last leader and epochs (invariants on `observed` states)
+        self._observed: dict[TopicPartition, SeenEpochs] = {}
+        self._load(context)
+
+    def _load(self, context: ControllerContext) -> None:
+        self._vitals: dict[TopicPartition, Vitals] = {}
+        self._queued = frozenset(context.topics_to_be_deleted)
+        self._min_isr = {name: _min_isr(info.configs) for name, info in context.topics.items()}
+        self.offline = self.under_replicated = self.at_min_isr = self.not_preferred = 0
+        self._preferred_total: dict[int, int] = {}
+        self._preferred_not_leading: dict[int, int] = {}
+        self._max_imbalance = 0.0
+        self._imbalance_stale = True
+        # counted as if every partition had just been touched (the loaded state was
+        # checked when it was made)
+        self._track(context, [record.tp for record in context.all_partitions()])
+
+    # ---- per event -----------------------------------------------------------------------
+
+    def update(self, context: ControllerContext) -> tuple[int, list[Violation]]:
+        """Take the event's changes (clearing the context's event sets): the number of
+        partitions whose leader changed, and the invariants kcsim's state now breaks."""
+        touched: Iterable[TopicPartition] = context.event_partitions
+        topics = context.event_topics
+        queued = context.topics_to_be_deleted
+        if (queued or self._queued) and queued != self._queued:
+            topics = topics | (queued ^ self._queued)
+            self._queued = frozenset(queued)
+        if topics:
+            touched = set(touched)
+            for name in topics:
+                info = context.topics.get(name)
+                if info is None:
+                    self._min_isr.pop(name, None)
+                else:
+                    self._min_isr[name] = _min_isr(info.configs)
+                    touched.update(record.tp for record in info.partitions.values())
+        result = self._track(context, touched)
+        context.event_partitions.clear()
+        if topics:
+            context.event_topics.clear()
+        return result
+
+    def _track(
+        self, context: ControllerContext, touched: Iterable[TopicPartition]
+    ) -> tuple[int, list[Violation]]:
+        """Count each touched partition's new vitals instead of its old ones and check its
+        state: the number whose leader changed, and the invariants broken."""
+        leader_changes = 0
+        found: list[Violation] = []
+        memory = self._vitals
+        all_topics = context.topics
+        queued = self._queued
+        min_isr = self._min_isr
+        for tp in touched:
+            info = all_topics.get(tp.topic)
+            record = None if info is None else info.partitions.get(tp.partition)
+            old = memory.get(tp)
+            if record is None:
+                if old is not None:
+                    # gone (its topic deleted): a re-created topic starts over
+                    del memory[tp]
+                    self._count(old, -1)
+                    self._observed.pop(tp, None)
+                continue
+            # the partition's vitals, computed here rather than in a method: this loop
+            # runs for every partition every event touches
+            replicas = record.assignment.replicas
+            deleting = tp.topic in queued
+            preferred = replicas[0] if replicas and not deleting else -1
+            leadership = record.leadership
+            online = record.state is _ONLINE
+            if leadership is None:
+                new = _vitals((-1, -1, None, None, 0 if deleting else 1, 0, 0, 0, preferred, 0))
+                if online:  # online without a leader and ISR
+                    invariants.check_partition(
+                        SIMULATED, tp.topic, tp.partition, None, -1, -1, None, None, (),
+                        replicas, True, found,
+                    )  # fmt: skip
+            else:
+                leader = leadership.leader
+                isr = leadership.isr
+                size = len(isr)
+                zk_epoch = leadership.zk_controller_epoch  # stored_controller_epoch, inline
+                new = _vitals(
+                    (
+                        leader,
+                        leadership.leader_epoch,
+                        leadership.partition_epoch,
+                        leadership.controller_epoch if zk_epoch is None else zk_epoch,
+                        # as Kafka's OfflinePartitionsCount: topics queued for deletion
+                        # left out
+                        0 if deleting or (leader >= 0 and online) else 1,
+                        1 if size < len(replicas) else 0,
+                        1 if size <= min_isr.get(tp.topic, DEFAULT_MIN_ISR) else 0,
+                        1 if leader >= 0 and replicas and leader != replicas[0] else 0,
+                        preferred,
+                        1 if preferred >= 0 and leader != preferred else 0,
+                    )
+                )
+                # the checks in full only when a cheap test says one may fail
+                if not (
+                    (leader < 0 or leader in isr)
+                    and (size or not online)
+                    and (isr == replicas or set(isr).issubset(replicas))
+                    and (
+                        old is None
+                        or (
+                            (
+                                new.leader_epoch > old.leader_epoch
+                                or (new.leader_epoch == old.leader_epoch and leader == old.leader)
+                            )
+                            and (old.partition_epoch or 0) <= new.partition_epoch
+                            and (old.controller_epoch or 0) <= new.controller_epoch
+                        )
+                    )
+                ):
+                    invariants.check_partition(
+                        SIMULATED, tp.topic, tp.partition, old, leader, new.leader_epoch,
+                        new.partition_epoch, new.controller_epoch, isr, replicas, online, found,
+                    )  # fmt: skip
+            if old is None:
+                memory[tp] = new
+                self._count(new, 1)
+                leader_changes += new.leader >= 0
+            elif old != new:
+                memory[tp] = new
+                self.offline += new.offline - old.offline
+                self.under_replicated += new.under_replicated - old.under_replicated
+                self.at_min_isr += new.at_min_isr - old.at_min_isr
+                self.not_preferred += new.not_preferred - old.not_preferred
+                if (
+                    old.preferred != new.preferred
+                    or old.preferred_not_leading != new.preferred_not_leading
+                ):
+                    self._count_preferred(old, -1)
+                    self._count_preferred(new, 1)
+                leader_changes += old.leader != new.leader
+        return leader_changes, found
+
+    def resync(self, context: ControllerContext) -> tuple[int, list[Violation]]:
+        """After a failover replaced the context: every partition, old and new, and every
+        topic, taken as changed."""
+        self._min_isr.clear()
+        context.event_partitions.update(self._vitals)
+        context.event_partitions.update(record.tp for record in context.all_partitions())
+        context.event_topics.update(context.topics)
+        return self.update(context)
+
+    def _count(self, vitals: Vitals, sign: int) -> None:
+        self.offline += sign * vitals.offline
+        self.under_replicated += sign * vitals.under_replicated
+        self.at_min_isr += sign * vitals.at_min_isr
+        self.not_preferred += sign * vitals.not_preferred
+        self._count_preferred(vitals, sign)
+
+    def _count_preferred(self, vitals: Vitals, sign: int) -> None:
+        """Add (sign 1) or remove (-1) a partition in its preferred broker's §12.3 counts."""
+        broker = vitals.preferred
+        if broker >= 0:
+            total = self._preferred_total
+            total[broker] = total.get(broker, 0) + sign
+            if not total[broker]:
+                del total[broker]
+            if vitals.preferred_not_leading:
+                not_leading = self._preferred_not_leading
+                not_leading[broker] = not_leading.get(broker, 0) + sign
+                if not not_leading[broker]:
+                    del not_leading[broker]
+            self._imbalance_stale = True
+
+    def _refresh_imbalance(self) -> None:
+        total = self._preferred_total
+        self._max_imbalance = max(
+            (count / total[b] for b, count in self._preferred_not_leading.items()), default=0.0
+        )
+        self._imbalance_stale = False
+
+    # ---- observed states -----------------------------------------------------------------
+
+    def check_observed(self, observed: Iterable[ObservedPartition]) -> list[Violation]:
+        """The invariants on a real controller's partition states (an event's `observed`),
+        each against that partition's previous observed state. ISR ⊆ replicas is checked
+        only when the state gives its replicas; "online" is having a leader."""
+        found: list[Violation] = []
+        for entry in observed:
+            tp = TopicPartition(entry.topic, entry.partition)
+            invariants.check_partition(
+                invariants.OBSERVED,
+                entry.topic,
+                entry.partition,
+                self._observed.get(tp),
+                entry.leader,
+                entry.leader_epoch,
+                entry.partition_epoch,
+                entry.controller_epoch,
+                entry.isr,
+                entry.replicas,
+                entry.leader >= 0,
+                found,
+            )
+            self._observed[tp] = SeenEpochs(
+                entry.leader, entry.leader_epoch, entry.partition_epoch, entry.controller_epoch
+            )
+        return found
+
+    # ---- output --------------------------------------------------------------------------
+
+    @property
+    def partitions(self) -> int:
+        return len(self._vitals)
+
+    @property
+    def max_broker_imbalance(self) -> float:
+        if self._imbalance_stale:
+            self._refresh_imbalance()
+        return self._max_imbalance
+
+    def row(
+        self,
+        cluster: str,
+        event_id: str,
+        seq: int,
+        ts: int | None,
+        live_brokers: int,
+        leader_changes: int,
+        requests: int,
+    ) -> dict[str, Any]:
+        """The event's `health` row (the counters as they are after it)."""
+        if self._imbalance_stale:
+            self._refresh_imbalance()
+        return {
+            "cluster": cluster,
+            "event_id": event_id,
+            "seq": seq,
+            "ts": ts,
+            "partitions": len(self._vitals),
+            "offline": self.offline,
+            "under_replicated": self.under_replicated,
+            "at_min_isr": self.at_min_isr,
+            "not_preferred": self.not_preferred,
+            "max_broker_imbalance": self._max_imbalance,
+            "live_brokers": live_brokers,
+            "unclean_elections": self.unclean_elections,
+            "leader_changes": leader_changes,
+            "requests": requests,
+        }
+
+
+def _min_isr(configs: dict[str, str]) -> int:
+    """The topic's `min.insync.replicas` (values were validated when the topic took them)."""
+    text = configs.get(MIN_ISR_KEY)
+    if text is None:
+        return DEFAULT_MIN_ISR
+    try:
+        return int(parse_value(_MIN_ISR_CONFIG, text))  # type: ignore[arg-type]
+    except TopicConfigError:
+        return DEFAULT_MIN_ISR
