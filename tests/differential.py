@@ -165,15 +165,19 @@ def assignment_of(zk: ZkCluster, topic: str) -> dict[int, list[int]]:
     return {int(p): r for p, r in znode["partitions"].items()}
 
 
-def wait_settled(zk: ZkCluster, topics: list[str], timeout_s: float = 60.0) -> None:
-    """Every partition of `topics` with a live ISR member led by a live broker, with every
-    live replica back in its ISR: elections and a restart's catch-up are done."""
+def wait_settled(zk: ZkCluster, timeout_s: float = 60.0) -> None:
+    """Every partition of the cluster (other tests' topics too: their catch-up would race
+    the next operation) with a live ISR member led by a live broker, with every live
+    replica back in its ISR: elections and a restart's catch-up are done."""
 
     def settled() -> bool:
         live = zk.registered()
-        for topic in topics:
-            for p, replicas in assignment_of(zk, topic).items():
-                state = zk.partition_state(topic, p)
+        for topic in zk.client.get_children("/brokers/topics"):
+            znode = topic_znode(zk, topic)
+            if znode is None:
+                continue  # deleted meanwhile
+            for p, replicas in znode["partitions"].items():
+                state = zk.partition_state(topic, int(p))
                 if state is None:
                     return False
                 up = [b for b in replicas if b in live]
@@ -183,7 +187,7 @@ def wait_settled(zk: ZkCluster, topics: list[str], timeout_s: float = 60.0) -> N
                     return False
         return True
 
-    wait_for(settled, f"{topics}: live leaders and full ISRs", timeout_s)
+    wait_for(settled, "live leaders and full ISRs", timeout_s)
 
 
 def wait_left(zk: ZkCluster, broker: int, topics: list[str], timeout_s: float = 60.0) -> None:

@@ -13,6 +13,7 @@ state znodes the real controller wrote. SPEC §7 (failover), §8/§9 (broker cha
 from __future__ import annotations
 
 import json
+from contextlib import closing
 
 import pytest
 from deltalake import DeltaTable
@@ -55,7 +56,7 @@ def test_the_snapshot_a_shadow_starts_from_replays_without_divergence(zk_cluster
     topic = unique_topic("before")
     try:
         write_topic_znode(zk_cluster, topic, {0: [1, 2], 1: [2, 3, 1], 2: [3]})
-        wait_settled(zk_cluster, [topic])
+        wait_settled(zk_cluster)
         with ShadowRecording(zk_cluster, tmp_path / "events") as shadow:
             events = shadow.events()
     finally:
@@ -72,7 +73,7 @@ def test_explicit_assignments_mixed_replication_factors(zk_cluster, tmp_path):
     with ShadowRecording(zk_cluster, tmp_path / "events") as shadow:
         try:
             write_topic_znode(zk_cluster, topic, {0: [1, 2], 1: [2, 3, 1], 2: [3, 1], 3: [1, 3, 2]})
-            wait_settled(zk_cluster, [topic])
+            wait_settled(zk_cluster)
             shadow.wait_caught_up()
             delete_topics(zk_cluster, [topic])
             shadow.wait_caught_up()
@@ -92,13 +93,13 @@ def test_leader_killed_then_restarted_and_caught_up(zk_cluster, tmp_path):
             write_topic_znode(
                 zk_cluster, topic, {0: [victim, *rest], 1: [rest[0], victim], 2: rest}
             )
-            wait_settled(zk_cluster, [topic])
+            wait_settled(zk_cluster)
             shadow.wait_caught_up()
             zk_cluster.kill(victim)  # SPEC §8.3/§9.1: new leader, ISR shrinks
             wait_left(zk_cluster, victim, [topic])
             shadow.wait_caught_up()
             zk_cluster.start(victim)  # SPEC §8.2 then §13.1: the leader's AlterPartition
-            wait_settled(zk_cluster, [topic])
+            wait_settled(zk_cluster)
             shadow.wait_caught_up()
             delete_topics(zk_cluster, [topic])
             shadow.wait_caught_up()
@@ -119,13 +120,13 @@ def test_controlled_shutdown_and_restart(zk_cluster, tmp_path):
             write_topic_znode(
                 zk_cluster, topic, {0: [victim, rest[0]], 1: [rest[1], victim, rest[0]]}
             )
-            wait_settled(zk_cluster, [topic])
+            wait_settled(zk_cluster)
             shadow.wait_caught_up()
             zk_cluster.shutdown(victim)  # SPEC §11
             wait_left(zk_cluster, victim, [topic])
             shadow.wait_caught_up()
             zk_cluster.start(victim)
-            wait_settled(zk_cluster, [topic])
+            wait_settled(zk_cluster)
             shadow.wait_caught_up()
             delete_topics(zk_cluster, [topic])
             shadow.wait_caught_up()
@@ -143,32 +144,37 @@ def test_preferred_and_unclean_elections(zk_cluster, tmp_path):
         try:
             a, b = others(zk_cluster)
             create_topic(zk_cluster, topic, {0: [a, b], 1: [b, a]})
-            wait_settled(zk_cluster, [topic])
+            wait_settled(zk_cluster)
             # SPEC §12.1: a's leadership moves away and back by a preferred election
             zk_cluster.shutdown(a)
             wait_left(zk_cluster, a, [topic])
             zk_cluster.start(a)
-            wait_settled(zk_cluster, [topic])
+            wait_settled(zk_cluster)
             shadow.wait_caught_up()
-            client.elect_leaders(PREFERRED, {topic: [0]})
+            with closing(admin(zk_cluster)) as fresh:  # brokers went away: new connections
+                fresh.elect_leaders(PREFERRED, {topic: [0]})
             zk_cluster.wait_partition_state(topic, 0, lambda s: s.leader == a, "a preferred")
             shadow.wait_caught_up()
             # SPEC §5.1/§16: partition 0's ISR holds only the dead a; b comes back, and the
             # topic's unclean.leader.election.enable makes it leader
             zk_cluster.shutdown(b)
             wait_left(zk_cluster, b, [topic])
+            shadow.wait_caught_up()  # else a's shutdown writes may go to b's failure
             zk_cluster.shutdown(a)
             zk_cluster.wait_unregistered([a])
             zk_cluster.wait_partition_state(topic, 0, lambda s: s.leader == -1, "offline")
             zk_cluster.start(b)
             shadow.wait_caught_up()
             config = {"unclean.leader.election.enable": "true"}
-            client.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs=config)])
+            with closing(admin(zk_cluster)) as fresh:
+                fresh.alter_configs(
+                    [ConfigResource(ConfigResourceType.TOPIC, topic, configs=config)]
+                )
             for p in (0, 1):
                 zk_cluster.wait_partition_state(topic, p, lambda s: s.leader == b, "unclean b")
             shadow.wait_caught_up()
             zk_cluster.start(a)
-            wait_settled(zk_cluster, [topic])
+            wait_settled(zk_cluster)
             shadow.wait_caught_up()
             delete_topics(zk_cluster, [topic])
             shadow.wait_caught_up()
@@ -189,7 +195,7 @@ def test_reassignment_and_partition_addition(zk_cluster, tmp_path):
         client = admin(zk_cluster)
         try:
             write_topic_znode(zk_cluster, topic, {0: [1, 2], 1: [2, 3, 1]})
-            wait_settled(zk_cluster, [topic])
+            wait_settled(zk_cluster)
             shadow.wait_caught_up()
             # SPEC §14: to completion (the adding replica catches up, RR leave)
             client.alter_partition_reassignments(
@@ -204,12 +210,12 @@ def test_reassignment_and_partition_addition(zk_cluster, tmp_path):
                 }
 
             wait_for(done, "the reassignments to complete")
-            wait_settled(zk_cluster, [topic])
+            wait_settled(zk_cluster)
             shadow.wait_caught_up()
             # SPEC §10.2: new partitions with an explicit assignment
             client.create_partitions({topic: NewPartitions(4, [[2, 3], [3, 1]])})
             zk_cluster.wait_partition_state(topic, 3, lambda _: True, "partition 3")
-            wait_settled(zk_cluster, [topic])
+            wait_settled(zk_cluster)
             shadow.wait_caught_up()
             delete_topics(zk_cluster, [topic])
             shadow.wait_caught_up()
@@ -229,13 +235,14 @@ def test_topic_deletion_with_a_broker_down(zk_cluster, tmp_path):
             victim = others(zk_cluster)[0]
             rest = [b for b in zk_cluster.brokers if b != victim]
             create_topic(zk_cluster, topic, {0: [victim, rest[0]], 1: rest})
-            wait_settled(zk_cluster, [topic])
+            wait_settled(zk_cluster)
             zk_cluster.shutdown(victim)
             wait_left(zk_cluster, victim, [topic])
             shadow.wait_caught_up()
             # SPEC §15: the replica on the down broker makes the topic ineligible; the
             # deletion completes once it is back
-            client.delete_topics([topic])
+            with closing(admin(zk_cluster)) as fresh:  # brokers went away: new connections
+                fresh.delete_topics([topic])
             # onTopicDeletion takes every replica offline: no partition keeps a leader
             for p in (0, 1):
                 zk_cluster.wait_partition_state(topic, p, lambda s: s.leader == -1, "offline")
@@ -256,7 +263,7 @@ def test_controller_broker_killed(zk_cluster, tmp_path):
     with ShadowRecording(zk_cluster, tmp_path / "events") as shadow:
         try:
             write_topic_znode(zk_cluster, topic, {0: [1, 2, 3], 1: [2, 3], 2: [3, 1]})
-            wait_settled(zk_cluster, [topic])
+            wait_settled(zk_cluster)
             shadow.wait_caught_up()
             old = zk_cluster.wait_controller()
             zk_cluster.kill(old)  # SPEC §7.2: a new controller, the old broker failed
@@ -264,7 +271,7 @@ def test_controller_broker_killed(zk_cluster, tmp_path):
             wait_left(zk_cluster, old, [topic])
             shadow.wait_caught_up()
             zk_cluster.start(old)
-            wait_settled(zk_cluster, [topic])
+            wait_settled(zk_cluster)
             shadow.wait_caught_up()
             delete_topics(zk_cluster, [topic])
             shadow.wait_caught_up()
