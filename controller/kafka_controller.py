@@ -146,9 +146,13 @@ class KafkaController:
 
     def _check_controller_epoch(self, body: ev.ControllerFailover) -> None:
         # elect() sets /controller_epoch to old + 1 conditioned on its version: a controller
-        # that won has an epoch above every earlier one
+        # that won has an epoch above every earlier one. Before any failover the log's
+        # controller is kcsim's unnamed first one (epoch 1): a snapshot of a cluster whose
+        # controller won epoch 1 names that same controller, so 1 is accepted then.
         epoch = body.controller_epoch
-        if epoch is not None and epoch <= self.context.epoch:
+        context = self.context
+        first = context.controller_id is None and context.epoch == 1
+        if epoch is not None and (epoch < context.epoch or (epoch == context.epoch and not first)):
             raise EventRejected(
                 f"controller_epoch {epoch} is not greater than the current controller "
                 f"epoch {self.context.epoch}: a new controller's epoch always is"

@@ -257,7 +257,7 @@ def changes_for(paths: set[str], reader: Reader, model: ShadowModel) -> list[Cha
             state_keys.append((parts[3], int(parts[5])))
         elif len(parts) == 4 and path.startswith(CONFIGS + "/"):
             got = reader._get(path)
-            configs = {}
+            configs: dict[str, str] | None = None  # gone: deleted with its topic
             if got is not None:
                 try:
                     configs = parse_configs(got[0], path)
@@ -495,7 +495,9 @@ class Shadow:
                 held_since = held_since or time.monotonic()
                 if time.monotonic() - held_since < MAX_HOLD_MS / 1000:
                     continue
-            if self.model.pending:
+            # also when changes made no event (a write no cause explains): the saved view
+            # must hold them
+            if self.model.pending or held_since is not None:
                 self._write(self.model.flush())
             held_since = None
 

@@ -231,8 +231,11 @@ class _Pending:
     brokers: frozenset[int] = frozenset()
     topic: str | None = None
     partition: int | None = None
-    writes: dict[TP, None] = field(default_factory=dict)  # insertion-ordered set
+    # the partitions written for this cause, each as its observed row when its last write
+    # for this cause was read (None: no state znode); insertion-ordered
+    writes: dict[TP, dict[str, Any] | None] = field(default_factory=dict)
     deleted_topic: str | None = None
+    inferred: bool = False  # named by a write itself (no cause was pending for it)
 
 
 @dataclass(slots=True)
@@ -244,11 +247,15 @@ class ShadowModel:
     deleting: set[str] = field(default_factory=set)
     controller: Controller | None = None
     configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    # per topic being deleted: the replicas (partition, broker) whose answer was written
+    answered: dict[str, set[tuple[int, int]]] = field(default_factory=dict)
     last_seq: int = 0
     last_zxid: int = 0
     started: bool = False
     unexplained: int = 0  # controller writes no cause could have made (logged by the caller)
     _gone_controller: Controller | None = None
+    _id_zxid: int = 0  # the zxid of the last event id given out, and the next n for it
+    _id_next: int = 0
     _pending: list[_Pending] = field(default_factory=list)
 
     # ------------------------------------------------------------ start
@@ -400,17 +407,29 @@ class ShadowModel:
         }
         # The old controller's own registration vanished with it (one session, one
         # transaction): it is dead when the new controller loads, with no failure event.
+        # A dead controller writes nothing, so writes already given to that failure (read
+        # before the new /controller was) are the new controller's.
         last = self._pending[-1] if self._pending else None
+        writes: dict[TP, dict[str, Any] | None] = {}
         if (
             old is not None
             and last is not None
             and last.kind == "broker_failure"
-            and not last.writes
             and old.broker in last.brokers
         ):
             self._pending.pop()
             event["failed_brokers"] = sorted(last.brokers)
-        self._pending.append(_Pending(change.zxid, [event], "controller_failover"))
+            writes = last.writes
+        # Writes stamped with the new controller's epoch are its own, whatever cause they
+        # were read under before its /controller was read.
+        for other in list(self._pending):
+            for tp, row in list(other.writes.items()):
+                if row is not None and row["controller_epoch"] >= new.epoch:
+                    writes[tp] = other.writes.pop(tp)
+            if other.inferred and not other.writes:
+                self._pending.remove(other)
+        cause = _Pending(change.zxid, [event], "controller_failover", writes=writes)
+        self._pending.append(cause)
 
     def _on_delete(self, change: Change) -> None:
         topic = change.key
@@ -421,7 +440,18 @@ class ShadowModel:
             return  # a repeated request; or one the controller drops (unknown topic)
         self.deleting.add(topic)
         event = {"type": "topic_deletion", "topic": topic}
-        self._pending.append(_Pending(change.zxid, [event], "topic_deletion", topic=topic))
+        self._pending.append(self._topic_cause(change.zxid, event))
+        # onTopicDeletion sends StopReplica(delete) to the replicas on live brokers, which
+        # answer within milliseconds (their answers are not in ZooKeeper): they follow the
+        # deletion at once, so a replica on a down broker is the only one left to answer
+        # when it comes back (SPEC §15.3, §15.4)
+        info = self.topics[topic]
+        answering = [(p, b) for p in sorted(info.assignment) for b in info.assignment[p]]
+        answering = [(p, b) for p, b in answering if b in self.brokers]
+        self.answered[topic] = set(answering)
+        answers = [_stop_replica_answer(topic, p, b) for p, b in answering]
+        if answers:
+            self._pending.append(_Pending(change.zxid, answers, "deletion_answers", topic=topic))
 
     def _on_config(self, change: Change) -> None:
         topic, configs = change.key, change.value or {}
@@ -431,7 +461,7 @@ class ShadowModel:
         if topic not in self.topics or change.value is None:
             return  # written with the topic (creation) or removed with it (deletion)
         event = {"type": "topic_config_change", "topic": topic, "configs": configs}
-        self._pending.append(_Pending(change.zxid, [event], "topic_config_change", topic=topic))
+        self._pending.append(self._topic_cause(change.zxid, event))
 
     def _on_topic(self, change: Change) -> None:
         topic, new = change.key, change.value
@@ -458,7 +488,7 @@ class ShadowModel:
                 "topic": topic,
                 "assignment": {str(p): list(r) for p, r in sorted(added.items())},
             }
-            self._pending.append(_Pending(change.zxid, [event], "partition_creation", topic=topic))
+            self._pending.append(self._topic_cause(change.zxid, event))
         for p in sorted(new.assignment):
             if p in added:
                 continue
@@ -470,9 +500,20 @@ class ShadowModel:
                         change.zxid, [event], "partition_reassignment", topic=topic, partition=p
                     )
                 )
-            elif new.assignment[p] != old.assignment[p]:
+            elif new.assignment[p] != old.assignment[p] and old.reassigning(p):
                 # the controller's own rewrite (a reassignment completed or was cancelled)
-                self._attach_write(change.zxid, (topic, p), None)
+                self._attach_write(change.zxid, (topic, p), self.states.get((topic, p)))
+            elif new.assignment[p] != old.assignment[p]:
+                # a reassignment whose target was in the ISR (a new order, or replicas
+                # removed), its intermediate znode unseen: the controller elected, shrank
+                # and wrote the final assignment at once (SPEC §14.3, phase B), and those
+                # state writes, read first, were taken for causes of their own
+                event = _reassignment(topic, p, new.assignment[p])
+                cause = _Pending(
+                    change.zxid, [event], "partition_reassignment", topic=topic, partition=p
+                )
+                self._take_inferred_writes(cause, (topic, p))
+                self._pending.append(cause)
 
     def _topic_gone(self, zxid: int, topic: str, old: Topic) -> None:
         del self.topics[topic]
@@ -482,23 +523,24 @@ class ShadowModel:
             events.append({"type": "topic_deletion", "topic": topic})
         self.deleting.discard(topic)
         # Brokers' StopReplica(delete) answers are not in ZooKeeper; the deletion completed,
-        # so every live replica answered with no error.
+        # so every live replica that had not answered yet did, with no error.
+        answered = self.answered.pop(topic, set())
         for p in sorted(old.assignment):
             self.states.pop((topic, p), None)
             for broker in old.assignment[p]:
-                if broker in self.brokers:
-                    events.append(
-                        {
-                            "type": "stop_replica_response",
-                            "topic": topic,
-                            "partition": p,
-                            "broker": broker,
-                            "error": None,
-                        }
-                    )
-        cause = _Pending(zxid, events, "deletion_done", topic=topic, deleted_topic=topic)
+                if broker in self.brokers and (p, broker) not in answered:
+                    events.append(_stop_replica_answer(topic, p, broker))
         if events:
+            cause = _Pending(zxid, events, "deletion_done", topic=topic, deleted_topic=topic)
             self._pending.append(cause)
+            return
+        # nothing left to answer: the completion shows on the answers if still pending;
+        # else an empty cause, so that the flush saves the shadow's view without the topic
+        for cause in reversed(self._pending):
+            if cause.kind == "deletion_answers" and cause.topic == topic:
+                cause.deleted_topic = topic
+                return
+        self._pending.append(_Pending(zxid, [], "deletion_done", topic=topic))
 
     def _on_state(self, change: Change) -> None:
         tp, new = change.key, change.value
@@ -519,24 +561,66 @@ class ShadowModel:
                 "partition_epoch": old.partition_epoch,
             }
             cause = _Pending(change.zxid, [event], "isr_change", topic=tp[0], partition=tp[1])
-            cause.writes[tp] = None
+            cause.writes[tp] = self._observed(tp)
+            self._pending.append(cause)
+            return
+        if old is not None and (joined := self._joined_unseen(tp, old, new)):
+            # A reassignment's writes read at once (a watch fires once, the read gets the
+            # latest version): phase A, the adding replicas' AlterPartition, then the
+            # completion the AlterPartition triggers (SPEC §14.3-14.4). The AlterPartition
+            # is the event kcsim needs; the completion's write is its outcome.
+            event = {"type": "isr_change", "topic": tp[0], "partition": tp[1]}
+            event["isr"] = [*old.isr, *joined]
+            cause = _Pending(change.zxid, [event], "isr_change", topic=tp[0], partition=tp[1])
+            cause.writes[tp] = self._observed(tp)
             self._pending.append(cause)
             return
         self._attach_write(change.zxid, tp, old)
 
+    def _take_inferred_writes(self, cause: _Pending, tp: TP) -> None:
+        for other in list(self._pending):
+            if other.inferred and tp in other.writes:
+                cause.writes[tp] = other.writes.pop(tp)
+                if not other.writes:
+                    self._pending.remove(other)
+        if tp in self.states:
+            cause.writes[tp] = self._observed(tp)
+
+    def _joined_unseen(self, tp: TP, old: PartitionState, new: PartitionState) -> list[int]:
+        """Replicas a pending reassignment of `tp` adds that joined the ISR in writes the
+        shadow did not see (the version moved by more than one write)."""
+        if new.partition_epoch < old.partition_epoch + 2:
+            return []
+        for cause in reversed(self._pending):
+            if cause.kind == "partition_reassignment" and (cause.topic, cause.partition) == tp:
+                target = cause.events[0]["replicas"]
+                return [b for b in new.isr if b not in old.isr and b in target]
+        return []
+
     # ------------------------------------------------------------ attribution
+
+    def _topic_cause(self, zxid: int, event: Event) -> _Pending:
+        """A cause whose scope is a whole topic (partition creation, deletion, config
+        change): its observed covers every partition of the topic, those it did not write as
+        they were when it came (so kcsim compares the whole topic, as the event's scope)."""
+        topic = event["topic"]
+        cause = _Pending(zxid, [event], event["type"], topic=topic)
+        for p in sorted(self.topics[topic].assignment):
+            if (topic, p) in self.states:
+                cause.writes[topic, p] = self._observed((topic, p))
+        return cause
 
     def _attach_write(self, zxid: int, tp: TP, old: PartitionState | None) -> None:
         new = self.states.get(tp)
         for cause in reversed(self._pending):
             if cause.zxid <= zxid and self._accepts(cause, tp, old, new):
-                cause.writes[tp] = None
+                cause.writes[tp] = self._observed(tp)
                 return
         inferred = self._infer(zxid, tp, old, new)
         if inferred is None:
             self.unexplained += 1
             return
-        inferred.writes[tp] = None
+        inferred.writes[tp] = self._observed(tp)
         self._pending.append(inferred)
 
     def _accepts(
@@ -555,8 +639,14 @@ class ShadowModel:
             return cause.topic == tp[0] and cause.partition == tp[1]
         if kind == "partition_reassignment":
             return cause.topic == tp[0] and cause.partition == tp[1]
+        if kind == "deletion_answers":
+            return False  # answers write nothing until the deletion completes
         if kind == "leader_election":
             return self._election_kind(tp, old, new) == cause.events[0]["election"]
+        if kind in ("topic_creation", "partition_creation"):
+            # onNewPartitionCreation creates each state znode once and writes no other
+            # state: a later write (a controlled shutdown's ISR removal) is not its own
+            return cause.topic == tp[0] and old is None
         return cause.topic == tp[0]
 
     def _infer(
@@ -571,12 +661,14 @@ class ShadowModel:
             event = {"type": "controlled_shutdown", "broker": dropped[0]}
             epoch = self.brokers[dropped[0]].epoch
             event["broker_epoch"] = epoch
-            return _Pending(zxid, [event], "controlled_shutdown", frozenset({dropped[0]}))
+            return _Pending(
+                zxid, [event], "controlled_shutdown", frozenset({dropped[0]}), inferred=True
+            )
         election = self._election_kind(tp, old, new)
         if election is None:
             return None
         event = {"type": "leader_election", "election": election, "partitions": []}
-        return _Pending(zxid, [event], "leader_election")
+        return _Pending(zxid, [event], "leader_election", inferred=True)
 
     def _election_kind(
         self, tp: TP, old: PartitionState | None, new: PartitionState | None
@@ -592,19 +684,24 @@ class ShadowModel:
 
     # ------------------------------------------------------------ output
 
-    def _observed(self, tp: TP) -> dict[str, Any]:
+    def _observed(self, tp: TP) -> dict[str, Any] | None:
+        """The partition's observed row as the shadow now sees it (None: no state znode):
+        an event's rows are taken when its writes are read, so a later cause's writes to
+        the same partition do not show in it."""
         state = self.states.get(tp)
+        if state is None:
+            return None
         info = self.topics.get(tp[0])
-        row: dict[str, Any] = {"topic": tp[0], "partition": tp[1]}
-        if state is not None:
-            row.update(
-                leader=state.leader,
-                leader_epoch=state.leader_epoch,
-                isr=list(state.isr),
-                partition_epoch=state.partition_epoch,
-                controller_epoch=state.controller_epoch,
-                leader_recovery_state=state.leader_recovery_state,
-            )
+        row: dict[str, Any] = {
+            "topic": tp[0],
+            "partition": tp[1],
+            "leader": state.leader,
+            "leader_epoch": state.leader_epoch,
+            "isr": list(state.isr),
+            "partition_epoch": state.partition_epoch,
+            "controller_epoch": state.controller_epoch,
+            "leader_recovery_state": state.leader_recovery_state,
+        }
         if info is not None and tp[1] in info.assignment:
             row["replicas"] = list(info.assignment[tp[1]])
         return row
@@ -613,17 +710,18 @@ class ShadowModel:
         events = cause.events
         if cause.kind == "leader_election":
             events[0]["partitions"] = [{"topic": t, "partition": p} for t, p in cause.writes]
-        if cause.kind != "bootstrap" and cause.kind != "bad" and events:
+        unobserved = cause.kind == "deletion_answers" and cause.deleted_topic is None
+        if cause.kind not in ("bootstrap", "bad") and not unobserved and events:
             observed: dict[str, Any] = {
-                "partitions": [
-                    self._observed(tp) for tp in sorted(cause.writes) if tp in self.states
-                ]
+                "partitions": [row for _, row in sorted(cause.writes.items()) if row is not None]
             }
             if cause.deleted_topic is not None:
                 observed["deleted_topics"] = [cause.deleted_topic]
             events[-1]["observed"] = observed
         stamped = []
-        for n, event in enumerate(events):
+        first = self._id_next if cause.zxid == self._id_zxid else 0
+        self._id_zxid, self._id_next = cause.zxid, first + len(events)
+        for n, event in enumerate(events, start=first):
             self.last_seq = max(self.last_seq + 1, cause.zxid << SEQ_SHIFT)
             head = {
                 "type": event["type"],
@@ -667,6 +765,7 @@ class ShadowModel:
                 self.controller.kraft_controller_epoch,
             ],
             "configs": self.configs,
+            "answered": {t: sorted(map(list, a)) for t, a in self.answered.items()},
         }
 
     @classmethod
@@ -688,6 +787,8 @@ class ShadowModel:
         if obj["controller"] is not None:
             model.controller = Controller(*obj["controller"])
         model.configs = obj["configs"]
+        answered = obj.get("answered", {})  # absent in a state saved before it
+        model.answered = {t: {(p, b) for p, b in a} for t, a in answered.items()}
         model.started = True
         return model
 
@@ -698,6 +799,16 @@ def _assignment_of(m: Mapping[int, tuple[int, ...]]) -> dict[str, list[int]]:
 
 def _assignment(info: Topic) -> dict[str, list[int]]:
     return _assignment_of(info.assignment)
+
+
+def _stop_replica_answer(topic: str, partition: int, broker: int) -> Event:
+    return {
+        "type": "stop_replica_response",
+        "topic": topic,
+        "partition": partition,
+        "broker": broker,
+        "error": None,
+    }
 
 
 def _reassignment(topic: str, partition: int, target: tuple[int, ...]) -> Event:

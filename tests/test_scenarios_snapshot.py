@@ -200,6 +200,28 @@ def test_controller_epoch_must_grow() -> None:
     assert c.cluster_row()["controller_epoch"] == 5
 
 
+def test_snapshot_of_the_first_controller_keeps_epoch_1() -> None:
+    """§7.1/§7.2: a cluster whose controller won epoch 1 (it never failed over) is
+    snapshotted as that controller's failover with controller_epoch 1: the controller kcsim
+    had before (unnamed, epoch 1) is the same one, so the event is applied at epoch 1, and
+    the state it loaded keeps its stored epoch. Once a controller is named, 1 is refused."""
+    c = Cluster(brokers=[1, 2])
+    state = {"0": {"leader": 1, "leader_epoch": 0, "isr": [1, 2], "partition_epoch": 0}}
+    state["0"]["controller_epoch"] = 1
+    c.send({"type": "topic_creation", "topic": "t", "assignment": {"0": [1, 2]}, "state": state})
+    out = c.send({"type": "controller_failover", "controller": 2, "controller_epoch": 1})
+    assert out.rejected == []
+    assert c.cluster_row()["controller_epoch"] == 1
+    assert [(r["type"], r["controller_epoch"]) for r in out.requests][:1] == [("UpdateMetadata", 1)]
+    row = c.partition("t", 0)
+    assert (row["leader"], row["leader_epoch"], row["controller_epoch"]) == (1, 0, 1)
+    again = c.send({"type": "controller_failover", "controller": 1, "controller_epoch": 1})
+    assert [r["reason"] for r in again.rejected] == [
+        "controller_epoch 1 is not greater than the current controller epoch 1: a new "
+        "controller's epoch always is"
+    ]
+
+
 def test_partition_creation_with_state_and_new_partitions_together() -> None:
     """Partitions of the assignment without `state` are new partitions, created as before
     (§10.3); those with one are loaded. A stored leader that is live leaves the partition

@@ -260,7 +260,44 @@ def test_topic_creation_and_partition_creation_with_their_writes():
     assert "state" not in creation  # a live creation: kcsim elects, observed says what Kafka did
     assert set(observed(creation)) == {("n", 0)}
     assert added["type"] == "partition_creation" and added["assignment"] == {"1": [3, 1]}
-    assert set(observed(added)) == {("n", 1)}
+    # a partition creation's scope is its topic: the partition it did not write is
+    # observed as it was (kcsim compares the whole topic)
+    assert set(observed(added)) == {("n", 0), ("n", 1)}
+    assert observed(added)["n", 0]["partition_epoch"] == 0
+
+
+def test_a_shutdown_inside_a_creations_window_is_not_the_creations():
+    """SPEC §10.3, §11: a creation only creates state znodes; a write of an existing one
+    that drops a registered broker from the ISR is that broker's ControlledShutdown, even
+    while the creation is still pending. Each event observes its own writes."""
+    model = started()
+    model.apply(
+        [
+            Change(0x200, "topic", "n", topic({0: [1, 2]})),
+            Change(0x201, "state", ("n", 0), state(1, 0, [1, 2], 0)),
+            Change(0x210, "state", ("n", 0), state(2, 1, [2], 1)),
+        ]
+    )
+    creation, shutdown = model.flush()
+    assert observed(creation)["n", 0]["leader"] == 1
+    assert (shutdown["type"], shutdown["broker"]) == ("controlled_shutdown", 1)
+    assert observed(shutdown)["n", 0]["isr"] == [2]
+
+
+def test_causes_of_one_zxid_get_distinct_event_ids():
+    """A registration and a topic znode's removal read with one zxid are two causes; their
+    events' ids still differ (a repeated id is a duplicate kcsim rejects)."""
+    model = started(topics={"d": topic({0: [1, 2]})})
+    model.apply([Change(0x300, "broker", 4, Broker(0x300, None, 5)), Change(0x300, "topic", "d")])
+    emitted = model.flush()
+    assert [e["type"] for e in emitted] == [
+        "broker_startup",
+        "topic_deletion",
+        "stop_replica_response",
+        "stop_replica_response",
+    ]
+    ids = [e["event_id"] for e in emitted]
+    assert len(set(ids)) == 4
 
 
 def test_reassignment_then_completion_on_the_alter_partition():
@@ -280,7 +317,10 @@ def test_reassignment_then_completion_on_the_alter_partition():
     reassignment, alter = model.flush()
     assert reassignment["type"] == "partition_reassignment"
     assert (reassignment["partition"], reassignment["replicas"]) == (0, [2, 3])
-    assert observed(reassignment)["t", 0]["leader_epoch"] == 3  # the final state read
+    # each event's observed is the state its own writes left (phase A), not the final one
+    assert observed(reassignment)["t", 0]["leader_epoch"] == 1
+    assert observed(reassignment)["t", 0]["replicas"] == [2, 3, 1]
+    assert observed(alter)["t", 0]["leader_epoch"] == 3
     assert alter["type"] == "isr_change" and alter["isr"] == [1, 2, 3]
     assert observed(alter)["t", 0]["replicas"] == [2, 3]
 
@@ -296,7 +336,23 @@ def test_deletion_completes_with_stop_replica_answers_of_live_brokers():
         ("stop_replica_response", 0, 2, None),
     ]
     assert answers[-1]["observed"] == {"partitions": [], "deleted_topics": ["d"]}
-    assert [a["event_id"] for a in answers] == ["c:zx210:0", "c:zx210:1"]
+    assert [a["event_id"] for a in answers] == ["c:zx200:1", "c:zx200:2"]
+
+
+def test_a_replica_on_a_down_broker_answers_only_when_the_deletion_completes():
+    """SPEC §15.3/§15.4: the live replicas answer StopReplica(delete) at once; the one on a
+    down broker is ineligible until its broker is back, and answers last."""
+    model = started(brokers=(2, 3), topics={"d": topic({0: [1, 2], 1: [2, 3]})})
+    model.apply([Change(0x200, "delete", "d", True)])
+    deletion, *answers = model.flush()
+    assert deletion["type"] == "topic_deletion"
+    assert [(a["partition"], a["broker"]) for a in answers] == [(0, 2), (1, 2), (1, 3)]
+    assert all("observed" not in a for a in answers)  # the deletion is not complete yet
+    model.apply([Change(0x300, "broker", 1, Broker(0x300, None, 5)), Change(0x310, "topic", "d")])
+    startup, last = model.flush()
+    assert startup["type"] == "broker_startup"
+    assert (last["type"], last["partition"], last["broker"]) == ("stop_replica_response", 0, 1)
+    assert last["observed"] == {"partitions": [], "deleted_topics": ["d"]}
     assert ("d", 0) not in model.states
 
 
@@ -360,3 +416,82 @@ def test_garbage_znode_becomes_a_line_kcsim_rejects():
     [event] = model.flush()
     assert event["type"] == "broker_startup" and "broker" not in event
     assert event["znode_data"] == "garbage{" and event["znode"] == "/brokers/ids/7"
+
+
+def test_writes_read_before_the_new_controller_belong_to_it():
+    """SPEC §7.2: the old controller's broker vanished with it; state writes read before the
+    new /controller are the new controller's (a dead controller writes nothing): one
+    failover with failed_brokers, observing them."""
+    model = started(topics=T, states=S, controller=2)
+    model.apply([Change(0x730, "broker", 2), Change(0x730, "controller", None, None)])
+    model.apply([Change(0x733, "state", ("t", 1), state(3, 1, [3], 1, 2))])
+    model.apply([Change(0x731, "controller", None, Controller(1, 2, -1))])
+    [failover] = model.flush()
+    assert (failover["type"], failover["failed_brokers"]) == ("controller_failover", [2])
+    assert observed(failover)["t", 1]["leader"] == 3
+
+
+def test_a_reassignment_to_a_new_order_is_seen_on_the_topic_znode():
+    """SPEC §14.3: [1, 2] → [2, 1] adds and removes nothing: the controller writes the new
+    assignment and bumps the leader epoch at once; no adding/removing replicas show."""
+    model = started(topics={"t": topic({0: [1, 2]})}, states={("t", 0): state(1, 0, [1, 2], 0)})
+    model.apply(
+        [
+            Change(0x200, "topic", "t", topic({0: [2, 1]})),
+            Change(0x201, "state", ("t", 0), state(1, 1, [1, 2], 1)),
+        ]
+    )
+    [reassignment] = model.flush()
+    assert (reassignment["type"], reassignment["replicas"]) == ("partition_reassignment", [2, 1])
+    assert observed(reassignment)["t", 0]["leader_epoch"] == 1
+    assert model.unexplained == 0
+
+
+def test_a_reassignments_unseen_alter_partition_is_inferred():
+    """SPEC §14.3/§14.4: [1, 2] → [3, 1, 2] read once at the end (phase A, 3's
+    AlterPartition and the completion coalesced): the AlterPartition adding 3 is inferred,
+    and the final state is its outcome."""
+    model = started(topics={"t": topic({0: [1, 2]})}, states={("t", 0): state(1, 0, [1, 2], 0)})
+    moving = topic({0: [3, 1, 2]}, adding={0: [3]})
+    model.apply(
+        [
+            Change(0x200, "topic", "t", moving),
+            Change(0x203, "state", ("t", 0), state(1, 2, [1, 2, 3], 3)),
+            Change(0x204, "topic", "t", topic({0: [3, 1, 2]})),
+        ]
+    )
+    reassignment, alter = model.flush()
+    assert reassignment["type"] == "partition_reassignment"
+    assert "t" not in {r["topic"] for r in reassignment["observed"]["partitions"]}
+    assert (alter["type"], alter["isr"]) == ("isr_change", [1, 2, 3])
+    assert "partition_epoch" not in alter  # the base kcsim holds after phase A
+    assert observed(alter)["t", 0]["partition_epoch"] == 3
+
+
+def test_a_reassignment_read_only_at_its_end_takes_its_state_writes():
+    """SPEC §14.3 phase B: [2, 1] → [1] (1 in the ISR) elects 1 and drops 2 before the
+    topic znode's final write; read in that order, the state write first looked like a
+    controlled shutdown of 2. It is the reassignment's."""
+    model = started(topics={"t": topic({0: [2, 1]})}, states={("t", 0): state(2, 0, [2, 1], 0)})
+    model.apply(
+        [
+            Change(0x200, "state", ("t", 0), state(1, 2, [1], 2)),
+            Change(0x201, "topic", "t", topic({0: [1]})),
+        ]
+    )
+    [reassignment] = model.flush()
+    assert (reassignment["type"], reassignment["replicas"]) == ("partition_reassignment", [1])
+    assert observed(reassignment)["t", 0]["isr"] == [1]
+
+
+def test_writes_with_the_new_controllers_epoch_are_its_own():
+    """SPEC §7.2: a write stamped with controller epoch 2 cannot be the epoch-1
+    controller's handling of an earlier cause: it belongs to the failover that won epoch 2,
+    even when read before the new /controller."""
+    model = started(topics=T, states=S, controller=1)
+    model.apply([Change(0x300, "broker", 3)])
+    model.apply([Change(0x305, "state", ("t", 2), state(1, 1, [1], 1, 2))])
+    model.apply([Change(0x302, "controller", None, Controller(2, 2, -1))])
+    failure, failover = model.flush()
+    assert failure["type"] == "broker_failure" and failure["observed"]["partitions"] == []
+    assert observed(failover)["t", 2]["controller_epoch"] == 2
