@@ -298,9 +298,10 @@ BAD_LINES: list[tuple[str, dict[str, Any] | str, tuple[str, ...]]] = [
         ("unknown topic 'nope'",),
     ),
     (
+        # 1 itself is accepted before any failover: a snapshot names the first controller
         "controller epoch not greater",
-        {"type": "controller_failover", "controller": 0, "controller_epoch": 1},
-        ("controller_epoch 1", "not greater", "epoch 1"),
+        {"type": "controller_failover", "controller": 0, "controller_epoch": 0},
+        ("controller_epoch 0", "not greater", "epoch 1"),
     ),
     (
         "unknown failed broker",
