@@ -89,15 +89,21 @@ class Simulator:
                     divergent.extend(divergence.rejection_rows(parsed))
                 continue
             cluster = parsed.header.cluster
-            runner = self._runner(cluster)
+            runner = self._clusters.get(cluster)
+            created = runner is None
+            if runner is None:
+                runner = self._clusters[cluster] = ClusterRunner(
+                    ControllerContext(cluster), self._settings
+                )
             rejection = runner.apply(parsed)
             if rejection is not None:
                 rejected.append(rejection_row(rejection))
                 if rejection.observed is not None:
                     divergent.extend(divergence.rejection_rows(rejection))
-                if runner.context.last_event_id is None:
-                    # a cluster that has applied nothing yet has no rows: a rejected line
-                    # does not bring it into being
+                if created and runner.context.last_event_id is None:
+                    # a cluster this event would have started has no rows: a rejected line
+                    # does not bring it into being. One that was already here stays, even
+                    # with no applied event known (restored from tables without them).
                     del self._clusters[cluster]
                 continue
             touched[cluster] = runner
@@ -112,13 +118,6 @@ class Simulator:
         for cluster in sorted(touched):
             touched[cluster].drain(output)
         return output
-
-    def _runner(self, cluster: str) -> ClusterRunner:
-        runner = self._clusters.get(cluster)
-        if runner is None:
-            runner = ClusterRunner(ControllerContext(cluster), self._settings)
-            self._clusters[cluster] = runner
-        return runner
 
     def clusters(self) -> list[str]:
         return sorted(self._clusters)
