@@ -103,6 +103,7 @@ def replay(
             requests += len(output.appends.get("controller_requests", ()))
             for table, rows in output.appends.items():
                 appends.write(table, rows)
+            del output  # not alive through the next batch
     write_tables(out, {t.name: simulator.table_rows(t.name) for t in STATE_TABLES})
     return Summary(events, rejected, requests, time.monotonic() - started)
 

@@ -17,7 +17,7 @@ from controller.context import ControllerContext
 from controller.events import ControllerFailover, Event, Header, ObservedEvent, Rejection
 from controller.journal import Journal
 from controller.kafka_controller import EventRejected, KafkaController
-from controller.memory import cyclic_gc_paused
+from controller.memory import LongLivedHeap, cyclic_gc_paused
 from controller.parse import INT64_MAX, parse_event
 from controller.request_log import RequestLog
 from schemas.tables import APPEND_TABLES, STATE_TABLES
@@ -49,6 +49,7 @@ class Simulator:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self._clusters: dict[str, ClusterRunner] = {}
+        self._heap = LongLivedHeap()
 
     @classmethod
     def from_tables(
@@ -70,10 +71,13 @@ class Simulator:
                 if row["cluster"] == cluster
             )
             simulator._clusters[cluster] = runner
+        del tables
+        simulator._heap.settle_loaded()  # the contexts: out of every later collection
         return simulator
 
     def apply(self, events: Iterable[RawEvent]) -> BatchOutput:
         """Apply events in the given order (a cluster's events must arrive in order)."""
+        self._heap.settle()  # what the last batch added is long-lived now
         with cyclic_gc_paused():
             return self._apply(events)
 
