@@ -26,6 +26,7 @@ class Journal:
         self.requests = RequestLog()
         self.state_changes: list[Row] = []
         self.results: list[Row] = []
+        self._entries = 0  # the partition entries of the request bodies held
 
     def begin(self, event_id: str, seq: int, ts: int | None) -> None:
         self.event_id = event_id
@@ -37,7 +38,13 @@ class Journal:
     def drain(self) -> tuple[RequestLog, list[Row], list[Row]]:
         drained = (self.requests, self.state_changes, self.results)
         self.requests, self.state_changes, self.results = RequestLog(), [], []
+        self._entries = 0
         return drained
+
+    def held(self) -> int:
+        """The size of what is held until drained: rows plus the request bodies' partition
+        entries (a new broker's UpdateMetadata is one row holding every partition)."""
+        return len(self.state_changes) + len(self.results) + len(self.requests) + self._entries
 
     def request(
         self,
@@ -87,6 +94,7 @@ class Journal:
         self.requests.add(shared, self.request_seq + 1, brokers, delivered)
         self.request_seq += len(brokers)
         self.payload += 1
+        self._entries += len(partitions)
 
     def state_change(
         self,

@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import IO
 
@@ -21,6 +22,9 @@ from controller.simulator import RawEvent, Row, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES, TABLES, Table
 
 DEFAULT_BATCH_SIZE = 10_000
+# a batch's output held at once, in rows and request-body partition entries (~0.5-1 KB
+# each in memory): replay's memory follows it, whatever the cluster's size
+DEFAULT_BATCH_OUTPUT = 250_000
 STDIN = Path("-")
 _ROWS_PER_WRITE = 10_000  # bounds the memory of writing a large state table
 _BYTES_PER_WRITE = 16 << 20  # (characters) and of a table of large rows
@@ -43,6 +47,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_BATCH_SIZE,
         help=f"events per Simulator.apply call (default {DEFAULT_BATCH_SIZE}); "
         "results do not depend on it",
+    )
+    parser.add_argument(
+        "--batch-output",
+        type=positive_int,
+        default=DEFAULT_BATCH_OUTPUT,
+        help="a batch ends once its output holds this many rows, a request body counting "
+        f"one per partition it names (default {DEFAULT_BATCH_OUTPUT:,}; a single event's "
+        "output is never split); results do not depend on it",
     )
     parser.add_argument("--quiet", action="store_true", help="no summary on stderr")
 
@@ -79,7 +91,7 @@ def main(args: argparse.Namespace) -> int:
     if args.out.exists() and not args.out.is_dir():
         print(f"kcsim replay: --out must be a directory, {args.out} is a file", file=sys.stderr)
         return 2
-    summary = replay(args.settings, source, args.out, args.batch_size)
+    summary = replay(args.settings, source, args.out, args.batch_size, args.batch_output)
     if not args.quiet:
         print(summary.line(args.out), file=sys.stderr)
     # the exit status says whether anything was rejected
@@ -87,7 +99,11 @@ def main(args: argparse.Namespace) -> int:
 
 
 def replay(
-    settings: Settings, source: Path, out: Path, batch_size: int = DEFAULT_BATCH_SIZE
+    settings: Settings,
+    source: Path,
+    out: Path,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    batch_output: int = DEFAULT_BATCH_OUTPUT,
 ) -> Summary:
     """Apply the events under `source` and write every table to `out`."""
     started = time.monotonic()
@@ -96,9 +112,12 @@ def replay(
     lines = read_events(source)  # lists the files now, before any output file exists
     out.mkdir(parents=True, exist_ok=True)
     with _AppendFiles(out, APPEND_TABLES) as appends:
-        for batch in _batches(lines, batch_size):
-            output = simulator.apply(batch)
-            events += len(batch)
+        while True:
+            # the events a batch does not take stay in `lines` for the next
+            output = simulator.apply(islice(lines, batch_size), batch_output)
+            if output.events == 0:
+                break
+            events += output.events
             rejected += len(output.appends.get("rejected_events", ()))
             requests += len(output.appends.get("controller_requests", ()))
             for table, rows in output.appends.items():

@@ -43,6 +43,7 @@ class BatchOutput:
     upserts: dict[str, list[Row]] = field(default_factory=dict)
     # ...and the key columns of every row the batch removed
     deletes: dict[str, list[Row]] = field(default_factory=dict)
+    events: int = 0  # the events taken (all of them, unless a max_output stopped it)
 
 
 class Simulator:
@@ -75,17 +76,24 @@ class Simulator:
         simulator._heap.settle_loaded()  # the contexts: out of every later collection
         return simulator
 
-    def apply(self, events: Iterable[RawEvent]) -> BatchOutput:
-        """Apply events in the given order (a cluster's events must arrive in order)."""
+    def apply(self, events: Iterable[RawEvent], max_output: int | None = None) -> BatchOutput:
+        """Apply events in the given order (a cluster's events must arrive in order).
+
+        With `max_output`, no event is taken from `events` once the batch's output holds
+        that much (rows, counting a request body's partition entries: see
+        `Journal.held`): the rest stay in the iterator for the next batch, and
+        `BatchOutput.events` says how many were taken."""
         self._heap.settle()  # what the last batch added is long-lived now
         with cyclic_gc_paused():
-            return self._apply(events)
+            return self._apply(events, max_output)
 
-    def _apply(self, events: Iterable[RawEvent]) -> BatchOutput:
+    def _apply(self, events: Iterable[RawEvent], max_output: int | None) -> BatchOutput:
         rejected: list[Row] = []
         divergent: list[Row] = []  # the `event` rows of rejected events carrying observed
         touched: dict[str, ClusterRunner] = {}
+        taken = held = 0
         for raw_event in events:
+            taken += 1
             parsed = parse_event(raw_event.raw, raw_event.source)
             if isinstance(parsed, Rejection):
                 rejected.append(rejection_row(parsed))
@@ -99,6 +107,7 @@ class Simulator:
                 runner = self._clusters[cluster] = ClusterRunner(
                     ControllerContext(cluster), self._settings
                 )
+            held_before = runner.journal.held() if max_output is not None else 0
             rejection = runner.apply(parsed)
             if rejection is not None:
                 rejected.append(rejection_row(rejection))
@@ -111,7 +120,11 @@ class Simulator:
                     del self._clusters[cluster]
                 continue
             touched[cluster] = runner
-        output = BatchOutput()
+            if max_output is not None:
+                held += runner.journal.held() - held_before
+                if held >= max_output:
+                    break
+        output = BatchOutput(events=taken)
         output.appends = {name: [] for name in APPEND_TABLE_NAMES}
         requests = output.appends["controller_requests"] = RequestLog()
         output.appends["request_payloads"] = requests.payloads()

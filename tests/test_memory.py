@@ -55,6 +55,34 @@ def test_the_core_makes_no_reference_cycles() -> None:
         assert garbage == [0] * len(garbage)
 
 
+def test_apply_stops_taking_events_once_the_output_is_large() -> None:
+    """Simulator.apply's max_output: a batch ends after the event that brings its output
+    (rows, a request body counting its partitions) to the bound; the rest stay in the
+    iterator and apply as the next batch, with the same rows."""
+    events = [
+        {"type": "broker_startup", "broker": 1},
+        {"type": "broker_startup", "broker": 2},
+        {"type": "topic_creation", "topic": "t", "assignment": {"0": [1, 2], "1": [2, 1]}},
+        {"type": "broker_failure", "broker": 2},
+    ]
+    raws = [RawEvent(json.dumps(e), f"x:{i}") for i, e in enumerate(events)]
+    whole = Simulator(Settings()).apply(raws)
+    simulator = Simulator(Settings())
+    pending = iter(raws)
+    first = simulator.apply(pending, max_output=1)
+    assert first.events == 1 and [r["seq"] for r in first.appends["applied_events"]] == [1]
+    second = simulator.apply(pending, max_output=20)  # the creation: 22 rows and entries
+    assert second.events == 2
+    third = simulator.apply(pending, max_output=20)
+    assert third.events == 1
+    assert simulator.apply(pending, max_output=20).events == 0
+    for table in ("state_changes", "event_results", "applied_events"):
+        assert [*first.appends[table], *second.appends[table], *third.appends[table]] == list(
+            whole.appends[table]
+        )
+    assert list(simulator.table_rows("partition_state")) == whole.upserts["partition_state"]
+
+
 def test_settle_freezes_survivors_and_a_full_collection_frees_frozen_cycles() -> None:
     class SmallHeap(LongLivedHeap):
         SLACK = 1_000

@@ -70,13 +70,11 @@ def test_replay_writes_every_table_and_reports_the_bad_line(tmp_path: Path) -> N
 def test_results_do_not_depend_on_the_batch_size(tmp_path: Path) -> None:
     events = write_scenario(tmp_path, SCENARIO)
     outputs = []
-    for size in ("1", "2", "10000"):
-        out = tmp_path / f"out-{size}"
-        assert (
-            main(["replay", str(events), "--out", str(out), "--batch-size", size, "--quiet"]) == 1
-        )
+    for flags in (["--batch-size", "1"], ["--batch-size", "2"], [], ["--batch-output", "1"]):
+        out = tmp_path / f"out-{len(outputs)}"
+        assert main(["replay", str(events), "--out", str(out), *flags, "--quiet"]) == 1
         outputs.append({t: (out / f"{t}.jsonl").read_text(encoding="utf-8") for t in TABLES})
-    assert outputs[0] == outputs[1] == outputs[2]
+    assert outputs[0] == outputs[1] == outputs[2] == outputs[3]
 
 
 def test_exit_status_zero_without_rejections(tmp_path: Path, capsys: Any) -> None:
@@ -155,10 +153,12 @@ class FakeSimulator:
         self.brokers: dict[int, dict[str, Any]] = {}
         self.batch_sizes: list[int] = []
 
-    def apply(self, events: Iterable[RawEvent]) -> BatchOutput:
-        batch = list(events)
+    def apply(self, events: Iterable[RawEvent], max_output: int | None = None) -> BatchOutput:
+        batch = list(events)  # (takes them all, whatever max_output)
         self.batch_sizes.append(len(batch))
-        output = BatchOutput(appends={"rejected_events": [], "applied_events": []})
+        output = BatchOutput(
+            appends={"rejected_events": [], "applied_events": []}, events=len(batch)
+        )
         for raw in batch:
             result = parse_event(raw.raw, raw.source)
             if isinstance(result, Rejection):
@@ -210,7 +210,8 @@ def test_replay_plumbing(tmp_path: Path, monkeypatch: Any) -> None:
         assert (
             main(["replay", str(events), "--out", str(out), "--batch-size", size, "--quiet"]) == 1
         )
-        assert made[-1].batch_sizes == ([1, 1, 1, 1] if size == "1" else [3, 1])
+        # the last call finds no event left
+        assert made[-1].batch_sizes == ([1, 1, 1, 1, 0] if size == "1" else [3, 1, 0])
         assert sorted(p.name for p in out.iterdir()) == sorted(f"{t}.jsonl" for t in TABLES)
         texts.append({t: (out / f"{t}.jsonl").read_text(encoding="utf-8") for t in TABLES})
     assert texts[0] == texts[1]
