@@ -26,12 +26,13 @@ most 1.3).
 
 `--replay` times `kcsim replay` end to end (a subprocess under /usr/bin/time) on an event
 log that builds a cluster of that size from nothing (broker startups, 1000-partition topic
-creations) and then restarts `--restarts` brokers: seconds, peak RSS and RSS per partition.
-Its output goes to `--dir` and is deleted afterwards; the `--discard` tables
-(controller_requests) are written to /dev/null, since every row of an UpdateMetadata to 300
-brokers repeats its payload (~75 GB for a 1M-partition cluster's creation). With
-`--replay-unencoded` they are not even encoded: replay's own loop in the subprocess, minus
-those tables.
+creations) and then restarts `--restarts` brokers: seconds, peak RSS and RSS per partition,
+and the bytes of every table written. Its output goes to `--dir` and is deleted afterwards.
+Replay runs with its default batch bounds unless `--batch-size`/`--batch-output` are given.
+`--discard` tables are written to /dev/null (from before request bodies were stored once,
+an UpdateMetadata to 300 brokers repeated its payload in every row: ~75 GB of
+controller_requests for a 1M-partition cluster's creation); with `--replay-unencoded` they
+are not even encoded: replay's own loop in the subprocess, minus those tables.
 """
 
 from __future__ import annotations
@@ -54,7 +55,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench_core import CLUSTER, PARTITIONS_PER_TOPIC, cluster_rows, topic_partition
 
 from controller.config import Settings
-from controller.replay import _AppendFiles, _batches, read_events, write_tables
+from controller.replay import (
+    DEFAULT_BATCH_SIZE,
+    _AppendFiles,
+    _batches,
+    read_events,
+    write_tables,
+)
 from controller.simulator import RawEvent, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES
 
@@ -274,12 +281,17 @@ def run_replay(args: argparse.Namespace, size: int) -> None:
         (out / f"{table}.jsonl").symlink_to(os.devnull)
     command = ["/usr/bin/time", "-v", sys.executable]
     if args.replay_unencoded:
-        command += [__file__, "--replay-child", str(events), str(out), str(args.batch_size)]
+        batch_size = args.batch_size or DEFAULT_BATCH_SIZE
+        command += [__file__, "--replay-child", str(events), str(out), str(batch_size)]
     else:
-        command += ["-m", "streaming.cli", "replay", str(events), "--out", str(out)]
-        command += ["--batch-size", str(args.batch_size), "--quiet"]
+        command += ["-m", "streaming.cli", "replay", str(events), "--out", str(out), "--quiet"]
+        if args.batch_size is not None:
+            command += ["--batch-size", str(args.batch_size)]
+        if args.batch_output is not None:
+            command += ["--batch-output", str(args.batch_output)]
     began = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
+    written = {p.stem: p.stat().st_size for p in sorted(out.iterdir()) if not p.is_symlink()}
     shutil.rmtree(work, ignore_errors=True)
     if done.returncode != 0:
         raise SystemExit(f"kcsim replay failed ({done.returncode}):\n{done.stderr[-2000:]}")
@@ -292,8 +304,14 @@ def run_replay(args: argparse.Namespace, size: int) -> None:
     print(
         f"{'core + tables (--replay-unencoded)' if args.replay_unencoded else 'kcsim replay'}, "
         f"{size:,d} partitions, {args.brokers} brokers, {args.restarts} brokers "
-        f"restarted, --batch-size {args.batch_size}: {wall:.1f} s wall, {cpu:.1f} s CPU; "
+        f"restarted, --batch-size {args.batch_size or 'default'}, --batch-output "
+        f"{args.batch_output or 'default'}: {wall:.1f} s wall, {cpu:.1f} s CPU; "
         f"peak RSS {rss_kib / 1024:,.0f} MiB = {rss_kib * 1024 / size:,.0f} bytes/partition",
+        flush=True,
+    )
+    print(
+        f"  written {sum(written.values()) / 1e6:,.1f} MB: "
+        + ", ".join(f"{name} {size / 1e6:,.1f}" for name, size in written.items()),
         flush=True,
     )
 
@@ -323,11 +341,10 @@ def main() -> None:
         default=[w.name for w in WORKLOADS],
     )  # fmt: skip
     parser.add_argument("--replay", type=int, nargs="*", default=[], metavar="PARTITIONS")
+    parser.add_argument("--batch-size", type=int, help="kcsim replay's (default: its own)")
+    parser.add_argument("--batch-output", type=int, help="kcsim replay's (default: its own)")
     parser.add_argument(
-        "--batch-size", type=int, default=3, help="kcsim replay's (3: one broker restart)"
-    )
-    parser.add_argument(
-        "--discard", nargs="*", default=["controller_requests"], metavar="TABLE",
+        "--discard", nargs="*", default=[], metavar="TABLE",
         help="tables kcsim replay writes to /dev/null",
     )  # fmt: skip
     parser.add_argument("--dir", type=Path, default=Path("/tmp/kcsim-bench-scale"))

@@ -59,6 +59,13 @@ class Simulator:
         """Rebuild every cluster from stored state-table rows (partition_state, replica_state,
         brokers, topics, clusters; applied_events for duplicate detection). Continuing from
         here gives what one uninterrupted run gives."""
+        with cyclic_gc_paused():  # a load makes no garbage: collections would walk it all
+            return cls._from_tables(settings, tables)
+
+    @classmethod
+    def _from_tables(
+        cls, settings: Settings, tables: Mapping[str, Iterable[Mapping[str, Any]]]
+    ) -> Simulator:
         tables = {name: list(rows) for name, rows in tables.items()}
         simulator = cls(settings)
         names = {row["cluster"] for row in tables.get("clusters", ())}
