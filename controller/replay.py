@@ -20,6 +20,7 @@ from typing import IO
 from controller.config import Settings
 from controller.simulator import RawEvent, Row, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES, TABLES, Table
+from schemas.types import ArrayOf
 
 DEFAULT_BATCH_SIZE = 10_000
 # a batch's output held at once, in rows and request-body partition entries (~0.5-1 KB
@@ -28,6 +29,7 @@ DEFAULT_BATCH_OUTPUT = 250_000
 STDIN = Path("-")
 _ROWS_PER_WRITE = 10_000  # bounds the memory of writing a large state table
 _BYTES_PER_WRITE = 16 << 20  # (characters) and of a table of large rows
+_LIST_SLICE = 10_000  # items of a long list column encoded at a time
 # Hadoop/Spark treat names starting with "." or "_" as hidden (checksums, _SUCCESS,
 # _delta_log) and "._COPYING_" as a file still being written; the file source skips them.
 _HIDDEN_PREFIXES = (".", "_")
@@ -239,11 +241,20 @@ def _open_table(out: Path, name: str) -> IO[str]:
 def _write_rows(handle: IO[str], table: Table, rows: Iterable[Row]) -> None:
     """Rows as JSON lines in the table's column order, one write per chunk. A column missing
     from a row is written as null, as Delta would store it. A chunk is cut at
-    _BYTES_PER_WRITE as well: a request body of a large cluster is tens of MB as JSON."""
+    _BYTES_PER_WRITE as well, and a row with a long list (a new broker's UpdateMetadata
+    names every partition: ~290 MB of JSON at 1M partitions) is written a slice at a
+    time, never held whole as text."""
     columns = table.column_names
+    lists = tuple(c.name for c in table.columns if isinstance(c.type, ArrayOf))
     chunk: list[str] = []
     size = 0
     for row in rows:
+        if any(len(row.get(c) or ()) > _LIST_SLICE for c in lists):
+            handle.write("".join(chunk))
+            chunk, size = [], 0
+            for piece in _json_pieces(columns, row):
+                handle.write(piece)
+            continue
         line = _json_line(columns, row)
         chunk.append(line)
         size += len(line)
@@ -256,4 +267,26 @@ def _write_rows(handle: IO[str], table: Table, rows: Iterable[Row]) -> None:
 
 def _json_line(columns: tuple[str, ...], row: Row) -> str:
     ordered = {c: row.get(c) for c in columns}
-    return json.dumps(ordered, ensure_ascii=False, separators=(",", ":")) + "\n"
+    return _dumps(ordered) + "\n"
+
+
+def _json_pieces(columns: tuple[str, ...], row: Row) -> Iterator[str]:
+    """_json_line's text in pieces: a long list is encoded _LIST_SLICE items at a time."""
+    separator = "{"
+    for column in columns:
+        value = row.get(column)
+        yield f"{separator}{_dumps(column)}:"
+        separator = ","
+        if isinstance(value, list) and len(value) > _LIST_SLICE:
+            yield "["
+            for start in range(0, len(value), _LIST_SLICE):
+                items = _dumps(value[start : start + _LIST_SLICE])[1:-1]
+                yield items if start == 0 else "," + items
+            yield "]"
+        else:
+            yield _dumps(value)
+    yield "}\n"
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

@@ -141,6 +141,25 @@ def test_write_tables_keeps_column_order(tmp_path: Path) -> None:
     assert (tmp_path / "topics.jsonl").read_text(encoding="utf-8") == ""
 
 
+def test_a_row_with_a_long_list_is_written_as_one_json_line(tmp_path: Path) -> None:
+    """A new broker's UpdateMetadata body names every partition: written a slice at a
+    time, it reads back as the same single line the short rows get."""
+    entry = {"topic": "t\u00e9", "partition": 0, "isr": [1, 2], "is_new": None}
+    rows = [
+        {"cluster": "c", "event_id": "e", "seq": 1, "payload": 0, "type": "UpdateMetadata",
+         "partitions": [{**entry, "partition": p} for p in range(n)], "live_brokers": [1],
+         "ts": None}
+        for n in (0, 3, 25_001, 20_000, 2)
+    ]  # fmt: skip
+    write_tables(tmp_path, {"request_payloads": rows})
+    lines = (tmp_path / "request_payloads.jsonl").read_text(encoding="utf-8").splitlines()
+    columns = TABLES["request_payloads"].column_names
+    assert [json.loads(line) for line in lines] == [{c: r[c] for c in columns} for r in rows]
+    assert lines[2] == json.dumps(
+        {c: rows[2][c] for c in columns}, ensure_ascii=False, separators=(",", ":")
+    )
+
+
 # ------------------------------------------------ the plumbing, with a stand-in simulator
 
 
