@@ -12,26 +12,28 @@ transitions grow with the partitions. (With brokers in proportion to partitions,
 startup's UpdateMetadata, which Kafka fills with every partition, would grow B/RF times
 faster than the startup's own transitions, whatever the code.)
 
-A cluster is built from state-table rows (`Simulator.from_tables`, as bench_core does), and
-the workloads run one after another through the core alone (`Simulator.apply`), in batches
-small enough to free each batch's output before the next: broker failure, controlled
-shutdown, rolling restart (shutdown, failure, startup of `--restarts` brokers), a
-whole-cluster preferred election (it moves back what the restarts moved: each workload
-starts from what the ones before it left), a reassignment wave (1% of the partitions) and
-topic churn (a 100-partition topic created and deleted per 2,500 partitions). Printed per
-workload and size: events, transitions (state_changes rows), CPU seconds
-(`time.process_time`: on a shared machine wall time counts the other processes' turns),
-microseconds per transition and its ratio to the smallest size (the goal: every ratio at
-most 1.3).
+A cluster is built from state-table rows (`Simulator.from_tables`, as bench_core does),
+and the workloads run one after another through the core alone (`Simulator.apply`), in
+batches small enough to free each batch's output before the next: broker failure and
+controlled shutdown (each of `--repeats` brokers in turn, restarted untimed in between:
+one event alone is too short to time on a shared machine), rolling restart (shutdown,
+failure, startup of `--restarts` brokers), a whole-cluster preferred election (it moves
+back what the restarts moved: each workload starts from what the ones before it left), a
+reassignment wave (1% of the partitions) and topic churn (a 100-partition topic created
+and deleted per 2,500 partitions). Printed per workload and size: events, transitions
+(state_changes rows), CPU seconds (`time.process_time`: on a shared machine wall time
+counts the other processes' turns), microseconds per transition and its ratio to the
+smallest size (the goal: every ratio at most 1.3).
 
 `--replay` times `kcsim replay` end to end (a subprocess under /usr/bin/time) on an event
 log that builds a cluster of that size from nothing (broker startups, 1000-partition topic
-creations) and then restarts `--restarts` brokers: seconds, peak RSS and RSS per partition.
-Its output goes to `--dir` and is deleted afterwards; the `--discard` tables
-(controller_requests) are written to /dev/null, since every row of an UpdateMetadata to 300
-brokers repeats its payload (~75 GB for a 1M-partition cluster's creation). With
-`--replay-unencoded` they are not even encoded: replay's own loop in the subprocess, minus
-those tables.
+creations) and then restarts `--restarts` brokers: seconds, peak RSS and RSS per partition,
+and the bytes of every table written. Its output goes to `--dir` and is deleted afterwards.
+Replay runs with its default batch bounds unless `--batch-size`/`--batch-output` are given.
+`--discard` tables are written to /dev/null (from before request bodies were stored once,
+an UpdateMetadata to 300 brokers repeated its payload in every row: ~75 GB of
+controller_requests for a 1M-partition cluster's creation); with `--replay-unencoded` they
+are not even encoded: replay's own loop in the subprocess, minus those tables.
 """
 
 from __future__ import annotations
@@ -54,7 +56,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench_core import CLUSTER, PARTITIONS_PER_TOPIC, cluster_rows, topic_partition
 
 from controller.config import Settings
-from controller.replay import _AppendFiles, _batches, read_events, write_tables
+from controller.replay import (
+    DEFAULT_BATCH_SIZE,
+    _AppendFiles,
+    _batches,
+    read_events,
+    write_tables,
+)
 from controller.simulator import RawEvent, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES
 
@@ -62,11 +70,16 @@ Event = dict[str, object]
 Batches = list[list[Event]]
 
 
+# (arguments, cluster size, repetition) -> the events of one run of a workload
+Maker = Callable[[argparse.Namespace, int, int], Batches]
+
+
 @dataclass(frozen=True, slots=True)
 class Workload:
     name: str
-    batches: Callable[[argparse.Namespace, int], Batches]  # timed
-    restore: Callable[[argparse.Namespace, int], Batches] = lambda args, size: []  # untimed
+    batches: Maker  # timed
+    restore: Maker = lambda args, size, rep: []  # untimed, after each repetition
+    repeated: bool = False  # run --repeats times (single events: too short to time once)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,21 +92,34 @@ class Measure:
     def micros_per_transition(self) -> float:
         return self.seconds * 1e6 / max(self.transitions, 1)
 
-
-def _broker_failure(args: argparse.Namespace, size: int) -> Batches:
-    return [[{"type": "broker_failure", "broker": 1}]]
-
-
-def _restart_one(args: argparse.Namespace, size: int) -> Batches:
-    return [[{"type": "broker_startup", "broker": 1}]]
-
-
-def _controlled_shutdown(args: argparse.Namespace, size: int) -> Batches:
-    return [[{"type": "controlled_shutdown", "broker": 2}]]
+    def __add__(self, other: Measure) -> Measure:
+        return Measure(
+            self.events + other.events,
+            self.transitions + other.transitions,
+            self.seconds + other.seconds,
+        )
 
 
-def _restart_two(args: argparse.Namespace, size: int) -> Batches:
-    return [[{"type": "broker_failure", "broker": 2}], [{"type": "broker_startup", "broker": 2}]]
+# repetition r of a single-event workload takes broker 10r+1 (failure) or 10r+2 (controlled
+# shutdown): one the workloads before it left alone, as the first (broker 1 or 2) is
+def _broker_failure(args: argparse.Namespace, size: int, rep: int) -> Batches:
+    return [[{"type": "broker_failure", "broker": 10 * rep + 1}]]
+
+
+def _restart_one(args: argparse.Namespace, size: int, rep: int) -> Batches:
+    return [[{"type": "broker_startup", "broker": 10 * rep + 1}]]
+
+
+def _controlled_shutdown(args: argparse.Namespace, size: int, rep: int) -> Batches:
+    return [[{"type": "controlled_shutdown", "broker": 10 * rep + 2}]]
+
+
+def _restart_two(args: argparse.Namespace, size: int, rep: int) -> Batches:
+    broker = 10 * rep + 2
+    return [
+        [{"type": "broker_failure", "broker": broker}],
+        [{"type": "broker_startup", "broker": broker}],
+    ]
 
 
 def restart_events(broker: int) -> list[Event]:
@@ -104,16 +130,16 @@ def restart_events(broker: int) -> list[Event]:
     ]
 
 
-def _rolling_restart(args: argparse.Namespace, size: int) -> Batches:
+def _rolling_restart(args: argparse.Namespace, size: int, rep: int) -> Batches:
     # one batch per broker: a startup's UpdateMetadata holds every partition
     return [restart_events(broker) for broker in range(3, 3 + args.restarts)]
 
 
-def _preferred_election(args: argparse.Namespace, size: int) -> Batches:
+def _preferred_election(args: argparse.Namespace, size: int, rep: int) -> Batches:
     return [[{"type": "leader_election", "election": "preferred"}]]
 
 
-def _reassignment_wave(args: argparse.Namespace, size: int) -> Batches:
+def _reassignment_wave(args: argparse.Namespace, size: int, rep: int) -> Batches:
     moves: list[Event] = []
     brokers = args.brokers
     for index in range(0, size, 100):  # every 100th partition: 1% of them
@@ -131,7 +157,7 @@ def _reassignment_wave(args: argparse.Namespace, size: int) -> Batches:
     return [moves[i : i + 1000] for i in range(0, len(moves), 1000)]
 
 
-def _topic_churn(args: argparse.Namespace, size: int) -> Batches:
+def _topic_churn(args: argparse.Namespace, size: int, rep: int) -> Batches:
     batches: Batches = []
     for n in range(size // 2500):
         topic = f"churn-{n}"
@@ -146,8 +172,8 @@ def _topic_churn(args: argparse.Namespace, size: int) -> Batches:
 
 
 WORKLOADS = (
-    Workload("broker_failure", _broker_failure, _restart_one),
-    Workload("controlled_shutdown", _controlled_shutdown, _restart_two),
+    Workload("broker_failure", _broker_failure, _restart_one, repeated=True),
+    Workload("controlled_shutdown", _controlled_shutdown, _restart_two, repeated=True),
     Workload("rolling_restart", _rolling_restart),
     Workload("preferred_election", _preferred_election),
     Workload("reassignment_wave", _reassignment_wave),
@@ -197,8 +223,10 @@ def run_size(args: argparse.Namespace, size: int) -> dict[str, Measure]:
     for workload in WORKLOADS:
         if workload.name not in args.workloads:
             continue
-        measure = _apply(simulator, workload.batches(args, size), counter)
-        _apply(simulator, workload.restore(args, size), counter)
+        measure = Measure(0, 0, 0.0)
+        for rep in range(args.repeats if workload.repeated else 1):
+            measure += _apply(simulator, workload.batches(args, size, rep), counter)
+            _apply(simulator, workload.restore(args, size, rep), counter)
         measures[workload.name] = measure
         print(
             f"  {workload.name:20s} {measure.events:7,d} events {measure.transitions:10,d} "
@@ -274,12 +302,17 @@ def run_replay(args: argparse.Namespace, size: int) -> None:
         (out / f"{table}.jsonl").symlink_to(os.devnull)
     command = ["/usr/bin/time", "-v", sys.executable]
     if args.replay_unencoded:
-        command += [__file__, "--replay-child", str(events), str(out), str(args.batch_size)]
+        batch_size = args.batch_size or DEFAULT_BATCH_SIZE
+        command += [__file__, "--replay-child", str(events), str(out), str(batch_size)]
     else:
-        command += ["-m", "streaming.cli", "replay", str(events), "--out", str(out)]
-        command += ["--batch-size", str(args.batch_size), "--quiet"]
+        command += ["-m", "streaming.cli", "replay", str(events), "--out", str(out), "--quiet"]
+        if args.batch_size is not None:
+            command += ["--batch-size", str(args.batch_size)]
+        if args.batch_output is not None:
+            command += ["--batch-output", str(args.batch_output)]
     began = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
+    written = {p.stem: p.stat().st_size for p in sorted(out.iterdir()) if not p.is_symlink()}
     shutil.rmtree(work, ignore_errors=True)
     if done.returncode != 0:
         raise SystemExit(f"kcsim replay failed ({done.returncode}):\n{done.stderr[-2000:]}")
@@ -292,8 +325,14 @@ def run_replay(args: argparse.Namespace, size: int) -> None:
     print(
         f"{'core + tables (--replay-unencoded)' if args.replay_unencoded else 'kcsim replay'}, "
         f"{size:,d} partitions, {args.brokers} brokers, {args.restarts} brokers "
-        f"restarted, --batch-size {args.batch_size}: {wall:.1f} s wall, {cpu:.1f} s CPU; "
+        f"restarted, --batch-size {args.batch_size or 'default'}, --batch-output "
+        f"{args.batch_output or 'default'}: {wall:.1f} s wall, {cpu:.1f} s CPU; "
         f"peak RSS {rss_kib / 1024:,.0f} MiB = {rss_kib * 1024 / size:,.0f} bytes/partition",
+        flush=True,
+    )
+    print(
+        f"  written {sum(written.values()) / 1e6:,.1f} MB: "
+        + ", ".join(f"{name} {size / 1e6:,.1f}" for name, size in written.items()),
         flush=True,
     )
 
@@ -319,15 +358,18 @@ def main() -> None:
     parser.add_argument("--brokers", type=int, default=300)
     parser.add_argument("--restarts", type=int, default=6, help="brokers a rolling restart bounces")
     parser.add_argument(
+        "--repeats", type=int, default=5,
+        help="runs of each single-event workload (broker failure, controlled shutdown)",
+    )  # fmt: skip
+    parser.add_argument(
         "--workloads", nargs="+", choices=[w.name for w in WORKLOADS],
         default=[w.name for w in WORKLOADS],
     )  # fmt: skip
     parser.add_argument("--replay", type=int, nargs="*", default=[], metavar="PARTITIONS")
+    parser.add_argument("--batch-size", type=int, help="kcsim replay's (default: its own)")
+    parser.add_argument("--batch-output", type=int, help="kcsim replay's (default: its own)")
     parser.add_argument(
-        "--batch-size", type=int, default=3, help="kcsim replay's (3: one broker restart)"
-    )
-    parser.add_argument(
-        "--discard", nargs="*", default=["controller_requests"], metavar="TABLE",
+        "--discard", nargs="*", default=[], metavar="TABLE",
         help="tables kcsim replay writes to /dev/null",
     )  # fmt: skip
     parser.add_argument("--dir", type=Path, default=Path("/tmp/kcsim-bench-scale"))

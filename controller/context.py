@@ -218,6 +218,36 @@ class ControllerContext:
         self.set_assignment(record, assignment)
         return record
 
+    def load_partition(
+        self,
+        tp: TopicPartition,
+        assignment: ReplicaAssignment,
+        leadership: LeaderAndIsr | None,
+        state: PartitionState,
+        last_event_id: str | None,
+    ) -> Partition:
+        """A partition read back from the tables, new to the context: what add_partition,
+        set_leadership and set_partition_state leave, without their checks of a previous
+        value and without marking it dirty (a load costs what it reads)."""
+        record = Partition(tp, assignment, leadership, state, {}, last_event_id, {})
+        self.topics[tp.topic].partitions[tp.partition] = record
+        hosted = self._replicas_on_broker
+        for broker in assignment.replicas:
+            on_broker = hosted.get(broker)
+            if on_broker is None:
+                on_broker = hosted[broker] = set()
+            on_broker.add(tp)
+        if leadership is not None:
+            led = self._led_by.get(leadership.leader)
+            if led is None:
+                led = self._led_by[leadership.leader] = set()
+            led.add(tp)
+            if leadership.is_restamped:
+                self.restamped_partitions.add(tp)
+        if state is PartitionState.NEW or state is PartitionState.OFFLINE:
+            self._new_or_offline.add(tp)
+        return record
+
     def remove_topic(self, name: str) -> None:
         """Kafka's removeTopic: assignments and leadership go; the partition rows go with
         them (a NonExistentPartition state is the same as none). partitionsBeingReassigned

@@ -32,6 +32,7 @@ class Journal:
         self.violations: list[Violation] = []  # the event's, until the runner takes them
         # (recipients, delivered flags, type) of each body sent since the last delivery check
         self._sent: list[tuple[Sequence[int], Sequence[bool], str]] = []
+        self._entries = 0  # the partition entries of the request bodies held
 
     def begin(self, event_id: str, seq: int, ts: int | None) -> None:
         self.event_id = event_id
@@ -43,6 +44,7 @@ class Journal:
     def drain(self) -> tuple[RequestLog, list[Row], list[Row]]:
         drained = (self.requests, self.state_changes, self.results)
         self.requests, self.state_changes, self.results = RequestLog(), [], []
+        self._entries = 0
         return drained
 
     def check_deliveries(self, registered: frozenset[int]) -> None:
@@ -56,6 +58,11 @@ class Journal:
                     if broker not in registered:
                         self.violations.append(invariants.delivered_to_dead(broker, request_type))
         sent.clear()
+
+    def held(self) -> int:
+        """The size of what is held until drained: rows plus the request bodies' partition
+        entries (a new broker's UpdateMetadata is one row holding every partition)."""
+        return len(self.state_changes) + len(self.results) + len(self.requests) + self._entries
 
     def request(
         self,
@@ -106,6 +113,7 @@ class Journal:
         self._sent.append((brokers, delivered, request_type))
         self.request_seq += len(brokers)
         self.payload += 1
+        self._entries += len(partitions)
 
     def state_change(
         self,

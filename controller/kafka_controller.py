@@ -69,38 +69,12 @@ class KafkaController:
         self.reassignments = Reassignments(self.parts)
         self.elections = LeaderElections(self.parts)
         self._follow_ups: deque[_StopReplicaResponse | _IsrExpansion] = deque()
-        # the checks of `check`, per event type, in the order they run
-        self._checks: dict[type, tuple[Callable, ...]] = {
-            ev.BrokerFailure: (self._known_brokers,),
-            ev.ControlledShutdown: (self._known_broker,),
-            ev.StopReplicaResponse: (self._known_broker, self._known_topic),
-            ev.TopicCreation: (self._check_topic_creation,),
-            ev.PartitionCreation: (self._known_topic, self._check_partition_creation),
-            ev.TopicDeletion: (self._known_topic, self._check_deletion_enabled),
-            ev.TopicConfigChange: (self._known_topic, self._check_topic_configs),
-            ev.ControllerFailover: (self._check_failed_brokers, self._check_controller_epoch),
-        }
-        self._handlers: dict[type, Callable] = {
-            ev.BrokerStartup: self._broker_startup,
-            ev.BrokerFailure: self._broker_failure,
-            ev.ControlledShutdown: self._controlled_shutdown,
-            ev.TopicCreation: self._topic_creation,
-            ev.PartitionCreation: self._partition_creation,
-            ev.TopicDeletion: self._topic_deletion,
-            ev.PartitionReassignment: self._partition_reassignment,
-            ev.IsrChange: self._isr_change,
-            ev.LeaderElection: self._leader_election,
-            ev.AutoRebalanceCheck: self._auto_rebalance_check,
-            ev.StopReplicaResponse: self._stop_replica_response,
-            ev.TopicConfigChange: self._topic_config_change,
-            ev.ControllerFailover: self._controller_failover,
-        }
 
     def check(self, body: ev.EventBody) -> None:
         """Raise EventRejected when the event names a broker or topic the cluster does not
         know where one is required (CONTRACT §1). Runs before anything changes."""
-        for rule in self._checks.get(type(body), ()):
-            rule(body)
+        for rule in _CHECKS.get(type(body), ()):
+            rule(self, body)
 
     def _known_broker(
         self, body: ev.BrokerFailure | ev.ControlledShutdown | ev.StopReplicaResponse
@@ -159,7 +133,7 @@ class KafkaController:
             )
 
     def apply(self, body: ev.EventBody) -> None:
-        self._handlers[type(body)](body)
+        _HANDLERS[type(body)](self, body)
         self._run_follow_ups()
 
     def _run_follow_ups(self) -> None:
@@ -659,3 +633,36 @@ class KafkaController:
                 state = PS.ONLINE if context.is_live(leadership.leader) else PS.OFFLINE
             context.set_partition_state(record, state)
         self._trigger_online_partition_state_change()
+
+
+# The checks of `check` and the handlers of `apply` per event type, as plain functions
+# taking the controller: bound methods held by the controller would make it a reference
+# cycle, which only a full cyclic collection frees (a failover replaces the controller).
+_CHECKS: dict[type, tuple[Callable[..., None], ...]] = {
+    ev.BrokerFailure: (KafkaController._known_brokers,),
+    ev.ControlledShutdown: (KafkaController._known_broker,),
+    ev.StopReplicaResponse: (KafkaController._known_broker, KafkaController._known_topic),
+    ev.TopicCreation: (KafkaController._check_topic_creation,),
+    ev.PartitionCreation: (KafkaController._known_topic, KafkaController._check_partition_creation),
+    ev.TopicDeletion: (KafkaController._known_topic, KafkaController._check_deletion_enabled),
+    ev.TopicConfigChange: (KafkaController._known_topic, KafkaController._check_topic_configs),
+    ev.ControllerFailover: (
+        KafkaController._check_failed_brokers,
+        KafkaController._check_controller_epoch,
+    ),
+}
+_HANDLERS: dict[type, Callable[..., None]] = {
+    ev.BrokerStartup: KafkaController._broker_startup,
+    ev.BrokerFailure: KafkaController._broker_failure,
+    ev.ControlledShutdown: KafkaController._controlled_shutdown,
+    ev.TopicCreation: KafkaController._topic_creation,
+    ev.PartitionCreation: KafkaController._partition_creation,
+    ev.TopicDeletion: KafkaController._topic_deletion,
+    ev.PartitionReassignment: KafkaController._partition_reassignment,
+    ev.IsrChange: KafkaController._isr_change,
+    ev.LeaderElection: KafkaController._leader_election,
+    ev.AutoRebalanceCheck: KafkaController._auto_rebalance_check,
+    ev.StopReplicaResponse: KafkaController._stop_replica_response,
+    ev.TopicConfigChange: KafkaController._topic_config_change,
+    ev.ControllerFailover: KafkaController._controller_failover,
+}

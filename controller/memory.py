@@ -24,3 +24,48 @@ def cyclic_gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+class LongLivedHeap:
+    """Keeps the long-lived heap (cluster contexts) out of the cyclic collector's walks.
+
+    A full collection walks every tracked object: at a million partitions, seconds each,
+    for a context that holds no garbage (the core makes no reference cycles). `settle`,
+    at a batch boundary, collects the young generations (what the last batch left in
+    cycles) and freezes the survivors (`gc.freeze`), so later collections skip them.
+    Frozen objects freed by reference counting leave the frozen set; frozen cycles are
+    only freed by a full collection. One runs once the objects frozen since the last
+    exceed a quarter of the heap it left (Python's own rule for full collections) plus
+    `SLACK`: cycles made by other code (a Spark job's) leak at most that much, and a
+    cluster that grows pays for its full collections in proportion, once per step.
+    """
+
+    GROWTH = 0.25
+    SLACK = 200_000  # objects: a small process never pays a full collection for a batch
+
+    __slots__ = ("_after_full", "_pending")
+
+    def __init__(self) -> None:
+        # not gc.get_freeze_count(): it walks the frozen set
+        self._after_full = 0  # objects frozen by the last full collection
+        self._pending = 0  # objects frozen since
+
+    def settle(self) -> None:
+        """At a batch boundary."""
+        gc.collect(1)
+        self._pending += len(gc.get_objects(2))  # the survivors: the rest is frozen
+        gc.freeze()
+        if self._pending > self._after_full * self.GROWTH + self.SLACK:
+            gc.unfreeze()
+            gc.collect()
+            gc.freeze()
+            self._after_full = gc.get_freeze_count()  # a walk, after the collection's
+            self._pending = 0
+
+    def settle_loaded(self) -> None:
+        """After loading a heap that holds no cycles (contexts rebuilt from rows): frozen
+        as it is, and counted in the measure of later growth, without a full collection."""
+        gc.collect(1)
+        self._after_full += self._pending + len(gc.get_objects(2))
+        self._pending = 0
+        gc.freeze()

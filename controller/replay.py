@@ -13,17 +13,23 @@ import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import IO
 
 from controller.config import Settings
 from controller.simulator import RawEvent, Row, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES, TABLES, Table
+from schemas.types import ArrayOf
 
 DEFAULT_BATCH_SIZE = 10_000
+# a batch's output held at once, in rows and request-body partition entries (~0.5-1 KB
+# each in memory): replay's memory follows it, whatever the cluster's size
+DEFAULT_BATCH_OUTPUT = 250_000
 STDIN = Path("-")
 _ROWS_PER_WRITE = 10_000  # bounds the memory of writing a large state table
 _BYTES_PER_WRITE = 16 << 20  # (characters) and of a table of large rows
+_LIST_SLICE = 10_000  # items of a long list column encoded at a time
 # Hadoop/Spark treat names starting with "." or "_" as hidden (checksums, _SUCCESS,
 # _delta_log) and "._COPYING_" as a file still being written; the file source skips them.
 _HIDDEN_PREFIXES = (".", "_")
@@ -43,6 +49,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_BATCH_SIZE,
         help=f"events per Simulator.apply call (default {DEFAULT_BATCH_SIZE}); "
         "results do not depend on it",
+    )
+    parser.add_argument(
+        "--batch-output",
+        type=positive_int,
+        default=DEFAULT_BATCH_OUTPUT,
+        help="a batch ends once its output holds this many rows, a request body counting "
+        f"one per partition it names (default {DEFAULT_BATCH_OUTPUT:,}; a single event's "
+        "output is never split); results do not depend on it",
     )
     parser.add_argument("--quiet", action="store_true", help="no summary on stderr")
 
@@ -79,7 +93,7 @@ def main(args: argparse.Namespace) -> int:
     if args.out.exists() and not args.out.is_dir():
         print(f"kcsim replay: --out must be a directory, {args.out} is a file", file=sys.stderr)
         return 2
-    summary = replay(args.settings, source, args.out, args.batch_size)
+    summary = replay(args.settings, source, args.out, args.batch_size, args.batch_output)
     if not args.quiet:
         print(summary.line(args.out), file=sys.stderr)
     # the exit status says whether anything was rejected
@@ -87,7 +101,11 @@ def main(args: argparse.Namespace) -> int:
 
 
 def replay(
-    settings: Settings, source: Path, out: Path, batch_size: int = DEFAULT_BATCH_SIZE
+    settings: Settings,
+    source: Path,
+    out: Path,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    batch_output: int = DEFAULT_BATCH_OUTPUT,
 ) -> Summary:
     """Apply the events under `source` and write every table to `out`."""
     started = time.monotonic()
@@ -96,13 +114,17 @@ def replay(
     lines = read_events(source)  # lists the files now, before any output file exists
     out.mkdir(parents=True, exist_ok=True)
     with _AppendFiles(out, APPEND_TABLES) as appends:
-        for batch in _batches(lines, batch_size):
-            output = simulator.apply(batch)
-            events += len(batch)
+        while True:
+            # the events a batch does not take stay in `lines` for the next
+            output = simulator.apply(islice(lines, batch_size), batch_output)
+            if output.events == 0:
+                break
+            events += output.events
             rejected += len(output.appends.get("rejected_events", ()))
             requests += len(output.appends.get("controller_requests", ()))
             for table, rows in output.appends.items():
                 appends.write(table, rows)
+            del output  # not alive through the next batch
     write_tables(out, {t.name: simulator.table_rows(t.name) for t in STATE_TABLES})
     return Summary(events, rejected, requests, time.monotonic() - started)
 
@@ -219,11 +241,20 @@ def _open_table(out: Path, name: str) -> IO[str]:
 def _write_rows(handle: IO[str], table: Table, rows: Iterable[Row]) -> None:
     """Rows as JSON lines in the table's column order, one write per chunk. A column missing
     from a row is written as null, as Delta would store it. A chunk is cut at
-    _BYTES_PER_WRITE as well: a request body of a large cluster is tens of MB as JSON."""
+    _BYTES_PER_WRITE as well, and a row with a long list (a new broker's UpdateMetadata
+    names every partition: ~290 MB of JSON at 1M partitions) is written a slice at a
+    time, never held whole as text."""
     columns = table.column_names
+    lists = tuple(c.name for c in table.columns if isinstance(c.type, ArrayOf))
     chunk: list[str] = []
     size = 0
     for row in rows:
+        if any(len(row.get(c) or ()) > _LIST_SLICE for c in lists):
+            handle.write("".join(chunk))
+            chunk, size = [], 0
+            for piece in _json_pieces(columns, row):
+                handle.write(piece)
+            continue
         line = _json_line(columns, row)
         chunk.append(line)
         size += len(line)
@@ -236,4 +267,26 @@ def _write_rows(handle: IO[str], table: Table, rows: Iterable[Row]) -> None:
 
 def _json_line(columns: tuple[str, ...], row: Row) -> str:
     ordered = {c: row.get(c) for c in columns}
-    return json.dumps(ordered, ensure_ascii=False, separators=(",", ":")) + "\n"
+    return _dumps(ordered) + "\n"
+
+
+def _json_pieces(columns: tuple[str, ...], row: Row) -> Iterator[str]:
+    """_json_line's text in pieces: a long list is encoded _LIST_SLICE items at a time."""
+    separator = "{"
+    for column in columns:
+        value = row.get(column)
+        yield f"{separator}{_dumps(column)}:"
+        separator = ","
+        if isinstance(value, list) and len(value) > _LIST_SLICE:
+            yield "["
+            for start in range(0, len(value), _LIST_SLICE):
+                items = _dumps(value[start : start + _LIST_SLICE])[1:-1]
+                yield items if start == 0 else "," + items
+            yield "]"
+        else:
+            yield _dumps(value)
+    yield "}\n"
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

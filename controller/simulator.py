@@ -18,7 +18,7 @@ from controller.events import ControllerFailover, Event, Header, ObservedEvent, 
 from controller.health import HealthTracker
 from controller.journal import Journal
 from controller.kafka_controller import EventRejected, KafkaController
-from controller.memory import cyclic_gc_paused
+from controller.memory import LongLivedHeap, cyclic_gc_paused
 from controller.parse import INT64_MAX, parse_event
 from controller.request_log import RequestLog
 from schemas.tables import APPEND_TABLES, STATE_TABLES
@@ -44,12 +44,14 @@ class BatchOutput:
     upserts: dict[str, list[Row]] = field(default_factory=dict)
     # ...and the key columns of every row the batch removed
     deletes: dict[str, list[Row]] = field(default_factory=dict)
+    events: int = 0  # the events taken (all of them, unless a max_output stopped it)
 
 
 class Simulator:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self._clusters: dict[str, ClusterRunner] = {}
+        self._heap = LongLivedHeap()
 
     @classmethod
     def from_tables(
@@ -58,6 +60,13 @@ class Simulator:
         """Rebuild every cluster from stored state-table rows (partition_state, replica_state,
         brokers, topics, clusters; applied_events for duplicate detection). Continuing from
         here gives what one uninterrupted run gives."""
+        with cyclic_gc_paused():  # a load makes no garbage: collections would walk it all
+            return cls._from_tables(settings, tables)
+
+    @classmethod
+    def _from_tables(
+        cls, settings: Settings, tables: Mapping[str, Iterable[Mapping[str, Any]]]
+    ) -> Simulator:
         tables = {name: list(rows) for name, rows in tables.items()}
         simulator = cls(settings)
         names = {row["cluster"] for row in tables.get("clusters", ())}
@@ -72,18 +81,28 @@ class Simulator:
                 if row["cluster"] == cluster
             )
             simulator._clusters[cluster] = runner
+        del tables
+        simulator._heap.settle_loaded()  # the contexts: out of every later collection
         return simulator
 
-    def apply(self, events: Iterable[RawEvent]) -> BatchOutput:
-        """Apply events in the given order (a cluster's events must arrive in order)."""
-        with cyclic_gc_paused():
-            return self._apply(events)
+    def apply(self, events: Iterable[RawEvent], max_output: int | None = None) -> BatchOutput:
+        """Apply events in the given order (a cluster's events must arrive in order).
 
-    def _apply(self, events: Iterable[RawEvent]) -> BatchOutput:
+        With `max_output`, no event is taken from `events` once the batch's output holds
+        that much (rows, counting a request body's partition entries: see
+        `Journal.held`): the rest stay in the iterator for the next batch, and
+        `BatchOutput.events` says how many were taken."""
+        self._heap.settle()  # what the last batch added is long-lived now
+        with cyclic_gc_paused():
+            return self._apply(events, max_output)
+
+    def _apply(self, events: Iterable[RawEvent], max_output: int | None) -> BatchOutput:
         rejected: list[Row] = []
         divergent: list[Row] = []  # the `event` rows of rejected events carrying observed
         touched: dict[str, ClusterRunner] = {}
+        taken = held = 0
         for raw_event in events:
+            taken += 1
             parsed = parse_event(raw_event.raw, raw_event.source)
             if isinstance(parsed, Rejection):
                 rejected.append(rejection_row(parsed))
@@ -91,19 +110,30 @@ class Simulator:
                     divergent.extend(divergence.rejection_rows(parsed))
                 continue
             cluster = parsed.header.cluster
-            runner = self._runner(cluster)
+            runner = self._clusters.get(cluster)
+            created = runner is None
+            if runner is None:
+                runner = self._clusters[cluster] = ClusterRunner(
+                    ControllerContext(cluster), self._settings
+                )
+            held_before = runner.journal.held() if max_output is not None else 0
             rejection = runner.apply(parsed)
             if rejection is not None:
                 rejected.append(rejection_row(rejection))
                 if rejection.observed is not None:
                     divergent.extend(divergence.rejection_rows(rejection))
-                if runner.context.last_event_id is None:
-                    # a cluster that has applied nothing yet has no rows: a rejected line
-                    # does not bring it into being
+                if created and runner.context.last_event_id is None:
+                    # a cluster this event would have started has no rows: a rejected line
+                    # does not bring it into being. One that was already here stays, even
+                    # with no applied event known (restored from tables without them).
                     del self._clusters[cluster]
                 continue
             touched[cluster] = runner
-        output = BatchOutput()
+            if max_output is not None:
+                held += runner.journal.held() - held_before
+                if held >= max_output:
+                    break
+        output = BatchOutput(events=taken)
         output.appends = {name: [] for name in APPEND_TABLE_NAMES}
         requests = output.appends["controller_requests"] = RequestLog()
         output.appends["request_payloads"] = requests.payloads()
@@ -114,13 +144,6 @@ class Simulator:
         for cluster in sorted(touched):
             touched[cluster].drain(output)
         return output
-
-    def _runner(self, cluster: str) -> ClusterRunner:
-        runner = self._clusters.get(cluster)
-        if runner is None:
-            runner = ClusterRunner(ControllerContext(cluster), self._settings)
-            self._clusters[cluster] = runner
-        return runner
 
     def clusters(self) -> list[str]:
         return sorted(self._clusters)

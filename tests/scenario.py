@@ -84,6 +84,7 @@ class Cluster:
         self.settings = settings or Settings()
         self.simulator = Simulator(self.settings)
         self._lines = 0
+        self._applied: list[Row] = []  # applied_events rows so far, for restart()
         self.last: Output | None = None
         for broker in brokers:
             self.start(broker)
@@ -93,6 +94,7 @@ class Cluster:
     def send(self, event: dict[str, Any]) -> Output:
         self._lines += 1
         batch = self.simulator.apply([RawEvent(json.dumps(event), f"scenario:{self._lines}")])
+        self._applied.extend(batch.appends["applied_events"])
         self.last = Output(
             requests=joined(
                 batch.appends["controller_requests"], batch.appends["request_payloads"]
@@ -174,8 +176,10 @@ class Cluster:
 
     def restart(self) -> None:
         """Stop and carry on from the stored state tables alone, as an engine does after a
-        restart: the same controller goes on (no failover)."""
+        restart: the same controller goes on (no failover). Like the engines, it reads
+        applied_events too: the last applied seq and the event ids already seen."""
         tables = {t.name: list(self.simulator.table_rows(t.name)) for t in STATE_TABLES}
+        tables["applied_events"] = list(self._applied)
         self.simulator = Simulator.from_tables(self.settings, tables)
 
     # ---- reading state --------------------------------------------------------------------

@@ -70,13 +70,11 @@ def test_replay_writes_every_table_and_reports_the_bad_line(tmp_path: Path) -> N
 def test_results_do_not_depend_on_the_batch_size(tmp_path: Path) -> None:
     events = write_scenario(tmp_path, SCENARIO)
     outputs = []
-    for size in ("1", "2", "10000"):
-        out = tmp_path / f"out-{size}"
-        assert (
-            main(["replay", str(events), "--out", str(out), "--batch-size", size, "--quiet"]) == 1
-        )
+    for flags in (["--batch-size", "1"], ["--batch-size", "2"], [], ["--batch-output", "1"]):
+        out = tmp_path / f"out-{len(outputs)}"
+        assert main(["replay", str(events), "--out", str(out), *flags, "--quiet"]) == 1
         outputs.append({t: (out / f"{t}.jsonl").read_text(encoding="utf-8") for t in TABLES})
-    assert outputs[0] == outputs[1] == outputs[2]
+    assert outputs[0] == outputs[1] == outputs[2] == outputs[3]
 
 
 def test_exit_status_zero_without_rejections(tmp_path: Path, capsys: Any) -> None:
@@ -143,6 +141,25 @@ def test_write_tables_keeps_column_order(tmp_path: Path) -> None:
     assert (tmp_path / "topics.jsonl").read_text(encoding="utf-8") == ""
 
 
+def test_a_row_with_a_long_list_is_written_as_one_json_line(tmp_path: Path) -> None:
+    """A new broker's UpdateMetadata body names every partition: written a slice at a
+    time, it reads back as the same single line the short rows get."""
+    entry = {"topic": "t\u00e9", "partition": 0, "isr": [1, 2], "is_new": None}
+    rows = [
+        {"cluster": "c", "event_id": "e", "seq": 1, "payload": 0, "type": "UpdateMetadata",
+         "partitions": [{**entry, "partition": p} for p in range(n)], "live_brokers": [1],
+         "ts": None}
+        for n in (0, 3, 25_001, 20_000, 2)
+    ]  # fmt: skip
+    write_tables(tmp_path, {"request_payloads": rows})
+    lines = (tmp_path / "request_payloads.jsonl").read_text(encoding="utf-8").splitlines()
+    columns = TABLES["request_payloads"].column_names
+    assert [json.loads(line) for line in lines] == [{c: r[c] for c in columns} for r in rows]
+    assert lines[2] == json.dumps(
+        {c: rows[2][c] for c in columns}, ensure_ascii=False, separators=(",", ":")
+    )
+
+
 # ------------------------------------------------ the plumbing, with a stand-in simulator
 
 
@@ -155,10 +172,12 @@ class FakeSimulator:
         self.brokers: dict[int, dict[str, Any]] = {}
         self.batch_sizes: list[int] = []
 
-    def apply(self, events: Iterable[RawEvent]) -> BatchOutput:
-        batch = list(events)
+    def apply(self, events: Iterable[RawEvent], max_output: int | None = None) -> BatchOutput:
+        batch = list(events)  # (takes them all, whatever max_output)
         self.batch_sizes.append(len(batch))
-        output = BatchOutput(appends={"rejected_events": [], "applied_events": []})
+        output = BatchOutput(
+            appends={"rejected_events": [], "applied_events": []}, events=len(batch)
+        )
         for raw in batch:
             result = parse_event(raw.raw, raw.source)
             if isinstance(result, Rejection):
@@ -210,7 +229,8 @@ def test_replay_plumbing(tmp_path: Path, monkeypatch: Any) -> None:
         assert (
             main(["replay", str(events), "--out", str(out), "--batch-size", size, "--quiet"]) == 1
         )
-        assert made[-1].batch_sizes == ([1, 1, 1, 1] if size == "1" else [3, 1])
+        # the last call finds no event left
+        assert made[-1].batch_sizes == ([1, 1, 1, 1, 0] if size == "1" else [3, 1, 0])
         assert sorted(p.name for p in out.iterdir()) == sorted(f"{t}.jsonl" for t in TABLES)
         texts.append({t: (out / f"{t}.jsonl").read_text(encoding="utf-8") for t in TABLES})
     assert texts[0] == texts[1]

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 from scenario import Cluster, entries, lai
+
+from controller.simulator import RawEvent, Simulator
+from schemas.tables import STATE_TABLES
 
 LAI, UM, SR = "LeaderAndIsr", "UpdateMetadata", "StopReplica"
 
@@ -221,3 +226,41 @@ def test_failover_reloads_the_controller_epoch_stored_with_leader_and_isr() -> N
     c.isr("t", 0, [1, 2, 3])  # a write: stored and cached agree again
     assert c.partition("t", 0)["controller_epoch"] == 4
     assert c.cluster_row()["restamped_partitions"] == []
+
+
+def test_restart_then_rejected_event_keeps_the_cluster() -> None:
+    """CONTRACT §2 (rejected_events): a rejected event changes nothing. After a restart
+    the reloaded cluster has applied events (read from applied_events): a rejected event
+    must not drop it, its seq goes on from the stored one, and an applied event id stays a
+    duplicate."""
+    c = Cluster(brokers=[1, 2])
+    c.create("t", {0: [1, 2]})
+    c.send({"type": "broker_failure", "broker": 2, "event_id": "fail-2"})
+    c.restart()
+    out = c.fail(9)  # never registered
+    assert [r["reason"] for r in out.rejected] == [
+        "unknown broker 9: the cluster has never seen it"
+    ]
+    assert c.state("t", 0) == ("OnlinePartition", 1, [1], 1, 1)
+    assert c.broker(2)["status"] == "dead"
+    out = c.send({"type": "broker_startup", "broker": 2, "event_id": "fail-2"})
+    assert [r["reason"] for r in out.rejected] == ["duplicate event_id 'fail-2': already applied"]
+    out = c.start(2)
+    assert out.rejected == []
+    assert c.context.last_seq == 5  # 2 startups, creation, failure, startup: rejected skip
+
+
+def test_cluster_restored_without_applied_events_is_never_dropped() -> None:
+    """A cluster restored from its state tables alone (no applied_events rows: nothing says
+    which event came last) still exists after a rejected event, with its state."""
+    c = Cluster(brokers=[1, 2])
+    c.create("t", {0: [1, 2]})
+    tables = {t.name: list(c.simulator.table_rows(t.name)) for t in STATE_TABLES}
+    simulator = Simulator.from_tables(c.settings, tables)
+    output = simulator.apply([RawEvent(json.dumps({"type": "broker_failure", "broker": 9}), "x:1")])
+    assert len(output.appends["rejected_events"]) == 1
+    assert simulator.clusters() == ["default"]
+    assert list(simulator.table_rows("partition_state")) == tables["partition_state"]
+    output = simulator.apply([RawEvent(json.dumps({"type": "broker_failure", "broker": 2}), "x:2")])
+    assert output.appends["rejected_events"] == []
+    assert [r["seq"] for r in output.appends["applied_events"]] == [1]
