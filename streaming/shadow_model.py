@@ -30,6 +30,7 @@ shadow can tell what it has already written.
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -266,7 +267,8 @@ class ShadowModel:
     _gone_controller: Controller | None = None
     _id_zxid: int = 0  # the zxid of the last event id given out, and the next n for it
     _id_next: int = 0
-    _pending: list[_Pending] = field(default_factory=list)
+    _pending: list[_Pending] = field(default_factory=list)  # in zxid order
+    _latest_write: int = 0  # the largest mzxid among the pending causes' writes
 
     # ------------------------------------------------------------ start
 
@@ -358,11 +360,27 @@ class ShadowModel:
             handler(change)
             self.last_zxid = max(self.last_zxid, change.zxid)
 
-    def flush(self) -> list[Event]:
-        """Every pending cause's events, in zxid order, with ids, seqs and `observed`."""
-        pending, self._pending = sorted(self._pending, key=lambda c: c.zxid), []
+    def flush(self, final: bool = False) -> list[Event]:
+        """Every pending cause's events, in zxid order, with ids, seqs and `observed`
+        (unless, and `final` not given, a failure waits for the next controller)."""
+        if not final and any(self._awaits_new_controller(c) for c in self._pending):
+            return []  # all held, so that events stay in zxid order
+        pending, self._pending, self._latest_write = self._pending, [], 0
         self.unexplained += sum(len(c.writes) for c in pending if c.kind == "unexplained")
         return [event for cause in pending for event in self._stamp(cause)]
+
+    def _awaits_new_controller(self, cause: _Pending) -> bool:
+        """The controller's own registration gone with /controller, no new one read yet:
+        held for the failover, whose `failed_brokers` it becomes (the new controller loads
+        with it dead; nothing handles it as a failure). An election slower than the settle
+        window would otherwise write it out as a failure the old controller handled."""
+        gone = self._gone_controller
+        return (
+            cause.kind == "broker_failure"
+            and self.controller is None
+            and gone is not None
+            and gone.broker in cause.brokers
+        )
 
     @property
     def pending(self) -> int:
@@ -370,12 +388,18 @@ class ShadowModel:
 
     def _take(self, cause: _Pending, tp: TP, zxid: int, old: PartitionState | None) -> None:
         row = self._observed(tp)
+        self._latest_write = max(self._latest_write, zxid)
         cause.writes[tp] = row
         cause.seen.setdefault(tp, []).append(_Write(zxid, old, self.states.get(tp), row))
 
+    def _insert(self, cause: _Pending) -> None:
+        # after the causes of the same zxid: reading back from the end finds the latest
+        bisect.insort(self._pending, cause, key=lambda c: c.zxid)
+
     def _add(self, cause: _Pending) -> None:
-        self._pending.append(cause)
-        self._claim_later_writes(cause)
+        self._insert(cause)
+        if cause.zxid < self._latest_write:  # else (read in order) no write is after it
+            self._claim_later_writes(cause)
 
     def _claim_later_writes(self, cause: _Pending) -> None:
         """ZooKeeper orders everything by zxid, not by when the shadow reads it: a state write
@@ -409,7 +433,7 @@ class ShadowModel:
                 self._pending.remove(other)
 
     def _on_bad(self, change: Change) -> None:
-        self._pending.append(_Pending(change.zxid, [self._rejected(change)], "bad"))
+        self._insert(_Pending(change.zxid, [self._rejected(change)], "bad"))
 
     def _on_broker(self, change: Change) -> None:
         broker_id, new = change.key, change.value
@@ -436,7 +460,8 @@ class ShadowModel:
             event.pop("rack", None)
             event["brokers"] = ids
             last.brokers = frozenset(ids)
-            self._claim_later_writes(last)
+            if last.zxid < self._latest_write:
+                self._claim_later_writes(last)
             return
         event: Event = {"type": kind, "broker": broker}
         if rack is not None:
@@ -502,7 +527,7 @@ class ShadowModel:
         self.answered[topic] = set(answering)
         answers = [_stop_replica_answer(topic, p, b) for p, b in answering]
         if answers:
-            self._pending.append(_Pending(change.zxid, answers, "deletion_answers", topic=topic))
+            self._insert(_Pending(change.zxid, answers, "deletion_answers", topic=topic))
 
     def _on_config(self, change: Change) -> None:
         topic, configs = change.key, change.value or {}
@@ -583,7 +608,7 @@ class ShadowModel:
                     events.append(_stop_replica_answer(topic, p, broker))
         if events:
             cause = _Pending(zxid, events, "deletion_done", topic=topic, deleted_topic=topic)
-            self._pending.append(cause)
+            self._insert(cause)
             return
         # nothing left to answer: the completion shows on the answers if still pending;
         # else an empty cause, so that the flush saves the shadow's view without the topic
@@ -591,7 +616,7 @@ class ShadowModel:
             if cause.kind == "deletion_answers" and cause.topic == topic:
                 cause.deleted_topic = topic
                 return
-        self._pending.append(_Pending(zxid, [], "deletion_done", topic=topic))
+        self._insert(_Pending(zxid, [], "deletion_done", topic=topic))
 
     def _on_state(self, change: Change) -> None:
         tp, new = change.key, change.value
@@ -672,8 +697,7 @@ class ShadowModel:
 
     def _attach_write(self, zxid: int, tp: TP, old: PartitionState | None) -> None:
         new = self.states.get(tp)
-        # the latest cause by zxid (the order causes were read in is not ZooKeeper's)
-        for cause in sorted(reversed(self._pending), key=lambda c: c.zxid, reverse=True):
+        for cause in reversed(self._pending):  # the latest by zxid first
             if cause.zxid <= zxid and self._accepts(cause, tp, old, new):
                 self._take(cause, tp, zxid, old)
                 return
@@ -682,7 +706,7 @@ class ShadowModel:
             # held, without an event, for a cause read later whose zxid is below the write's
             inferred = _Pending(zxid, [], "unexplained", inferred=True)
         self._take(inferred, tp, zxid, old)
-        self._pending.append(inferred)
+        self._insert(inferred)
 
     def _accepts(
         self, cause: _Pending, tp: TP, old: PartitionState | None, new: PartitionState | None

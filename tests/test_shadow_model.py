@@ -590,3 +590,18 @@ def test_an_alter_partition_coalesced_with_a_completion_after_the_reassignment_w
     assert (alter["type"], alter["isr"]) == ("isr_change", [3, 2, 1])
     assert observed(alter)["t", 0]["leader"] == 2
     assert observed(alter)["t", 0]["replicas"] == [2, 1]
+
+
+def test_the_controllers_failure_waits_for_a_slow_election():
+    """SPEC §7.2, recorded in the chaos run: controller 2 is killed (its registration and
+    /controller gone at 0x1ef) and the next election comes after the settle window. The
+    failure is held, not written as one the old controller handled: it becomes the
+    failover's failed_brokers when /controller reappears."""
+    model = started(topics=T, states=S, controller=2)
+    model.apply([Change(0x1EF, "broker", 2), Change(0x1EF, "controller", None, None)])
+    assert model.flush() == []
+    model.apply([Change(0x1F0, "controller", None, Controller(3, 2, -1))])
+    model.apply([Change(0x1F2, "state", ("t", 1), state(3, 1, [3], 1, cepoch=2))])
+    [failover] = model.flush()
+    assert (failover["type"], failover["failed_brokers"]) == ("controller_failover", [2])
+    assert observed(failover)["t", 1]["leader"] == 3
