@@ -237,6 +237,7 @@ class _Pending:
     writes: dict[TP, dict[str, Any] | None] = field(default_factory=dict)
     deleted_topic: str | None = None
     inferred: bool = False  # named by a write itself (no cause was pending for it)
+    replaced: int | None = None  # a failover's: the broker of the controller it replaced
     # the state writes taken, per partition in zxid order (not the rows a topic-wide cause
     # observes untouched): a cause read later may claim the later ones by zxid
     seen: dict[TP, list[_Write]] = field(default_factory=dict)
@@ -450,6 +451,8 @@ class ShadowModel:
             self.brokers[broker_id] = new  # endpoints or features: no partition effect
 
     def _broker_cause(self, zxid: int, kind: str, broker: int, rack: str | None = None) -> None:
+        if kind == "broker_failure" and self._failed_with_controller(zxid, broker):
+            return
         last = self._pending[-1] if self._pending else None
         # Several registrations changing before the controller wrote anything: one
         # BrokerChange (the controller reads all registrations at once).
@@ -467,6 +470,17 @@ class ShadowModel:
         if rack is not None:
             event["rack"] = rack
         self._add(_Pending(zxid, [event], kind, frozenset({broker})))
+
+    def _failed_with_controller(self, zxid: int, broker: int) -> bool:
+        """The old controller's registration read after the new /controller (the watches
+        fired in one order, the reads came in another): it is that failover's."""
+        for cause in self._pending:
+            failover = cause.kind == "controller_failover" and cause.replaced == broker
+            if failover and cause.zxid >= zxid:
+                event = cause.events[0]
+                event["failed_brokers"] = sorted({*event.get("failed_brokers", []), broker})
+                return True
+        return False
 
     def _on_controller(self, change: Change) -> None:
         new: Controller | None = change.value
@@ -505,6 +519,7 @@ class ShadowModel:
         # The writes made after the election (mzxid above /controller's czxid) but read
         # before /controller was are the new controller's: `_add` claims them by zxid.
         cause = _Pending(change.zxid, [event], "controller_failover", writes=writes, seen=seen)
+        cause.replaced = old.broker if old is not None else None
         self._add(cause)
 
     def _on_delete(self, change: Change) -> None:

@@ -605,3 +605,17 @@ def test_the_controllers_failure_waits_for_a_slow_election():
     [failover] = model.flush()
     assert (failover["type"], failover["failed_brokers"]) == ("controller_failover", [2])
     assert observed(failover)["t", 1]["leader"] == 3
+
+
+def test_the_old_controllers_registration_read_after_the_new_controller():
+    """SPEC §7.2, recorded in the chaos run: controller 1 shuts down; its session's end
+    removes its registration and /controller (0x10c), broker 3 is elected (0x10d). The
+    /controller watch's read comes first, the registration's after it: the failure is
+    still the failover's failed_brokers, not a failure the old controller handled."""
+    model = started(topics=T, states=S, controller=1)
+    model.apply([Change(0x10D, "controller", None, Controller(3, 2, -1))])
+    model.apply([Change(0x10E, "state", ("t", 0), state(2, 1, [2], 1, cepoch=2))])
+    model.apply([Change(0x10C, "broker", 1)])
+    [failover] = model.flush()
+    assert (failover["type"], failover["failed_brokers"]) == ("controller_failover", [1])
+    assert observed(failover)["t", 0]["leader"] == 2
