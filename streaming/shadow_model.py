@@ -14,8 +14,9 @@ What ZooKeeper does not show is inferred:
 * a state znode write that keeps the leader epoch is a leader's AlterPartition (the
   controller bumps the leader epoch on every write of its own): an `isr_change`, itself a
   cause (a reassignment completes on it);
-* any other state write belongs to the latest pending cause that could have made it (one
-  naming a broker the partition has a replica on, the partition's topic, a failover);
+* any other state write belongs to the latest pending cause (by zxid: ZooKeeper's order,
+  not the order the shadow read them in) that could have made it (one naming a broker
+  the partition has a replica on, the partition's topic, a failover);
   if none could, the write says what caused it: a registered broker dropped from the ISR
   is a `controlled_shutdown` of that broker, a leader moved to the first replica a
   `preferred` election, a leader from outside the ISR an `unclean` one;
