@@ -554,7 +554,7 @@ def _run(
                 shadow.run(args.settle_ms / 1000, stop)
             except KeyboardInterrupt:
                 stop.set()
-                shadow._write(shadow.model.flush())
+                shadow._write(shadow.model.flush(final=True))
         if not args.quiet:
             print(f"kcsim shadow: {shadow.emitted} events written", file=sys.stderr)
         return 0

@@ -14,8 +14,9 @@ What ZooKeeper does not show is inferred:
 * a state znode write that keeps the leader epoch is a leader's AlterPartition (the
   controller bumps the leader epoch on every write of its own): an `isr_change`, itself a
   cause (a reassignment completes on it);
-* any other state write belongs to the latest pending cause that could have made it (one
-  naming a broker the partition has a replica on, the partition's topic, a failover);
+* any other state write belongs to the latest pending cause (by zxid: ZooKeeper's order,
+  not the order the shadow read them in) that could have made it (one naming a broker
+  the partition has a replica on, the partition's topic, a failover);
   if none could, the write says what caused it: a registered broker dropped from the ISR
   is a `controlled_shutdown` of that broker, a leader moved to the first replica a
   `preferred` election, a leader from outside the ISR an `unclean` one;
@@ -30,10 +31,11 @@ shadow can tell what it has already written.
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 Event = dict[str, Any]
 TP = tuple[str, int]
@@ -236,6 +238,17 @@ class _Pending:
     writes: dict[TP, dict[str, Any] | None] = field(default_factory=dict)
     deleted_topic: str | None = None
     inferred: bool = False  # named by a write itself (no cause was pending for it)
+    replaced: int | None = None  # a failover's: the broker of the controller it replaced
+    # the state writes taken, per partition in zxid order (not the rows a topic-wide cause
+    # observes untouched): a cause read later may claim the later ones by zxid
+    seen: dict[TP, list[_Write]] = field(default_factory=dict)
+
+
+class _Write(NamedTuple):
+    zxid: int  # the state znode's mzxid when read
+    old: PartitionState | None
+    new: PartitionState | None
+    row: dict[str, Any] | None  # the observed row it left
 
 
 @dataclass(slots=True)
@@ -256,7 +269,8 @@ class ShadowModel:
     _gone_controller: Controller | None = None
     _id_zxid: int = 0  # the zxid of the last event id given out, and the next n for it
     _id_next: int = 0
-    _pending: list[_Pending] = field(default_factory=list)
+    _pending: list[_Pending] = field(default_factory=list)  # in zxid order
+    _latest_write: int = 0  # the largest mzxid among the pending causes' writes
 
     # ------------------------------------------------------------ start
 
@@ -348,17 +362,80 @@ class ShadowModel:
             handler(change)
             self.last_zxid = max(self.last_zxid, change.zxid)
 
-    def flush(self) -> list[Event]:
-        """Every pending cause's events, in zxid order, with ids, seqs and `observed`."""
-        pending, self._pending = sorted(self._pending, key=lambda c: c.zxid), []
+    def flush(self, final: bool = False) -> list[Event]:
+        """Every pending cause's events, in zxid order, with ids, seqs and `observed`
+        (unless, and `final` not given, a failure waits for the next controller)."""
+        if not final and any(self._awaits_new_controller(c) for c in self._pending):
+            return []  # all held, so that events stay in zxid order
+        pending, self._pending, self._latest_write = self._pending, [], 0
+        self.unexplained += sum(len(c.writes) for c in pending if c.kind == "unexplained")
         return [event for cause in pending for event in self._stamp(cause)]
+
+    def _awaits_new_controller(self, cause: _Pending) -> bool:
+        """The controller's own registration gone with /controller, no new one read yet:
+        held for the failover, whose `failed_brokers` it becomes (the new controller loads
+        with it dead; nothing handles it as a failure). An election slower than the settle
+        window would otherwise write it out as a failure the old controller handled."""
+        gone = self._gone_controller
+        return (
+            cause.kind == "broker_failure"
+            and self.controller is None
+            and gone is not None
+            and gone.broker in cause.brokers
+        )
 
     @property
     def pending(self) -> int:
         return len(self._pending)
 
+    def _take(self, cause: _Pending, tp: TP, zxid: int, old: PartitionState | None) -> None:
+        row = self._observed(tp)
+        self._latest_write = max(self._latest_write, zxid)
+        cause.writes[tp] = row
+        cause.seen.setdefault(tp, []).append(_Write(zxid, old, self.states.get(tp), row))
+
+    def _insert(self, cause: _Pending) -> None:
+        # after the causes of the same zxid: reading back from the end finds the latest
+        bisect.insort(self._pending, cause, key=lambda c: c.zxid)
+
+    def _add(self, cause: _Pending) -> None:
+        self._insert(cause)
+        if cause.zxid < self._latest_write:  # else (read in order) no write is after it
+            self._claim_later_writes(cause)
+
+    def _claim_later_writes(self, cause: _Pending) -> None:
+        """ZooKeeper orders everything by zxid, not by when the shadow reads it: a state write
+        read before `cause` (its watch fired first, or `cause`'s znode was read late) but
+        made after it (mzxid above the cause's zxid) is `cause`'s when `cause` is later than
+        the one it was given to and could have made it: the write goes where it would have
+        gone had the two been read in zxid order. So do writes held unexplained, and writes
+        that named a cause of their own (an inferred shutdown or election), which a cause
+        pending at the time would have explained."""
+        for other in list(self._pending):
+            if other is cause:
+                continue
+            if other.zxid >= cause.zxid and not other.inferred:
+                continue
+            for tp, writes in list(other.seen.items()):
+                later = [w for w in writes if w.zxid > cause.zxid]
+                if not later or not self._accepts(cause, tp, later[0].old, later[0].new):
+                    continue
+                # the earlier writes stay where they were, as the row they left
+                kept = [w for w in writes if w.zxid <= cause.zxid]
+                if kept:
+                    other.seen[tp] = kept
+                    other.writes[tp] = kept[-1].row
+                else:
+                    del other.seen[tp]
+                    other.writes.pop(tp, None)
+                mine = sorted([*cause.seen.get(tp, []), *later], key=lambda w: w.zxid)
+                cause.seen[tp] = mine
+                cause.writes[tp] = mine[-1].row
+            if other.inferred and not other.writes:
+                self._pending.remove(other)
+
     def _on_bad(self, change: Change) -> None:
-        self._pending.append(_Pending(change.zxid, [self._rejected(change)], "bad"))
+        self._insert(_Pending(change.zxid, [self._rejected(change)], "bad"))
 
     def _on_broker(self, change: Change) -> None:
         broker_id, new = change.key, change.value
@@ -375,6 +452,8 @@ class ShadowModel:
             self.brokers[broker_id] = new  # endpoints or features: no partition effect
 
     def _broker_cause(self, zxid: int, kind: str, broker: int, rack: str | None = None) -> None:
+        if kind == "broker_failure" and self._failed_with_controller(zxid, broker):
+            return
         last = self._pending[-1] if self._pending else None
         # Several registrations changing before the controller wrote anything: one
         # BrokerChange (the controller reads all registrations at once).
@@ -385,11 +464,24 @@ class ShadowModel:
             event.pop("rack", None)
             event["brokers"] = ids
             last.brokers = frozenset(ids)
+            if last.zxid < self._latest_write:
+                self._claim_later_writes(last)
             return
         event: Event = {"type": kind, "broker": broker}
         if rack is not None:
             event["rack"] = rack
-        self._pending.append(_Pending(zxid, [event], kind, frozenset({broker})))
+        self._add(_Pending(zxid, [event], kind, frozenset({broker})))
+
+    def _failed_with_controller(self, zxid: int, broker: int) -> bool:
+        """The old controller's registration read after the new /controller (the watches
+        fired in one order, the reads came in another): it is that failover's."""
+        for cause in self._pending:
+            failover = cause.kind == "controller_failover" and cause.replaced == broker
+            if failover and cause.zxid >= zxid:
+                event = cause.events[0]
+                event["failed_brokers"] = sorted({*event.get("failed_brokers", []), broker})
+                return True
+        return False
 
     def _on_controller(self, change: Change) -> None:
         new: Controller | None = change.value
@@ -409,27 +501,27 @@ class ShadowModel:
         # transaction): it is dead when the new controller loads, with no failure event.
         # A dead controller writes nothing, so writes already given to that failure (read
         # before the new /controller was) are the new controller's.
-        last = self._pending[-1] if self._pending else None
+        # (Causes read after the failure but made after the election may sit between.)
         writes: dict[TP, dict[str, Any] | None] = {}
-        if (
-            old is not None
-            and last is not None
-            and last.kind == "broker_failure"
-            and old.broker in last.brokers
-        ):
-            self._pending.pop()
-            event["failed_brokers"] = sorted(last.brokers)
-            writes = last.writes
-        # Writes stamped with the new controller's epoch are its own, whatever cause they
-        # were read under before its /controller was read.
-        for other in list(self._pending):
-            for tp, row in list(other.writes.items()):
-                if row is not None and row["controller_epoch"] >= new.epoch:
-                    writes[tp] = other.writes.pop(tp)
-            if other.inferred and not other.writes:
-                self._pending.remove(other)
-        cause = _Pending(change.zxid, [event], "controller_failover", writes=writes)
-        self._pending.append(cause)
+        seen: dict[TP, list[_Write]] = {}
+        failures = [
+            c
+            for c in self._pending
+            if c.kind == "broker_failure"
+            and c.zxid <= change.zxid
+            and old is not None
+            and old.broker in c.brokers
+        ]
+        if failures:
+            failure = max(failures, key=lambda c: c.zxid)
+            self._pending.remove(failure)
+            event["failed_brokers"] = sorted(failure.brokers)
+            writes, seen = failure.writes, failure.seen
+        # The writes made after the election (mzxid above /controller's czxid) but read
+        # before /controller was are the new controller's: `_add` claims them by zxid.
+        cause = _Pending(change.zxid, [event], "controller_failover", writes=writes, seen=seen)
+        cause.replaced = old.broker if old is not None else None
+        self._add(cause)
 
     def _on_delete(self, change: Change) -> None:
         topic = change.key
@@ -440,7 +532,7 @@ class ShadowModel:
             return  # a repeated request; or one the controller drops (unknown topic)
         self.deleting.add(topic)
         event = {"type": "topic_deletion", "topic": topic}
-        self._pending.append(self._topic_cause(change.zxid, event))
+        self._add(self._topic_cause(change.zxid, event))
         # onTopicDeletion sends StopReplica(delete) to the replicas on live brokers, which
         # answer within milliseconds (their answers are not in ZooKeeper): they follow the
         # deletion at once, so a replica on a down broker is the only one left to answer
@@ -451,7 +543,7 @@ class ShadowModel:
         self.answered[topic] = set(answering)
         answers = [_stop_replica_answer(topic, p, b) for p, b in answering]
         if answers:
-            self._pending.append(_Pending(change.zxid, answers, "deletion_answers", topic=topic))
+            self._insert(_Pending(change.zxid, answers, "deletion_answers", topic=topic))
 
     def _on_config(self, change: Change) -> None:
         topic, configs = change.key, change.value or {}
@@ -461,7 +553,7 @@ class ShadowModel:
         if topic not in self.topics or change.value is None:
             return  # written with the topic (creation) or removed with it (deletion)
         event = {"type": "topic_config_change", "topic": topic, "configs": configs}
-        self._pending.append(self._topic_cause(change.zxid, event))
+        self._add(self._topic_cause(change.zxid, event))
 
     def _on_topic(self, change: Change) -> None:
         topic, new = change.key, change.value
@@ -479,7 +571,7 @@ class ShadowModel:
             }
             if configs := self.configs.get(topic):
                 event["configs"] = configs
-            self._pending.append(_Pending(change.zxid, [event], "topic_creation", topic=topic))
+            self._add(_Pending(change.zxid, [event], "topic_creation", topic=topic))
             return
         added = {p: r for p, r in new.assignment.items() if p not in old.assignment}
         if added:
@@ -488,14 +580,14 @@ class ShadowModel:
                 "topic": topic,
                 "assignment": {str(p): list(r) for p, r in sorted(added.items())},
             }
-            self._pending.append(self._topic_cause(change.zxid, event))
+            self._add(self._topic_cause(change.zxid, event))
         for p in sorted(new.assignment):
             if p in added:
                 continue
             target = new.target(p)
             if new.reassigning(p) and (not old.reassigning(p) or old.target(p) != target):
                 event = _reassignment(topic, p, target)
-                self._pending.append(
+                self._add(
                     _Pending(
                         change.zxid, [event], "partition_reassignment", topic=topic, partition=p
                     )
@@ -513,7 +605,7 @@ class ShadowModel:
                     change.zxid, [event], "partition_reassignment", topic=topic, partition=p
                 )
                 self._take_inferred_writes(cause, (topic, p))
-                self._pending.append(cause)
+                self._add(cause)
 
     def _topic_gone(self, zxid: int, topic: str, old: Topic) -> None:
         del self.topics[topic]
@@ -532,7 +624,7 @@ class ShadowModel:
                     events.append(_stop_replica_answer(topic, p, broker))
         if events:
             cause = _Pending(zxid, events, "deletion_done", topic=topic, deleted_topic=topic)
-            self._pending.append(cause)
+            self._insert(cause)
             return
         # nothing left to answer: the completion shows on the answers if still pending;
         # else an empty cause, so that the flush saves the shadow's view without the topic
@@ -540,7 +632,7 @@ class ShadowModel:
             if cause.kind == "deletion_answers" and cause.topic == topic:
                 cause.deleted_topic = topic
                 return
-        self._pending.append(_Pending(zxid, [], "deletion_done", topic=topic))
+        self._insert(_Pending(zxid, [], "deletion_done", topic=topic))
 
     def _on_state(self, change: Change) -> None:
         tp, new = change.key, change.value
@@ -561,8 +653,8 @@ class ShadowModel:
                 "partition_epoch": old.partition_epoch,
             }
             cause = _Pending(change.zxid, [event], "isr_change", topic=tp[0], partition=tp[1])
-            cause.writes[tp] = self._observed(tp)
-            self._pending.append(cause)
+            self._take(cause, tp, change.zxid, old)
+            self._add(cause)
             return
         if old is not None and (joined := self._joined_unseen(tp, old, new)):
             # A reassignment's writes read at once (a watch fires once, the read gets the
@@ -572,8 +664,8 @@ class ShadowModel:
             event = {"type": "isr_change", "topic": tp[0], "partition": tp[1]}
             event["isr"] = [*old.isr, *joined]
             cause = _Pending(change.zxid, [event], "isr_change", topic=tp[0], partition=tp[1])
-            cause.writes[tp] = self._observed(tp)
-            self._pending.append(cause)
+            self._take(cause, tp, change.zxid, old)
+            self._add(cause)
             return
         self._attach_write(change.zxid, tp, old)
 
@@ -581,6 +673,8 @@ class ShadowModel:
         for other in list(self._pending):
             if other.inferred and tp in other.writes:
                 cause.writes[tp] = other.writes.pop(tp)
+                if tp in other.seen:
+                    cause.seen[tp] = other.seen.pop(tp)
                 if not other.writes:
                     self._pending.remove(other)
         if tp in self.states:
@@ -591,6 +685,13 @@ class ShadowModel:
         shadow did not see (the version moved by more than one write)."""
         if new.partition_epoch < old.partition_epoch + 2:
             return []
+        # The topic znode says so while the reassignment runs, even when its cause was
+        # written out already (the new replicas took longer than the settle window to catch
+        # up, then the AlterPartition and the completion came within one read).
+        info = self.topics.get(tp[0])
+        if info is not None and info.reassigning(tp[1]):
+            target = info.target(tp[1])
+            return [b for b in new.isr if b not in old.isr and b in target]
         for cause in reversed(self._pending):
             if cause.kind == "partition_reassignment" and (cause.topic, cause.partition) == tp:
                 target = cause.events[0]["replicas"]
@@ -612,16 +713,16 @@ class ShadowModel:
 
     def _attach_write(self, zxid: int, tp: TP, old: PartitionState | None) -> None:
         new = self.states.get(tp)
-        for cause in reversed(self._pending):
+        for cause in reversed(self._pending):  # the latest by zxid first
             if cause.zxid <= zxid and self._accepts(cause, tp, old, new):
-                cause.writes[tp] = self._observed(tp)
+                self._take(cause, tp, zxid, old)
                 return
         inferred = self._infer(zxid, tp, old, new)
         if inferred is None:
-            self.unexplained += 1
-            return
-        inferred.writes[tp] = self._observed(tp)
-        self._pending.append(inferred)
+            # held, without an event, for a cause read later whose zxid is below the write's
+            inferred = _Pending(zxid, [], "unexplained", inferred=True)
+        self._take(inferred, tp, zxid, old)
+        self._insert(inferred)
 
     def _accepts(
         self, cause: _Pending, tp: TP, old: PartitionState | None, new: PartitionState | None

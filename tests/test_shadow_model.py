@@ -495,3 +495,127 @@ def test_writes_with_the_new_controllers_epoch_are_its_own():
     failure, failover = model.flush()
     assert failure["type"] == "broker_failure" and failure["observed"]["partitions"] == []
     assert observed(failover)["t", 2]["controller_epoch"] == 2
+
+
+# ------------------------------------------- attribution by zxid, not by read order
+
+
+def test_a_late_controller_takes_only_the_writes_made_after_its_election():
+    """SPEC §7.2, §8.2: controller 1 dies (0x300), broker 2 wins epoch 2 (/controller czxid
+    0x302) and takes t-2 offline (0x305); broker 3 registers (0x310) and the controller
+    elects it for t-1 (0x312). /controller is read last: the failover takes the write made
+    between its election and the registration, the registration keeps the one after it
+    (both carry epoch 2)."""
+    states = {**S, ("t", 1): state(-1, 1, [3], 1), ("t", 2): state(1, 1, [1], 1)}
+    model = started(brokers=(1, 2), topics=T, states=states, controller=1)
+    model.apply([Change(0x300, "broker", 1), Change(0x300, "controller", None, None)])
+    model.apply([Change(0x305, "state", ("t", 2), state(-1, 2, [1], 2, cepoch=2))])
+    model.apply([Change(0x310, "broker", 3, Broker(0x310, "r3", 5))])
+    model.apply([Change(0x312, "state", ("t", 1), state(3, 2, [3], 2, cepoch=2))])
+    model.apply([Change(0x302, "controller", None, Controller(2, 2, -1))])
+    failover, startup = model.flush()
+    assert (failover["type"], failover["failed_brokers"]) == ("controller_failover", [1])
+    assert set(observed(failover)) == {("t", 2)}
+    assert observed(failover)["t", 2]["leader"] == -1
+    assert (startup["type"], startup["broker"]) == ("broker_startup", 3)
+    assert set(observed(startup)) == {("t", 1)}
+    assert observed(startup)["t", 1]["leader"] == 3
+    assert failover["seq"] < startup["seq"]
+
+
+def test_a_late_controller_claims_a_write_no_cause_explained_when_read():
+    """SPEC §7.2: the new controller (czxid 0x402) moves t-0's leadership away from broker
+    1, which is not registered: read before /controller, no pending cause could have made
+    it (held unexplained); /controller's czxid is below its mzxid, so it is the
+    failover's."""
+    states = {**S, ("t", 0): state(1, 1, [1, 2], 1)}
+    model = started(brokers=(2, 3), topics=T, states=states, controller=3)
+    model.apply([Change(0x405, "state", ("t", 0), state(2, 2, [2], 2, cepoch=2))])
+    model.apply([Change(0x402, "controller", None, Controller(2, 2, -1))])
+    [failover] = model.flush()
+    assert failover["type"] == "controller_failover"
+    assert observed(failover)["t", 0]["leader"] == 2
+    assert model.unexplained == 0
+
+
+def test_a_failure_read_after_its_writes_takes_them_back_from_an_inferred_shutdown():
+    """SPEC §9.1: broker 2 is killed (its registration gone at 0x500); the controller moves
+    t-1's leadership to 3 and drops 2 from the ISR (0x502). The state write is read first,
+    while 2 still looks registered, so it reads as a controlled shutdown of 2; the
+    registration's zxid is below the write's: the failure made it, no shutdown was asked."""
+    model = started(topics=T, states=S)
+    model.apply([Change(0x502, "state", ("t", 1), state(3, 1, [3], 1))])
+    model.apply([Change(0x500, "broker", 2)])
+    [failure] = model.flush()
+    assert (failure["type"], failure["broker"]) == ("broker_failure", 2)
+    assert observed(failure)["t", 1]["leader"] == 3
+
+
+def test_two_quick_operations_on_one_partition_split_by_zxid():
+    """SPEC §13.1 then §14.3: t-1's leader adds 3 back to the ISR (AlterPartition, 0x600),
+    then a reassignment of t-1 to [2, 3, 1] is requested (topic znode, 0x602) and the
+    controller bumps the leader epoch for it (0x603). The epoch bump is read before the
+    topic znode and first goes to the AlterPartition (the only cause then pending for
+    t-1); the reassignment, read later with a zxid below the write's, takes it."""
+    states = {**S, ("t", 1): state(2, 1, [2], 1)}
+    model = started(topics=T, states=states)
+    model.apply([Change(0x600, "state", ("t", 1), state(2, 1, [2, 3], 2))])
+    model.apply([Change(0x603, "state", ("t", 1), state(2, 2, [2, 3], 3))])
+    reassigning = topic({0: [1, 2], 1: [2, 3, 1], 2: [3, 1]}, adding={1: [1]})
+    model.apply([Change(0x602, "topic", "t", reassigning)])
+    alter, reassignment = model.flush()
+    assert alter["type"] == "isr_change" and alter["isr"] == [2, 3]
+    assert observed(alter)["t", 1]["partition_epoch"] == 2
+    assert reassignment["type"] == "partition_reassignment"
+    assert reassignment["replicas"] == [2, 3, 1]
+    assert observed(reassignment)["t", 1]["leader_epoch"] == 2
+
+
+def test_an_alter_partition_coalesced_with_a_completion_after_the_reassignment_was_written():
+    """SPEC §14.3/§14.4, recorded in the chaos run: t-0 [3, 2] → [2, 1]. Phase A's write
+    (leader epoch 1) is read and written out; replica 1 takes longer than the settle window
+    to catch up, then its AlterPartition (version 3) and the completion (leader 2, 3 out of
+    the ISR, version 5) come within one read. 3 is still registered, but it left the ISR
+    because the reassignment removed it, not by a controlled shutdown: the topic znode
+    still shows the reassignment running, so the AlterPartition adding 1 is inferred."""
+    model = started(topics={"t": topic({0: [3, 2]})}, states={("t", 0): state(3, 0, [3, 2], 1)})
+    moving = topic({0: [2, 1, 3]}, adding={0: [1]}, removing={0: [3]})
+    model.apply([Change(0x22F, "topic", "t", moving)])
+    model.apply([Change(0x230, "state", ("t", 0), state(3, 1, [3, 2], 2))])
+    [reassignment] = model.flush()
+    assert reassignment["type"] == "partition_reassignment"
+    model.apply([Change(0x234, "state", ("t", 0), state(2, 3, [2, 1], 5))])
+    model.apply([Change(0x235, "topic", "t", topic({0: [2, 1]}))])
+    [alter] = model.flush()
+    assert (alter["type"], alter["isr"]) == ("isr_change", [3, 2, 1])
+    assert observed(alter)["t", 0]["leader"] == 2
+    assert observed(alter)["t", 0]["replicas"] == [2, 1]
+
+
+def test_the_controllers_failure_waits_for_a_slow_election():
+    """SPEC §7.2, recorded in the chaos run: controller 2 is killed (its registration and
+    /controller gone at 0x1ef) and the next election comes after the settle window. The
+    failure is held, not written as one the old controller handled: it becomes the
+    failover's failed_brokers when /controller reappears."""
+    model = started(topics=T, states=S, controller=2)
+    model.apply([Change(0x1EF, "broker", 2), Change(0x1EF, "controller", None, None)])
+    assert model.flush() == []
+    model.apply([Change(0x1F0, "controller", None, Controller(3, 2, -1))])
+    model.apply([Change(0x1F2, "state", ("t", 1), state(3, 1, [3], 1, cepoch=2))])
+    [failover] = model.flush()
+    assert (failover["type"], failover["failed_brokers"]) == ("controller_failover", [2])
+    assert observed(failover)["t", 1]["leader"] == 3
+
+
+def test_the_old_controllers_registration_read_after_the_new_controller():
+    """SPEC §7.2, recorded in the chaos run: controller 1 shuts down; its session's end
+    removes its registration and /controller (0x10c), broker 3 is elected (0x10d). The
+    /controller watch's read comes first, the registration's after it: the failure is
+    still the failover's failed_brokers, not a failure the old controller handled."""
+    model = started(topics=T, states=S, controller=1)
+    model.apply([Change(0x10D, "controller", None, Controller(3, 2, -1))])
+    model.apply([Change(0x10E, "state", ("t", 0), state(2, 1, [2], 1, cepoch=2))])
+    model.apply([Change(0x10C, "broker", 1)])
+    [failover] = model.flush()
+    assert (failover["type"], failover["failed_brokers"]) == ("controller_failover", [1])
+    assert observed(failover)["t", 0]["leader"] == 2
