@@ -122,7 +122,7 @@ class Simulator:
                 rejected.append(rejection_row(rejection))
                 if rejection.observed is not None:
                     divergent.extend(divergence.rejection_rows(rejection))
-                if created and runner.context.last_event_id is None:
+                if created:
                     # a cluster this event would have started has no rows: a rejected line
                     # does not bring it into being. One that was already here stays, even
                     # with no applied event known (restored from tables without them).
