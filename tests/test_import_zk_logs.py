@@ -253,3 +253,25 @@ def test_import_piped_into_replay(tmp_path):
     assert (row["topic"], row["leader"], row["isr"]) == ("t", 1, [1])
     sources = [json.loads(x) for x in (tmp_path / "tables/applied_events.jsonl").open()]
     assert len(sources) + len(list((tmp_path / "tables/rejected_events.jsonl").open())) == 6
+
+
+def test_a_threads_skew_is_not_out_of_order_but_a_step_back_is(tmp_path, capsys):
+    # log4j stamps a line before its thread takes the appender's lock: a few ms back is
+    # how Kafka 3.7.1's own controller.log looks; seconds back is a file out of order
+    logs = tmp_path / "logs"
+    shutil.copytree(DATA / "zk-logs-3.9", logs)
+    path = logs / "controller.log"
+    lines = path.read_bytes().splitlines(keepends=True)
+    skewed = b"[2024-11-01 07:59:59,999] WARN [RequestSendThread controllerId=2] skew (x)\n"
+    back = b"[2024-11-01 07:00:00,000] WARN [RequestSendThread controllerId=2] back (x)\n"
+    first_ts = lines[0][1:24]
+    assert first_ts == b"2024-11-01 08:00:00,000", first_ts  # the snippet's first stamp
+    path.write_bytes(b"".join([lines[0], skewed, *lines[1:]]))
+    status, events = run(logs, tmp_path / "e.jsonl")
+    _, expected = run(DATA / "zk-logs-3.9", tmp_path / "x.jsonl")
+    assert "earlier than the line before" not in capsys.readouterr().err
+    assert events == expected
+    path.write_bytes(b"".join([lines[0], back, *lines[1:]]))
+    status, _ = run(logs, tmp_path / "f.jsonl")
+    assert status == 1
+    assert f"{path}:2: earlier than the line before" in capsys.readouterr().err
