@@ -17,7 +17,6 @@ import json
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections import Counter
 from itertools import islice
@@ -191,17 +190,26 @@ def test_broker_restart_and_job_kill_lose_nothing_and_write_nothing_twice(
         # The broker goes away mid-run while a producer is sending; the producer
         # (idempotent, retrying) holds its records until the broker is back on the same
         # address, then delivers them once each, in order.
+        # The outage is placed by the producer's progress, not by the clock: the broker
+        # stops once a quarter of the chunk is handed to the producer and comes back once
+        # another quarter was handed over while it was down.
         producer = make_producer(bootstrap, client_id="kcsim-e2e-outage")
         outcome: list[ProduceStats] = []
+        handed = {n: threading.Event() for n in (CHUNK // 4, CHUNK // 2)}
+
+        def on_send(sent: int, _record: Record) -> None:
+            if sent in handed:
+                handed[sent].set()
+
         sender = threading.Thread(
             target=lambda: outcome.append(
-                produce(producer, topic, iter(chunks[1]), Limits(rate=40.0))
+                produce(producer, topic, iter(chunks[1]), Limits(rate=40.0), on_send=on_send)
             )
         )
         sender.start()
-        time.sleep(1.0)
+        assert handed[CHUNK // 4].wait(60)
         kafka_local.stop(data_dir)
-        time.sleep(2.0)
+        assert handed[CHUNK // 2].wait(60)
         assert kafka_local.start(data_dir) == bootstrap
         sender.join(150)
         producer.close()
