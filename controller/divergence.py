@@ -24,6 +24,7 @@ import json
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
+from controller import snapshot
 from controller.context import ControllerContext, Partition
 from controller.events import ObservedPartition, Rejection
 
@@ -55,20 +56,24 @@ def observed_entry(entry: ObservedPartition) -> dict[str, Any]:
     }
 
 
+# the partition_state columns an observed partition names, in observed's order
+_OBSERVED_COLUMNS = (
+    "topic",
+    "partition",
+    "leader",
+    "leader_epoch",
+    "isr",
+    "partition_epoch",
+    "controller_epoch",
+    "replicas",
+)
+
+
 def simulated_values(record: Partition) -> dict[str, Any]:
-    """kcsim's values of a partition, named as observed names them: the state znode's
-    (`controller_epoch` is the stored one, not the cache's, SPEC §6.3)."""
-    leadership = record.leadership
-    return {
-        "topic": record.tp.topic,
-        "partition": record.tp.partition,
-        "leader": -1 if leadership is None else leadership.leader,
-        "leader_epoch": None if leadership is None else leadership.leader_epoch,
-        "isr": None if leadership is None else list(leadership.isr),
-        "partition_epoch": None if leadership is None else leadership.partition_epoch,
-        "controller_epoch": None if leadership is None else leadership.stored_controller_epoch,
-        "replicas": list(record.assignment.replicas),
-    }
+    """kcsim's values of a partition, named as observed names them: its partition_state
+    row's (`controller_epoch` is the stored one, not the cache's, SPEC §6.3)."""
+    row = snapshot.partition_row("", record)
+    return {column: row[column] for column in _OBSERVED_COLUMNS}
 
 
 def compare(
