@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,6 +165,7 @@ class ZooKeeperFailures(logging.Handler):
         self.certificate_refused = False
         self.tls_failed = False
         self.sasl_refused = False
+        self._excepthook = threading.excepthook
 
     def emit(self, record: logging.LogRecord) -> None:
         text = record.getMessage()
@@ -179,10 +181,20 @@ class ZooKeeperFailures(logging.Handler):
 
     def __enter__(self) -> ZooKeeperFailures:
         self.logger.addHandler(self)
+        self._excepthook = threading.excepthook
+        threading.excepthook = self._thread_failed
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.logger.removeHandler(self)
+        threading.excepthook = self._excepthook
+
+    def _thread_failed(self, args: threading.ExceptHookArgs) -> None:
+        # kazoo's connection thread ends with the refusal; its traceback says no more
+        if isinstance(args.exc_value, SessionClosedRequireSaslError | AuthFailedError):
+            self.sasl_refused = True
+        else:
+            self._excepthook(args)
 
     def explain(self, zookeeper: str, config: ZooKeeperClientConfig, error: Exception) -> str:
         """Why connecting to (or reading) `zookeeper` failed with `error`."""
