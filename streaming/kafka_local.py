@@ -310,11 +310,10 @@ def _start_locked(data_dir: Path, timeout_s: float, scram: ScramUser | None, tls
     )
     properties = data_dir / "server.properties"
     formatted_before = (data_dir / "data" / "meta.properties").is_file()
-    scram_marker = data_dir / "scram.enabled"
-    if scram is None and formatted_before and scram_marker.is_file():
+    # a SCRAM broker's client.properties has a JAAS line (a TLS-only one has none)
+    previous = read_properties(client_properties(data_dir))
+    if scram is None and formatted_before and "sasl.jaas.config" in previous:
         raise KafkaLocalError(f"{data_dir} holds a broker started with --sasl-scram: give it again")
-    if scram is not None and not formatted_before:
-        scram_marker.touch()
     tls_files = ensure_tls(tls_dir(data_dir)) if tls else None
     write_private(
         properties, _server_properties(data_dir, broker_port, controller_port, scram, tls_files)

@@ -190,5 +190,16 @@ def test_sasl_ssl_broker_authenticates_over_tls(tmp_path: Path) -> None:
             for out in (produced, refused):
                 assert secret not in out.stdout + out.stderr
             assert secret.encode() not in (data_dir / "kafka.log").read_bytes()
+
+        # a restart keeps the CA (the clients' file stays valid) and needs the user again
+        ca = (kafka_local.tls_dir(data_dir) / "ca.pem").read_bytes()
+        kafka_local.stop(data_dir)
+        again = kcsim("kafka-local", "start", "--dir", str(data_dir), "--tls")
+        assert again.returncode == 1
+        assert "started with --sasl-scram: give it again" in again.stderr
+        restarted, _ = start_broker(tmp_path, "--sasl-scram", str(credentials))
+        assert (kafka_local.tls_dir(data_dir) / "ca.pem").read_bytes() == ca
+        assert produce(restarted, topic, config).returncode == 0
+        assert len(read_topic(restarted, config, topic)) == 2 * len(list(scenario_records(CORPUS)))
     finally:
         kafka_local.stop(data_dir)
