@@ -167,39 +167,91 @@ def test_job_trusting_another_ca_stops_with_a_clear_error(
     assert time.monotonic() - started < 300
 
 
-def test_sasl_ssl_broker_authenticates_over_tls(tmp_path: Path) -> None:
-    password = f"pw-{uuid.uuid4().hex}"
-    credentials = tmp_path / "credentials"
-    credentials.write_text(f"tls-user:{password}\n")
-    bootstrap, data_dir = start_broker(tmp_path, "--sasl-scram", str(credentials))
-    try:
-        config = kafka_local.client_properties(data_dir)
-        props = config.read_text()
-        assert "security.protocol=SASL_SSL\n" in props and "ssl.truststore.type=PEM\n" in props
-        topic = f"sasl-ssl-{uuid.uuid4().hex[:8]}"
-        produced = produce(bootstrap, topic, config)
-        assert produced.returncode == 0, produced.stderr
-        assert len(read_topic(bootstrap, config, topic)) == len(list(scenario_records(CORPUS)))
-        wrong = tmp_path / "wrong.properties"
-        wrong.write_text(props.replace(password, "not-the-password"))
-        refused = produce(bootstrap, topic, wrong, timeout=REFUSED_WITHIN_S)
-        assert refused.returncode == 1
-        assert "refused the SASL credentials" in refused.stderr, refused.stderr
-        keystore_password = (kafka_local.tls_dir(data_dir) / "store.password").read_text().strip()
-        for secret in (password, keystore_password):
-            for out in (produced, refused):
-                assert secret not in out.stdout + out.stderr
-            assert secret.encode() not in (data_dir / "kafka.log").read_bytes()
+class SaslSslKafka(NamedTuple):
+    bootstrap: str
+    config: Path
+    password: str  # the SCRAM user's
+    keystore_password: str
+    credentials: Path  # the --sasl-scram file
+    base: Path
 
-        # a restart keeps the CA (the clients' file stays valid) and needs the user again
-        ca = (kafka_local.tls_dir(data_dir) / "ca.pem").read_bytes()
-        kafka_local.stop(data_dir)
-        again = kcsim("kafka-local", "start", "--dir", str(data_dir), "--tls")
-        assert again.returncode == 1
-        assert "started with --sasl-scram: give it again" in again.stderr
-        restarted, _ = start_broker(tmp_path, "--sasl-scram", str(credentials))
-        assert (kafka_local.tls_dir(data_dir) / "ca.pem").read_bytes() == ca
-        assert produce(restarted, topic, config).returncode == 0
-        assert len(read_topic(restarted, config, topic)) == 2 * len(list(scenario_records(CORPUS)))
+
+@pytest.fixture(scope="module")
+def sasl_ssl_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslSslKafka]:
+    base = tmp_path_factory.mktemp("sasl-ssl")
+    password = f"pw-{uuid.uuid4().hex}"
+    credentials = base / "credentials"
+    credentials.write_text(f"tls-user:{password}\n")
+    bootstrap, data_dir = start_broker(base, "--sasl-scram", str(credentials))
+    try:
+        keystore_password = (kafka_local.tls_dir(data_dir) / "store.password").read_text().strip()
+        config = kafka_local.client_properties(data_dir)
+        yield SaslSslKafka(bootstrap, config, password, keystore_password, credentials, base)
     finally:
         kafka_local.stop(data_dir)
+
+
+def test_sasl_ssl_broker_authenticates_over_tls(sasl_ssl_kafka: SaslSslKafka) -> None:
+    kafka = sasl_ssl_kafka
+    props = kafka.config.read_text()
+    assert "security.protocol=SASL_SSL\n" in props and "ssl.truststore.type=PEM\n" in props
+    topic = f"sasl-ssl-{uuid.uuid4().hex[:8]}"
+    produced = produce(kafka.bootstrap, topic, kafka.config)
+    assert produced.returncode == 0, produced.stderr
+    corpus = len(list(scenario_records(CORPUS)))
+    assert len(read_topic(kafka.bootstrap, kafka.config, topic)) == corpus
+    wrong = kafka.base / "wrong.properties"
+    wrong.write_text(props.replace(kafka.password, "not-the-password"))
+    refused = produce(kafka.bootstrap, topic, wrong, timeout=REFUSED_WITHIN_S)
+    assert refused.returncode == 1
+    assert "refused the SASL credentials" in refused.stderr, refused.stderr
+    data_dir = kafka.config.parent
+    for secret in (kafka.password, kafka.keystore_password):
+        for out in (produced, refused):
+            assert secret not in out.stdout + out.stderr
+        assert secret.encode() not in (data_dir / "kafka.log").read_bytes()
+
+
+@pytest.mark.spark
+def test_job_over_sasl_ssl_and_no_file_holds_either_secret(
+    sasl_ssl_kafka: SaslSslKafka, tmp_path: Path
+) -> None:
+    kafka = sasl_ssl_kafka
+    events, requests = (f"ss-{name}-{uuid.uuid4().hex[:8]}" for name in ("events", "requests"))
+    assert produce(kafka.bootstrap, events, kafka.config).returncode == 0
+    written = tmp_path / "written"
+    event_log = written / "event-log"
+    event_log.mkdir(parents=True)
+    ran = kcsim(
+        "run", "--source", f"kafka:{kafka.bootstrap}/{events}",
+        "--sink", f"kafka:{kafka.bootstrap}/{requests}",
+        "--lake", str(written / "lake"), "--once", "--kafka-config", str(kafka.config),
+        "--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir={event_log}",
+        "--conf", "spark.eventLog.compress=false",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    records = [json.loads(v) for v in read_topic(kafka.bootstrap, kafka.config, requests)]
+    assert records and {r["type"] for r in records} >= {"UpdateMetadata", "LeaderAndIsr"}
+    log_text = b"".join(p.read_bytes() for p in event_log.rglob("*") if p.is_file())
+    assert b"kafka.sasl.jaas.config=*********(redacted)" in log_text
+    for secret in (kafka.password, kafka.keystore_password):
+        assert files_holding(written, secret) == []
+        assert secret not in ran.stdout + ran.stderr
+
+
+def test_sasl_ssl_restart_keeps_the_ca_and_needs_the_user_again(
+    sasl_ssl_kafka: SaslSslKafka,
+) -> None:
+    kafka = sasl_ssl_kafka
+    data_dir = kafka.config.parent
+    ca = (kafka_local.tls_dir(data_dir) / "ca.pem").read_bytes()
+    kafka_local.stop(data_dir)
+    again = kcsim("kafka-local", "start", "--dir", str(data_dir), "--tls")
+    assert again.returncode == 1
+    assert "started with --sasl-scram: give it again" in again.stderr
+    restarted, _ = start_broker(kafka.base, "--sasl-scram", str(kafka.credentials))
+    # the clients' file is still valid: same CA, same user
+    assert (kafka_local.tls_dir(data_dir) / "ca.pem").read_bytes() == ca
+    topic = f"sasl-ssl-again-{uuid.uuid4().hex[:8]}"
+    assert produce(restarted, topic, kafka.config).returncode == 0
+    assert len(read_topic(restarted, kafka.config, topic)) == len(list(scenario_records(CORPUS)))
