@@ -76,104 +76,31 @@ def ensure_tls(root: Path) -> TlsFiles:
     ca_store = root / "ca.p12"
     request = root / "server.csr"
     signed = root / "server.pem"
-    store = ("-storetype", "PKCS12", "-storepass:file", str(files.password_file))
+    validity = ("-validity", VALIDITY_DAYS)
+    # (keystore, keytool arguments) in order
+    steps: tuple[tuple[Path, tuple[str, ...]], ...] = (
+        (ca_store, ("-genkeypair", "-alias", "ca", *KEY, "-dname", "CN=kcsim local CA",
+                    "-ext", "bc:c", *validity)),
+        (ca_store, ("-exportcert", "-rfc", "-alias", "ca", "-file", str(files.ca))),
+        (files.keystore, ("-genkeypair", "-alias", "server", *KEY, "-dname", "CN=127.0.0.1",
+                          *validity)),
+        (files.keystore, ("-certreq", "-alias", "server", "-file", str(request))),
+        (ca_store, ("-gencert", "-alias", "ca", "-rfc", "-infile", str(request),
+                    "-outfile", str(signed), *validity, "-ext", SERVER_NAMES,
+                    "-ext", "eku=serverAuth,clientAuth")),
+        # the chain: the CA (trusted) first, then the signed reply replaces the self-signed
+        (files.keystore, ("-importcert", "-noprompt", "-alias", "ca", "-file", str(files.ca))),
+        (files.keystore, ("-importcert", "-noprompt", "-alias", "server", "-file", str(signed))),
+    )  # fmt: skip
     try:
-        _keytool(
-            "-genkeypair",
-            "-alias",
-            "ca",
-            *KEY,
-            "-dname",
-            "CN=kcsim local CA",
-            "-ext",
-            "bc:c",
-            "-validity",
-            VALIDITY_DAYS,
-            "-keystore",
-            str(ca_store),
-            *store,
-        )
-        _keytool(
-            "-exportcert",
-            "-rfc",
-            "-alias",
-            "ca",
-            "-keystore",
-            str(ca_store),
-            *store,
-            "-file",
-            str(files.ca),
-        )
-        _keytool(
-            "-genkeypair",
-            "-alias",
-            "server",
-            *KEY,
-            "-dname",
-            "CN=127.0.0.1",
-            "-validity",
-            VALIDITY_DAYS,
-            "-keystore",
-            str(files.keystore),
-            *store,
-        )
-        _keytool(
-            "-certreq",
-            "-alias",
-            "server",
-            "-keystore",
-            str(files.keystore),
-            *store,
-            "-file",
-            str(request),
-        )
-        _keytool(
-            "-gencert",
-            "-alias",
-            "ca",
-            "-keystore",
-            str(ca_store),
-            *store,
-            "-rfc",
-            "-infile",
-            str(request),
-            "-outfile",
-            str(signed),
-            "-validity",
-            VALIDITY_DAYS,
-            "-ext",
-            SERVER_NAMES,
-            "-ext",
-            "eku=serverAuth,clientAuth",
-        )
-        # the chain: the CA first (trusted), then the signed reply replaces the self-signed
-        _keytool(
-            "-importcert",
-            "-noprompt",
-            "-alias",
-            "ca",
-            "-file",
-            str(files.ca),
-            "-keystore",
-            str(files.keystore),
-            *store,
-        )
-        _keytool(
-            "-importcert",
-            "-noprompt",
-            "-alias",
-            "server",
-            "-file",
-            str(signed),
-            "-keystore",
-            str(files.keystore),
-            *store,
-        )
+        for keystore, args in steps:
+            _keytool(*args, "-keystore", str(keystore), "-storetype", "PKCS12",
+                     "-storepass:file", str(files.password_file))  # fmt: skip
     finally:
         for path in (ca_store, request, signed):
             path.unlink(missing_ok=True)
     os.chmod(files.keystore, 0o600)
-    return files  # fmt: skip
+    return files
 
 
 def _keytool(*args: str) -> None:
