@@ -158,7 +158,7 @@ def query_failure(error: Exception) -> str:
             "Kafka refused the SASL credentials (authentication failed: check the user and "
             "password of --kafka-config)"
         )
-    if "SSLHandshakeException" in text:
+    if "SSLHandshakeException" in text or "SslAuthenticationException" in text:
         return "the TLS handshake with Kafka failed (check --kafka-config's ssl.* settings)"
     return text.strip().splitlines()[0] if text.strip() else type(error).__name__
 

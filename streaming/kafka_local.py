@@ -15,6 +15,11 @@ when the directory is formatted (`kafka-storage format --add-scram`), the broker
 for its own inter-broker connection, and `DIR/client.properties` (mode 0600) is the client
 properties file the other commands take as `--kafka-config`. The password goes through
 files only (the format command's arguments are a JVM @argfile), never a command line.
+
+With `--tls` the client listener is SSL (SASL_SSL with `--sasl-scram` too): a CA and the
+broker's certificate are made in DIR/tls at the first TLS start (`local_tls`, keytool),
+and `DIR/client.properties` trusts the CA through a PEM file (`ssl.truststore.type=PEM`),
+which both Spark's Java client and kafka-python read.
 """
 
 from __future__ import annotations
@@ -23,7 +28,6 @@ import argparse
 import base64
 import contextlib
 import fcntl
-import os
 import subprocess
 import sys
 import time
@@ -46,9 +50,10 @@ from streaming.local_process import (
     read_properties,
     terminate,
 )
+from streaming.local_tls import TlsFiles, ensure_tls, write_private
 
 DEFAULT_DIR = Path(".kcsim/kafka")
-HEAP = "-Xmx512m"
+HEAP = "-Xmx384m"
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 30.0
 MAIN_CLASS = "kafka.Kafka"
@@ -114,10 +119,19 @@ class ScramUser:
         )
 
 
+def listener_protocol(scram: ScramUser | None, tls: TlsFiles | None) -> str:
+    """The client listener's security protocol (and name)."""
+    return ("SASL_" if scram is not None else "") + ("SSL" if tls is not None else "PLAINTEXT")
+
+
 def _server_properties(
-    data_dir: Path, broker_port: int, controller_port: int, scram: ScramUser | None = None
+    data_dir: Path,
+    broker_port: int,
+    controller_port: int,
+    scram: ScramUser | None = None,
+    tls: TlsFiles | None = None,
 ) -> str:
-    listener = "PLAINTEXT" if scram is None else "SASL_PLAINTEXT"
+    listener = listener_protocol(scram, tls)
     props = {
         "process.roles": "broker,controller",
         "node.id": "1",
@@ -152,9 +166,20 @@ def _server_properties(
             {
                 "sasl.enabled.mechanisms": SCRAM_MECHANISM,
                 "sasl.mechanism.inter.broker.protocol": SCRAM_MECHANISM,
-                f"listener.name.sasl_plaintext.{SCRAM_MECHANISM.lower()}.sasl.jaas.config": (
+                f"listener.name.{listener.lower()}.{SCRAM_MECHANISM.lower()}.sasl.jaas.config": (
                     scram.jaas()
                 ),
+            }
+        )
+    if tls is not None:
+        # the broker's own (inter-broker) connections trust the same CA as clients
+        props.update(
+            {
+                "ssl.keystore.type": "PKCS12",
+                "ssl.keystore.location": str(tls.keystore),
+                "ssl.keystore.password": tls.password(),
+                "ssl.truststore.type": "PEM",
+                "ssl.truststore.location": str(tls.ca),
             }
         )
     return "".join(f"{key}={value}\n" for key, value in props.items())
@@ -228,22 +253,21 @@ def _client_config(data_dir: Path) -> dict[str, Any]:
     return KafkaClientConfig.load(path if path.is_file() else None).kafka_python()
 
 
-def _write_private(path: Path, text: str) -> None:
-    """Write a file only its owner can read (it holds a password)."""
-    path.unlink(missing_ok=True)
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        handle.write(text)
-
-
-def _client_properties_text(scram: ScramUser) -> str:
+def _client_properties_text(scram: ScramUser | None, tls: TlsFiles | None) -> str:
     # Java properties: the JAAS line's backslashes and quotes need no escaping, but a
     # backslash would (ScramUser refuses them)
-    return (
-        "security.protocol=SASL_PLAINTEXT\n"
-        f"sasl.mechanism={SCRAM_MECHANISM}\n"
-        f"sasl.jaas.config={scram.jaas()}\n"
-    )
+    lines = [f"security.protocol={listener_protocol(scram, tls)}"]
+    if scram is not None:
+        lines += [f"sasl.mechanism={SCRAM_MECHANISM}", f"sasl.jaas.config={scram.jaas()}"]
+    if tls is not None:
+        # PEM: Java's clients (Kafka 2.7+) and kafka-python both read it; no password
+        lines += ["ssl.truststore.type=PEM", f"ssl.truststore.location={tls.ca}"]
+    return "".join(line + "\n" for line in lines)
+
+
+def tls_dir(data_dir: Path) -> Path:
+    """Where `--tls` keeps the CA and the broker's keystore."""
+    return data_dir.resolve() / "tls"
 
 
 def start(
@@ -251,19 +275,21 @@ def start(
     *,
     timeout_s: float = START_TIMEOUT_S,
     scram: ScramUser | None = None,
+    tls: bool = False,
 ) -> str:
     """Start the broker (or find it running) and return its bootstrap address. With
     `scram`, clients must authenticate as that user (see `client_properties`); the
-    credential is created when the directory is first formatted."""
+    credential is created when the directory is first formatted. With `tls`, the
+    listener is SSL (or SASL_SSL) with a certificate of a CA made for the directory."""
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     # Two concurrent starts on one directory would both format it: serialize them.
     with (data_dir / "start.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        return _start_locked(data_dir, timeout_s, scram)
+        return _start_locked(data_dir, timeout_s, scram, tls)
 
 
-def _start_locked(data_dir: Path, timeout_s: float, scram: ScramUser | None) -> str:
+def _start_locked(data_dir: Path, timeout_s: float, scram: ScramUser | None, tls: bool) -> str:
     bootstrap_file = data_dir / "bootstrap.txt"
     pid = _read_pid(data_dir)
     running_port = read_properties(data_dir / "ports.properties").get("broker")
@@ -284,13 +310,18 @@ def _start_locked(data_dir: Path, timeout_s: float, scram: ScramUser | None) -> 
     )
     properties = data_dir / "server.properties"
     formatted_before = (data_dir / "data" / "meta.properties").is_file()
-    if scram is None and formatted_before and client_properties(data_dir).is_file():
+    # a SCRAM broker's client.properties has a JAAS line (a TLS-only one has none)
+    previous = read_properties(client_properties(data_dir))
+    if scram is None and formatted_before and "sasl.jaas.config" in previous:
         raise KafkaLocalError(f"{data_dir} holds a broker started with --sasl-scram: give it again")
-    _write_private(properties, _server_properties(data_dir, broker_port, controller_port, scram))
-    if scram is None:
+    tls_files = ensure_tls(tls_dir(data_dir)) if tls else None
+    write_private(
+        properties, _server_properties(data_dir, broker_port, controller_port, scram, tls_files)
+    )
+    if scram is None and tls_files is None:
         client_properties(data_dir).unlink(missing_ok=True)
     else:
-        _write_private(client_properties(data_dir), _client_properties_text(scram))
+        write_private(client_properties(data_dir), _client_properties_text(scram, tls_files))
     log4j = data_dir / "log4j2.properties"
     log4j.write_text(LOG4J2)
     jvm = [
@@ -316,7 +347,7 @@ def _start_locked(data_dir: Path, timeout_s: float, scram: ScramUser | None) -> 
             )
         # an @argfile (java's own): the password stays out of the process's command line
         argfile = data_dir / "format.args"
-        _write_private(argfile, "\n".join(f'"{a}"' for a in format_args) + "\n")
+        write_private(argfile, "\n".join(f'"{a}"' for a in format_args) + "\n")
         try:
             formatted = subprocess.run(
                 [*jvm, f"@{argfile}"], capture_output=True, text=True, check=False
@@ -366,10 +397,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="KRaft broker: SASL/SCRAM-SHA-256 for the user in FILE (one line USER:PASSWORD); "
         "clients then need DIR/client.properties as --kafka-config",
     )
+    parser.add_argument(
+        "--tls",
+        action="store_true",
+        help="KRaft broker: a TLS listener (SASL_SSL with --sasl-scram), its certificate "
+        "from a CA made in DIR/tls; clients then need DIR/client.properties as --kafka-config",
+    )
     zk = parser.add_argument_group("ZooKeeper-mode cluster (Kafka 3.7.1)")
     zk.add_argument("--zk", action="store_true", help="one ZooKeeper and --brokers brokers")
     zk.add_argument("--brokers", type=int, default=zk_cluster.DEFAULT_BROKERS, metavar="N")
     zk.add_argument("--broker", type=int, metavar="ID", help="start/kill/shutdown this broker only")
+    zk.add_argument(
+        "--zk-sasl",
+        type=Path,
+        metavar="FILE",
+        help="ZooKeeper requires SASL DIGEST-MD5 of every client; FILE holds its one user "
+        "(one line USER:PASSWORD), which the brokers and kcsim use",
+    )
+    zk.add_argument("--zk-tls", action="store_true", help="ZooKeeper's client port is TLS only")
+    zk.add_argument("--zk-chroot", metavar="/PATH", help="the brokers' znodes under this chroot")
     zk.add_argument(
         "--set-broker",
         action="append",
@@ -395,16 +441,18 @@ def main(args: argparse.Namespace) -> int:
         if _zk_mode(args):
             if args.action in ("kill", "shutdown") and args.broker is None:
                 raise KafkaLocalError(f"`{args.action}` needs --broker ID")
-            if args.sasl_scram is not None:
-                raise KafkaLocalError("--sasl-scram applies to the KRaft broker (not --zk)")
+            if args.sasl_scram is not None or args.tls:
+                raise KafkaLocalError("--sasl-scram and --tls apply to the KRaft broker (not --zk)")
             return zk_cluster.main(args)
-        if args.set_broker:
-            raise KafkaLocalError("--set-broker applies to the ZooKeeper-mode cluster (--zk)")
+        if args.set_broker or args.zk_sasl or args.zk_tls or args.zk_chroot:
+            raise KafkaLocalError(
+                "--set-broker and --zk-* apply to the ZooKeeper-mode cluster (--zk)"
+            )
         data_dir = args.dir or DEFAULT_DIR
         if args.action == "start":
             scram = None if args.sasl_scram is None else ScramUser.read(args.sasl_scram)
-            bootstrap = start(data_dir, scram=scram)
-            if scram is not None:
+            bootstrap = start(data_dir, scram=scram, tls=args.tls)
+            if scram is not None or args.tls:
                 print(f"clients: --kafka-config {client_properties(data_dir)}")
             print(f"Kafka (KRaft, pid file {data_dir / 'kafka.pid'}) is up; bootstrap:")
             print(bootstrap)

@@ -152,6 +152,15 @@ def parse_jaas(jaas: str, module: str) -> tuple[str, str]:
     return options["username"], options["password"]
 
 
+# What to give instead of a Java store, and how to get it from one.
+_PEM_INSTEAD = {
+    "truststore": "the CA certificates in one PEM file "
+    "(`keytool -exportcert -rfc -alias ALIAS -keystore STORE` prints one)",
+    "keystore": "the private key (PKCS#8) and certificate chain in one PEM file "
+    "(`openssl pkcs12 -in STORE.p12 -out KEY.pem` makes one)",
+}
+
+
 def _ssl(props: Mapping[str, str]) -> dict[str, Any]:
     """PEM files only: kafka-python reads certificates through Python's ssl module."""
     out: dict[str, Any] = {}
@@ -159,8 +168,10 @@ def _ssl(props: Mapping[str, str]) -> dict[str, Any]:
         kind_key = f"ssl.{kind}.type"
         if f"ssl.{kind}.location" in props and props.get(kind_key, "").strip().upper() != "PEM":
             raise KafkaConfigError(
-                f"--kafka-config: {kind_key} must be PEM for kcsim's Python clients "
-                "(JKS and PKCS12 stores are Java's)"
+                f"--kafka-config: {kind_key} must be PEM for kcsim's Python clients (they "
+                f"cannot read JKS or PKCS12 stores): give ssl.{kind}.type=PEM and, as "
+                f"ssl.{kind}.location, {_PEM_INSTEAD[kind]}; Spark's Java client reads the "
+                "same PEM file"
             )
     if "ssl.truststore.location" in props:
         out["ssl_cafile"] = props["ssl.truststore.location"]
@@ -188,6 +199,7 @@ class ClientFailures(logging.Handler):
         self.sasl = protocol.strip().upper().startswith("SASL_")
         self.authentication_failed = False
         self.handshake_failed = False
+        self.certificate_refused = False
         self.disconnected = False
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -196,6 +208,7 @@ class ClientFailures(logging.Handler):
             self.authentication_failed = True
         elif "Handshake failed" in text:
             self.handshake_failed = True
+            self.certificate_refused |= "CERTIFICATE_VERIFY_FAILED" in text
         elif "socket disconnected" in text:
             self.disconnected = True
 
@@ -213,6 +226,12 @@ class ClientFailures(logging.Handler):
                 "the broker refused the SASL credentials (authentication failed, or every "
                 "connection closed during it: check the user, password and sasl.mechanism "
                 "of --kafka-config)"
+            )
+        if self.certificate_refused:
+            return (
+                "the TLS handshake failed: the broker's certificate was not verified (not "
+                "signed by a CA in --kafka-config's ssl.truststore.location, or not issued "
+                "for this host)"
             )
         if self.handshake_failed:
             return "the TLS handshake failed (check --kafka-config's ssl.* settings)"

@@ -33,7 +33,13 @@ from typing import Any, Protocol
 
 from kafka.errors import KafkaError
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import NoAuthError, NoNodeError
+from kazoo.exceptions import (
+    AuthFailedError,
+    ConnectionLoss,
+    NoAuthError,
+    NoNodeError,
+    SessionClosedRequireSaslError,
+)
 from kazoo.protocol.states import ZnodeStat
 
 from controller.config import ConfigError
@@ -52,7 +58,7 @@ from streaming.shadow_model import (
     parse_state,
     parse_topic,
 )
-from streaming.zk_security import ZooKeeperClientConfig
+from streaming.zk_security import ZooKeeperClientConfig, ZooKeeperFailures
 
 DEFAULT_SETTLE_MS = 500
 # Pending causes are written out at the latest after this, even if writes never pause.
@@ -533,17 +539,33 @@ def main(args: argparse.Namespace) -> int:
 def _run(
     args: argparse.Namespace, sink: Sink, default_state: Path, config: ZooKeeperClientConfig
 ) -> int:
-    client = KazooClient(hosts=args.zookeeper, read_only=True, **config.kazoo_args())
-    try:
-        client.start(timeout=30)
-    except NoAuthError:  # kazoo checks a chroot's existence at start
-        print(_no_auth(args.zookeeper, config), file=sys.stderr)
-        return 1
-    except Exception as error:  # kazoo's timeout is a generic exception
-        # kazoo's messages carry no credentials (they name the failure, not the config)
-        why = str(error) or type(error).__name__
-        print(f"kcsim shadow: cannot reach ZooKeeper {args.zookeeper}: {why}", file=sys.stderr)
-        return 1
+    with ZooKeeperFailures() as failures:
+        client = KazooClient(hosts=args.zookeeper, read_only=True, **config.kazoo_args())
+        try:
+            client.start(timeout=30)
+        except NoAuthError:  # kazoo checks a chroot's existence at start
+            print(_no_auth(args.zookeeper, config), file=sys.stderr)
+            return 1
+        except Exception as error:  # kazoo's timeout is a generic exception
+            why = failures.explain(args.zookeeper, config, error)
+            print(f"kcsim shadow: {why}", file=sys.stderr)
+            return 1
+        try:
+            return _follow(args, client, sink, default_state)
+        except NoAuthError:
+            print(_no_auth(args.zookeeper, config), file=sys.stderr)
+            return 1
+        except (SessionClosedRequireSaslError, AuthFailedError, ConnectionLoss) as error:
+            # a ZooKeeper that requires SASL closes an unauthenticated session at its first read
+            why = failures.explain(args.zookeeper, config, error)
+            print(f"kcsim shadow: {why}", file=sys.stderr)
+            return 1
+        finally:
+            client.stop()
+            client.close()
+
+
+def _follow(args: argparse.Namespace, client: KazooClient, sink: Sink, default_state: Path) -> int:
     stop = threading.Event()
     try:
         shadow = Shadow(client, sink, args.state or default_state, args.cluster)
@@ -558,15 +580,9 @@ def _run(
         if not args.quiet:
             print(f"kcsim shadow: {shadow.emitted} events written", file=sys.stderr)
         return 0
-    except NoAuthError:
-        print(_no_auth(args.zookeeper, config), file=sys.stderr)
-        return 1
     except RuntimeError as error:
         print(f"kcsim shadow: {error}", file=sys.stderr)
         return 2
-    finally:
-        client.stop()
-        client.close()
 
 
 def _no_auth(zookeeper: str, config: ZooKeeperClientConfig) -> str:

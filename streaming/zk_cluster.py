@@ -10,6 +10,13 @@ jars from `.kafka-zk/libs`. Everything lives under the cluster directory:
                                     logs/{server,controller,state-change}.log
 
 A broker counts as up once its ephemeral /brokers/ids/ID znode exists, read with kazoo.
+
+A secured ZooKeeper (`start --zk --zk-sasl FILE --zk-tls --zk-chroot /PATH`, any of the
+three): SASL DIGEST-MD5 required of every client (the server's JAAS `Server` section, the
+brokers' `Client` section, both mode 0600), TLS only (a secureClientPort with a certificate
+of a CA made in DIR/tls by `local_tls`, no plaintext port), and the brokers' znodes under
+a chroot. DIR/zookeeper-client.properties (mode 0600) is the `--zookeeper-config` of
+`kcsim shadow` and of kcsim's own ZooKeeper sessions here.
 Sizing: the JVMs are small (see JVM_FLAGS) so that ZooKeeper, three brokers and a Spark
 job fit a 2-core machine; the README's ZooKeeper-mode section has the measured figures.
 """
@@ -22,9 +29,10 @@ import json
 import logging
 import signal
 import time
+import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -45,6 +53,7 @@ from streaming.local_process import (
     wait_until,
     write_properties,
 )
+from streaming.local_tls import TlsFiles, ensure_tls, write_private
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
@@ -132,16 +141,71 @@ class ProcessStatus(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
+class ZkSecurity:
+    """How ZooKeeper is secured; the credentials live in files, never here."""
+
+    sasl: bool = False  # DIGEST-MD5 required of every client
+    tls: bool = False  # the client port is TLS only
+    chroot: str = ""  # "" or "/path": where the brokers keep their znodes
+
+    @property
+    def secured(self) -> bool:
+        return self.sasl or self.tls
+
+
+@dataclass(frozen=True, slots=True)
+class SaslUser:
+    """ZooKeeper's one SASL user; `repr` hides the password."""
+
+    username: str
+    password: str = field(repr=False)
+
+    @classmethod
+    def read(cls, path: Path) -> SaslUser:
+        try:
+            text = path.read_text(encoding="utf-8").strip()
+        except OSError as error:
+            raise KafkaLocalError(f"cannot read --zk-sasl {path}: {error.strerror}") from None
+        username, sep, password = text.partition(":")
+        if not sep or not username or not password or "\n" in text:
+            raise KafkaLocalError(f"--zk-sasl {path} must hold one line USER:PASSWORD")
+        if any(c in text for c in '"\\ ;'):  # JAAS quoting; a user name is one token
+            raise KafkaLocalError(
+                f'--zk-sasl {path}: the user and password may not hold " \\ ; or spaces'
+            )
+        return cls(username, password)
+
+
+@dataclass(frozen=True, slots=True)
 class Layout:
     """Where a cluster's files live, and its ports (read from cluster.properties)."""
 
     root: Path
     zookeeper_port: int
     broker_ports: Mapping[int, int]  # broker id -> PLAINTEXT port
+    security: ZkSecurity = ZkSecurity()
 
     @property
     def zookeeper(self) -> str:
-        return f"127.0.0.1:{self.zookeeper_port}"
+        """ZooKeeper's address as the brokers and the shadow take it (with the chroot)."""
+        return f"127.0.0.1:{self.zookeeper_port}{self.security.chroot}"
+
+    @property
+    def zookeeper_client_config(self) -> Path:
+        """The `--zookeeper-config` file of a secured ZooKeeper (mode 0600)."""
+        return self.root / "zookeeper-client.properties"
+
+    @property
+    def tls(self) -> TlsFiles:
+        return TlsFiles(self.root / "tls")
+
+    def kazoo_args(self) -> dict[str, object]:
+        """kazoo's arguments for a session with this cluster's ZooKeeper."""
+        if not self.security.secured:
+            return {}
+        from streaming.zk_security import ZooKeeperClientConfig
+
+        return ZooKeeperClientConfig.load(self.zookeeper_client_config).kazoo_args()
 
     @property
     def bootstrap(self) -> str:
@@ -190,6 +254,9 @@ class Layout:
         props: dict[str, object] = {"brokers": len(self.broker_ports)}
         props["zookeeper.port"] = self.zookeeper_port
         props.update({f"broker.{b}.port": port for b, port in self.broker_ports.items()})
+        props["zookeeper.sasl"] = str(self.security.sasl).lower()
+        props["zookeeper.tls"] = str(self.security.tls).lower()
+        props["zookeeper.chroot"] = self.security.chroot
         write_properties(self.root / "cluster.properties", props)
 
 
@@ -202,10 +269,16 @@ def load_layout(data_dir: Path) -> Layout:
     props = read_properties(data_dir / "cluster.properties")
     try:
         count = int(props["brokers"])
+        security = ZkSecurity(
+            props.get("zookeeper.sasl") == "true",
+            props.get("zookeeper.tls") == "true",
+            props.get("zookeeper.chroot", ""),
+        )
         return Layout(
             data_dir,
             int(props["zookeeper.port"]),
             {b: int(props[f"broker.{b}.port"]) for b in range(1, count + 1)},
+            security,
         )
     except (KeyError, ValueError) as error:
         raise KafkaLocalError(
@@ -214,7 +287,7 @@ def load_layout(data_dir: Path) -> Layout:
         ) from error
 
 
-def _new_layout(data_dir: Path, brokers: int) -> Layout:
+def _new_layout(data_dir: Path, brokers: int, security: ZkSecurity) -> Layout:
     """The previous run's ports when the directory has them and they are free, else new."""
     if is_cluster_dir(data_dir):
         old = load_layout(data_dir)
@@ -223,6 +296,11 @@ def _new_layout(data_dir: Path, brokers: int) -> Layout:
                 f"{data_dir} holds a {len(old.broker_ports)}-broker cluster, not {brokers}: "
                 "use another --dir"
             )
+        if old.security != security:
+            raise KafkaLocalError(
+                f"{data_dir} holds a cluster whose ZooKeeper security is {old.security}, "
+                "not what was given: give the same --zk-sasl/--zk-tls/--zk-chroot, or another --dir"
+            )
         running = old.zookeeper_pid() is not None or any(
             old.broker_pid(b) is not None for b in old.broker_ids
         )
@@ -230,7 +308,7 @@ def _new_layout(data_dir: Path, brokers: int) -> Layout:
         if running or all(port_free(p) for p in ports):
             return old
     zookeeper_port, *broker_ports = free_ports(brokers + 1)
-    return Layout(data_dir, zookeeper_port, dict(enumerate(broker_ports, start=1)))
+    return Layout(data_dir, zookeeper_port, dict(enumerate(broker_ports, start=1)), security)
 
 
 def _classpath() -> str:
@@ -241,7 +319,7 @@ def _classpath() -> str:
 
 
 def _zookeeper_config(layout: Layout) -> dict[str, object]:
-    return {
+    config: dict[str, object] = {
         "tickTime": ZOOKEEPER_TICK_MS,
         "dataDir": layout.zookeeper_dir / "data",
         "clientPort": layout.zookeeper_port,
@@ -252,6 +330,77 @@ def _zookeeper_config(layout: Layout) -> dict[str, object]:
         "admin.enableServer": "false",
         "autopurge.purgeInterval": 0,
     }
+    if layout.security.sasl:
+        # every session must authenticate with SASL before anything else (ZooKeeper 3.7+)
+        config["authProvider.sasl"] = "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"
+        config["enforce.auth.enabled"] = "true"
+        config["enforce.auth.schemes"] = "sasl"
+    if layout.security.tls:
+        # TLS only: the port is a secure one, served by Netty (NIO has no TLS)
+        del config["clientPort"], config["clientPortAddress"]
+        tls = layout.tls
+        config.update(
+            {
+                "secureClientPort": layout.zookeeper_port,
+                "secureClientPortAddress": "127.0.0.1",
+                "serverCnxnFactory": "org.apache.zookeeper.server.NettyServerCnxnFactory",
+                "ssl.keyStore.location": tls.keystore,
+                "ssl.keyStore.type": "PKCS12",
+                "ssl.keyStore.passwordPath": tls.password_file,  # a file: no password here
+                "ssl.trustStore.location": tls.ca,
+                "ssl.trustStore.type": "PEM",
+                "ssl.clientAuth": "none",
+            }
+        )
+    return config
+
+
+def _zookeeper_tls_client(layout: Layout) -> dict[str, object]:
+    """The brokers' ZooKeeper client settings for a TLS-only ZooKeeper."""
+    return {
+        "zookeeper.ssl.client.enable": "true",
+        "zookeeper.clientCnxnSocket": "org.apache.zookeeper.ClientCnxnSocketNetty",
+        "zookeeper.ssl.truststore.location": layout.tls.ca,
+        "zookeeper.ssl.truststore.type": "PEM",
+    }
+
+
+def _jaas_quote(value: str) -> str:
+    return '"' + value + '"'  # SaslUser refuses quotes and backslashes
+
+
+def _write_security_files(layout: Layout, user: SaslUser | None) -> None:
+    """The JAAS files (server and brokers) and the client properties; secrets only in
+    files of mode 0600. A restart without --zk-sasl keeps the files it finds."""
+    security = layout.security
+    if not security.secured:
+        return
+    if security.tls:
+        ensure_tls(layout.tls.root)
+    client = layout.zookeeper_client_config
+    if security.sasl and user is None:
+        if not (layout.zookeeper_dir / "jaas.conf").is_file() or not client.is_file():
+            raise KafkaLocalError(f"{layout.root}'s ZooKeeper requires SASL: give --zk-sasl")
+        return
+    lines: list[str] = []
+    if user is not None:
+        layout.zookeeper_dir.mkdir(parents=True, exist_ok=True)
+        write_private(
+            layout.zookeeper_dir / "jaas.conf",
+            "Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n"
+            f"  user_{user.username}={_jaas_quote(user.password)};\n}};\n",
+        )
+        write_private(
+            layout.root / "broker-jaas.conf",
+            "Client {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n"
+            f"  username={_jaas_quote(user.username)}\n"
+            f"  password={_jaas_quote(user.password)};\n}};\n",
+        )
+        lines += ["sasl.mechanism=DIGEST-MD5", f"sasl.username={user.username}",
+                  f"sasl.password={user.password}"]  # fmt: skip
+    if security.tls:
+        lines += ["ssl=true", f"ssl.ca={layout.tls.ca}", "ssl.check.hostname=true"]
+    write_private(client, "".join(line + "\n" for line in lines))
 
 
 def broker_config(
@@ -260,7 +409,7 @@ def broker_config(
     listener = f"PLAINTEXT://127.0.0.1:{layout.broker_ports[broker]}"
     props: dict[str, object] = {
         "broker.id": broker,
-        "zookeeper.connect": layout.zookeeper,
+        "zookeeper.connect": layout.zookeeper,  # with the chroot: Kafka creates it
         "zookeeper.session.timeout.ms": BROKER_SESSION_TIMEOUT_MS,
         "listeners": listener,
         "advertised.listeners": listener,
@@ -294,6 +443,8 @@ def broker_config(
         "log.cleaner.threads": 1,
         "log.cleaner.dedupe.buffer.size": 8 * 1024 * 1024,
     }
+    if layout.security.tls:
+        props.update(_zookeeper_tls_client(layout))
     props.update(overrides or {})
     return props
 
@@ -311,8 +462,11 @@ def _jvm(heap: Iterable[str], log4j: Path, *system_properties: str) -> list[str]
 
 
 @contextmanager
-def zookeeper_client(hosts: str, timeout_s: float = 15.0) -> Iterator[KazooClient]:
-    """A started kazoo client (imported here: `kill` and `stop` need no ZooKeeper client)."""
+def zookeeper_client(
+    hosts: str, timeout_s: float = 15.0, security: Mapping[str, object] | None = None
+) -> Iterator[KazooClient]:
+    """A started kazoo client (imported here: `kill` and `stop` need no ZooKeeper client);
+    `security`: kazoo arguments (`Layout.kazoo_args`)."""
     from kazoo.client import KazooClient
     from kazoo.handlers.threading import KazooTimeoutError
 
@@ -320,9 +474,12 @@ def zookeeper_client(hosts: str, timeout_s: float = 15.0) -> Iterator[KazooClien
     # keep its noise out of the commands' output (connection failures still raise)
     quiet = logging.getLogger("streaming.zk_cluster.kazoo")
     quiet.setLevel(logging.ERROR)
-    client = KazooClient(hosts=hosts, timeout=10.0, logger=quiet)
+    client = KazooClient(hosts=hosts, timeout=10.0, logger=quiet, **(security or {}))
     try:
-        client.start(timeout=timeout_s)
+        with warnings.catch_warnings():
+            # a chroot the brokers have not created yet is expected here
+            warnings.filterwarnings("ignore", "No chroot path exists")
+            client.start(timeout=timeout_s)
     except KazooTimeoutError as error:
         client.close()
         raise KafkaLocalError(f"cannot connect to ZooKeeper at {hosts}: {error}") from error
@@ -346,7 +503,9 @@ def _start_zookeeper(layout: Layout, timeout_s: float) -> None:
         write_properties(layout.zookeeper_config, _zookeeper_config(layout))
         log4j = layout.zookeeper_dir / "log4j.properties"
         log4j.write_text(ZOOKEEPER_LOG4J)
-        command = _jvm(ZOOKEEPER_HEAP, log4j, "-Dzookeeper.jmx.log4j.disable=true")
+        jaas = layout.zookeeper_dir / "jaas.conf"
+        sasl = (f"-Djava.security.auth.login.config={jaas}",) if layout.security.sasl else ()
+        command = _jvm(ZOOKEEPER_HEAP, log4j, "-Dzookeeper.jmx.log4j.disable=true", *sasl)
         launch_detached(
             [*command, ZOOKEEPER_MAIN, str(layout.zookeeper_config)],
             layout.zookeeper_dir / "zookeeper.log",
@@ -370,7 +529,9 @@ def _launch_broker(layout: Layout, broker: int) -> None:
     home = layout.broker_dir(broker)
     logs = home / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    command = _jvm(BROKER_HEAP, layout.root / "log4j.properties", f"-Dkafka.logs.dir={logs}")
+    jaas = layout.root / "broker-jaas.conf"
+    sasl = (f"-Djava.security.auth.login.config={jaas}",) if layout.security.sasl else ()
+    command = _jvm(BROKER_HEAP, layout.root / "log4j.properties", f"-Dkafka.logs.dir={logs}", *sasl)
     launch_detached(
         [*command, BROKER_MAIN, str(layout.broker_config(broker))],
         home / "stdout.log",
@@ -405,7 +566,7 @@ def wait_registered(layout: Layout, brokers: Iterable[int], timeout_s: float) ->
     """Until every broker in `brokers` has its /brokers/ids znode and has finished starting
     up; fails fast if one dies."""
     wanted = set(brokers)
-    with zookeeper_client(layout.zookeeper) as client:
+    with zookeeper_client(layout.zookeeper, security=layout.kazoo_args()) as client:
 
         def ready() -> bool:
             for broker in wanted:
@@ -439,15 +600,22 @@ def start(
     brokers: int = DEFAULT_BROKERS,
     overrides: Mapping[str, str] | None = None,
     timeout_s: float = START_TIMEOUT_S,
+    security: ZkSecurity = ZkSecurity(),
+    sasl_user: SaslUser | None = None,
 ) -> ClusterAddress:
     """Start ZooKeeper and every broker not already running; returns once all are
-    registered. `overrides` are broker settings, written into each server.properties."""
+    registered. `overrides` are broker settings, written into each server.properties;
+    `security` secures ZooKeeper (`sasl_user`: its one SASL user, needed at the first
+    start)."""
     if brokers < 1:
         raise KafkaLocalError(f"--brokers must be at least 1, not {brokers}")
     data_dir = data_dir.resolve()
     with _locked(data_dir):
-        layout = _new_layout(data_dir, brokers)
+        if security.chroot and (not security.chroot.startswith("/") or security.chroot == "/"):
+            raise KafkaLocalError(f"--zk-chroot must be an absolute path, not {security.chroot!r}")
+        layout = _new_layout(data_dir, brokers, security)
         layout.save()
+        _write_security_files(layout, sasl_user)
         (data_dir / "log4j.properties").write_text(broker_log4j())
         try:
             _start_zookeeper(layout, timeout_s)
@@ -473,7 +641,7 @@ def _wait_stale_registrations(layout: Layout, brokers: Iterable[int]) -> None:
     stale = set(brokers)
     if not stale:
         return
-    with zookeeper_client(layout.zookeeper) as client:
+    with zookeeper_client(layout.zookeeper, security=layout.kazoo_args()) as client:
         gone = wait_until(
             lambda: not stale & registered_brokers(client), BROKER_SESSION_TIMEOUT_MS / 1000 * 3
         )
@@ -529,7 +697,7 @@ def _controller_last(layout: Layout, running: list[int]) -> list[int]:
     controller = None
     if layout.zookeeper_pid() is not None:
         try:
-            with zookeeper_client(layout.zookeeper, 5.0) as client:
+            with zookeeper_client(layout.zookeeper, 5.0, layout.kazoo_args()) as client:
                 controller = controller_id(client)
         except KafkaLocalError:
             controller = None
@@ -576,7 +744,7 @@ def status(data_dir: Path) -> list[ProcessStatus]:
     layout = load_layout(data_dir)
     registered: set[int] = set()
     if layout.zookeeper_pid() is not None:
-        with zookeeper_client(layout.zookeeper, 5.0) as client:
+        with zookeeper_client(layout.zookeeper, 5.0, layout.kazoo_args()) as client:
             registered = registered_brokers(client)
     rows = [ProcessStatus("zookeeper", layout.zookeeper_pid(), layout.zookeeper_port, None)]
     for broker, port in layout.broker_ports.items():
@@ -600,8 +768,22 @@ def main(args: argparse.Namespace) -> int:
     data_dir: Path = args.dir or DEFAULT_DIR
     started = time.monotonic()
     if args.action == "start" and args.broker is None:
-        address = start(data_dir, brokers=args.brokers, overrides=parse_overrides(args.set_broker))
+        security = ZkSecurity(args.zk_sasl is not None, args.zk_tls, args.zk_chroot or "")
+        user = None if args.zk_sasl is None else SaslUser.read(args.zk_sasl)
+        if is_cluster_dir(data_dir) and args.zk_sasl is None and not args.zk_tls:
+            # a restart keeps the directory's security unless told otherwise
+            security = load_layout(data_dir).security
+        address = start(
+            data_dir,
+            brokers=args.brokers,
+            overrides=parse_overrides(args.set_broker),
+            security=security,
+            sasl_user=user,
+        )
         took = time.monotonic() - started
+        if security.secured:
+            config = load_layout(data_dir).zookeeper_client_config
+            print(f"shadow: --zookeeper-config {config}")
         print(f"ZooKeeper-mode cluster in {data_dir} is up ({took:.1f}s); ZooKeeper, bootstrap:")
         print(address.zookeeper)
         print(address.bootstrap)

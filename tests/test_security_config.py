@@ -174,3 +174,14 @@ def test_redaction_pattern_covers_kafka_secret_options(key: str) -> None:
 
     assert re.search(REDACTION_REGEX, key)
     assert not re.search(REDACTION_REGEX, "kafka.bootstrap.servers")
+
+
+def test_a_java_store_for_kafka_python_says_what_to_give_instead() -> None:
+    config = KafkaClientConfig(
+        {"security.protocol": "SSL", "ssl.truststore.location": "/t.p12",
+         "ssl.truststore.type": "PKCS12"}
+    )  # fmt: skip
+    with pytest.raises(KafkaConfigError) as refused:
+        config.kafka_python()
+    assert "give ssl.truststore.type=PEM" in str(refused.value)
+    assert "keytool -exportcert -rfc" in str(refused.value)
