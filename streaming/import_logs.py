@@ -37,8 +37,18 @@ _THREAD_SKEW_MS = 1_000
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("source", choices=["zk-logs"], help="what to import")
-    parser.add_argument("dir", type=Path, help="directory with the brokers' logs (recursive)")
+    parser.add_argument(
+        "source",
+        choices=["zk-logs", "kraft-log"],
+        help="zk-logs: a ZooKeeper-mode cluster's controller logs; kraft-log: a KRaft "
+        "cluster's __cluster_metadata log directory",
+    )
+    parser.add_argument(
+        "dir",
+        type=Path,
+        help="zk-logs: directory with the brokers' logs (recursive); kraft-log: the "
+        "__cluster_metadata-0 directory (segments and snapshots)",
+    )
     parser.add_argument(
         "--out", required=True, help="events file, a directory of event files, or - (stdout)"
     )
@@ -49,6 +59,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="log4j ConversionPattern of the logs (default: Kafka's, '[%%d] %%p %%m (%%c)%%n')",
     )
     parser.add_argument("--quiet", action="store_true", help="no summary on stderr")
+    parser.add_argument(
+        "--from-snapshot",
+        action="store_true",
+        help="kraft-log: start at the latest snapshot, not at the log's first record",
+    )
 
 
 class Problem(NamedTuple):
@@ -90,6 +105,10 @@ class Record(NamedTuple):
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.source == "kraft-log":
+        from streaming import import_kraft
+
+        return import_kraft.main(args)
     try:
         layout = Layout.from_pattern(args.pattern)
     except LayoutError as error:
