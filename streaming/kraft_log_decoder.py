@@ -252,6 +252,17 @@ class Decoded:
                     )
                     return
                 self.bytes_read += int(size)
+            elif line.startswith("offset: ") and " magic: " in line:
+                # a message set of the formats before v2 (DumpLogSegments prints its entries
+                # without a batch header): no KRaft log holds them
+                position = int(line.split(" position: ", 1)[1].split(" ", 1)[0])
+                magic = line.split(" magic: ", 1)[1].split(" ", 1)[0]
+                self.problem = Problem(
+                    path,
+                    position,
+                    f"record format v{magic}: not a KRaft metadata log (it needs v2)",
+                )
+                return
             elif line.startswith("Dumping "):
                 name = line[8:].rstrip("\n")
                 path = by_text.get(name, Path(name))

@@ -160,7 +160,7 @@ class KraftLogModel:
         broker = int(data["brokerId"])
         fenced = bool(data.get("fenced", True))
         old = self.brokers.get(broker)
-        rack = data.get("rack") if data.get("rack") is not None else (old.rack if old else None)
+        rack = data.get("rack") or (old.rack if old else None)  # "" and null: no rack
         self.brokers[broker] = Broker(int(data["brokerEpoch"]), fenced, rack)
         if broker in self.live:
             # a new incarnation replaced a registered one: the old one is gone
@@ -340,7 +340,9 @@ class KraftLogModel:
         if kind == "REGISTER_BROKER_RECORD":
             broker = int(data["brokerId"])
             fenced = bool(data.get("fenced", True))
-            self.brokers[broker] = Broker(int(data["brokerEpoch"]), fenced, data.get("rack"))
+            self.brokers[broker] = Broker(
+                int(data["brokerEpoch"]), fenced, data.get("rack") or None
+            )
         elif kind == "TOPIC_RECORD":
             self.topics[str(data["topicId"])] = str(data["name"])
         elif kind == "PARTITION_RECORD":
