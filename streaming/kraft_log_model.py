@@ -110,6 +110,7 @@ class KraftLogModel:
     _elections: dict[str, _Cause] = field(default_factory=dict)  # per kind, this batch
     _snapshot: bool = False
     _records: list[Record] = field(default_factory=list)  # the batch being read
+    _ts_text: tuple[int, str] = (-1, "")
 
     # ------------------------------------------------------------ input
 
@@ -319,6 +320,8 @@ class KraftLogModel:
         if new.leader != old.leader:
             if new.leader == NO_LEADER:
                 return None
+            if new.leader not in old.isr and new.leader in old.elr:
+                return None  # a clean election from the ELR, with no cause in the batch
             kind = "preferred" if new.leader in old.isr else "unclean"
             if kind == "preferred" and new.leader != new.replicas[0]:
                 return None
@@ -413,6 +416,12 @@ class KraftLogModel:
             out.append(self._stamp(event, self._batch_offset, n))
         return out
 
+    def _iso_ts(self) -> str:
+        # one text per batch: its events share the time
+        if self._ts_text[0] != self._batch_ts:
+            self._ts_text = (self._batch_ts, _iso(self._batch_ts))
+        return self._ts_text[1]
+
     def _stamp(self, event: Event, offset: int, n: int) -> Event:
         self.seq += 1
         head = {
@@ -420,7 +429,7 @@ class KraftLogModel:
             "cluster": self.cluster,
             "event_id": f"{self.cluster}:kraft:{offset}:{n}",
             "seq": self.seq,
-            "ts": _iso(self._batch_ts),
+            "ts": self._iso_ts(),
         }
         return head | event
 
