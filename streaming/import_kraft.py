@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from streaming.import_logs import Report, _output, _progress, _write
+from streaming.import_logs import EventsOutput, ProgressBar, Report, write_events
 from streaming.kraft_log_decoder import Decoded, DecoderError, log_files
 from streaming.kraft_log_model import KraftLogModel
 
@@ -32,14 +32,14 @@ def main(args: argparse.Namespace) -> int:
     model = KraftLogModel(args.cluster)
     report = Report(files=len(files.all()))
     try:
-        with _output(args.out) as out, _progress(files.total_bytes()) as progress:
+        with EventsOutput(args.out) as out, ProgressBar(files.total_bytes()) as progress:
             shown = 0
             for record in decoded:
-                _write(out, model.feed(record), report)
+                write_events(out, model.feed(record), report)
                 if model.counts.records % _PROGRESS_EVERY == 0:
                     progress(decoded.bytes_read - shown)
                     shown = decoded.bytes_read
-            _write(out, model.finish(), report)
+            write_events(out, model.finish(), report)
             progress(decoded.bytes_read - shown)
     except DecoderError as error:
         print(f"kcsim import: {error}", file=sys.stderr)

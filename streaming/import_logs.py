@@ -127,7 +127,7 @@ def main(args: argparse.Namespace) -> int:
     report = Report(files=sum(len(files) for _, files in streams))
     model = ZkLogModel(args.cluster)
     total = sum(path.stat().st_size for _, files in streams for path in files)
-    with _output(args.out) as out, _progress(total) as progress:
+    with EventsOutput(args.out) as out, ProgressBar(total) as progress:
         records = heapq.merge(
             *(
                 _records(i, rank, files, layout, report, progress)
@@ -140,8 +140,8 @@ def main(args: argparse.Namespace) -> int:
                 report.add(Problem(record.path, record.line, "not understood", record.message))
                 continue
             report.understood[record.path] = report.understood.get(record.path, 0) + 1
-            _write(out, model.feed(fact, record.ts), report)
-        _write(out, model.finish(), report)
+            write_events(out, model.feed(fact, record.ts), report)
+        write_events(out, model.finish(), report)
     _unsupported(report, streams)
     if not args.quiet:
         _print_report(report, model, args.out)
@@ -244,7 +244,7 @@ def _unsupported(report: Report, streams: list[tuple[int, list[Path]]]) -> None:
 # ----------------------------------------------------------------------------- output
 
 
-class _output:
+class EventsOutput:
     """The events' destination: written to a hidden temporary file, renamed when complete
     (nothing at the final name before then); stdout for "-"."""
 
@@ -288,13 +288,13 @@ def _first_seq(path: Path) -> int:
     return int(json.loads(first)["seq"]) if first else 0
 
 
-def _write(out: IO[str], events: list[dict], report: Report) -> None:
+def write_events(out: IO[str], events: list[dict], report: Report) -> None:
     for event in events:
         out.write(json.dumps(event, separators=(",", ":")) + "\n")
     report.events += len(events)
 
 
-class _progress:
+class ProgressBar:
     """A tqdm bar of bytes read, on a terminal only (stderr a TTY)."""
 
     def __init__(self, total: int) -> None:
