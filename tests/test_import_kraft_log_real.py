@@ -57,11 +57,12 @@ def run_scenario(kraft: KraftCluster) -> None:
     kraft.start(old_leader)
     kraft.wait_isr_full("orders")
     kraft.wait_isr_full("audit")
-    # a controlled shutdown (SIGTERM) and a restart
+    # a controlled shutdown (SIGTERM) and a restart, through the command line
     down = next(n for n in (3, 2, 1) if n != kraft.quorum_leader())
-    kraft.shutdown(down)
+    where = ["--broker", str(down), "--dir", str(kraft.dir)]
+    assert main(["kafka-local", "shutdown", *where]) == 0
     kraft.wait_fenced(down)
-    kraft.start(down)
+    assert main(["kafka-local", "start", *where]) == 0
     kraft.wait_isr_full("orders")
     kraft.wait_isr_full("audit")
     # reassignments: one that completes at once (targets in the ISR), one that adds a replica
