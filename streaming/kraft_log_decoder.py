@@ -157,6 +157,7 @@ class Decoded:
         self.files = files
         self.problem: Problem | None = None
         self.bytes_read = 0
+        self._where: tuple[Path, int] = (Path("."), 0)  # the file and batch being read
 
     def __iter__(self) -> Iterator[Record]:
         paths = self.files.all()
@@ -173,7 +174,12 @@ class Decoded:
         )
         try:
             assert process.stdout is not None
-            yield from self._parse(process.stdout, by_text)
+            try:
+                yield from self._parse(process.stdout, by_text)
+            except (ValueError, KeyError, IndexError, TypeError) as error:
+                # a line of the decoder's output this reader does not know
+                where = self._where
+                self.problem = Problem(where[0], where[1], f"unreadable decoder output: {error}")
         finally:
             if self.problem is not None or process.poll() is None:
                 process.kill()
@@ -202,7 +208,9 @@ class Decoded:
                         return
                     expected = offset + 1
                 if batch.control or not sep:
-                    kind, _, payload = line[line.index(" headerKeys: [] ") + 16 :].partition(" ")
+                    # a control record: "... headerKeys: [] LeaderChange: {json}"
+                    _, _, tail = line.partition(" headerKeys: ")
+                    kind, _, payload = tail.partition("] ")[2].partition(" ")
                     kind = kind.rstrip(":")
                     data = _json(payload)
                     if kind in ("SnapshotHeader", "SnapshotFooter") or data is None:
@@ -239,6 +247,7 @@ class Decoded:
                     return
                 base, _, epoch, control, position, ts, size, magic, valid = fields.groups()
                 batch = _Batch(int(position), int(epoch), int(ts), control == "true")
+                self._where = (path, batch.position)
                 if magic != "2":
                     self.problem = Problem(
                         path,
@@ -268,6 +277,7 @@ class Decoded:
                 path = by_text.get(name, Path(name))
                 snapshot = path.name.endswith(".checkpoint")
                 batch = _Batch()
+                self._where = (path, 0)
                 if not snapshot and expected is None:
                     expected = int(path.name[:20])
             elif line.startswith("Snapshot end offset: "):
