@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,37 +158,41 @@ class Decoded:
         self.files = files
         self.problem: Problem | None = None
         self.bytes_read = 0
-        self._where: tuple[Path, int] = (Path("."), 0)  # the file and batch being read
+        # the file and batch being read (before any: the first file)
+        self._where: tuple[Path, int] = (files.all()[0] if files.all() else Path("."), 0)
 
     def __iter__(self) -> Iterator[Record]:
         paths = self.files.all()
         command = decoder_command(paths)
         by_text = {str(p): p for p in paths}
-        process = subprocess.Popen(
-            command,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            bufsize=1 << 16,
-        )
-        try:
-            assert process.stdout is not None
+        # stderr to a file: a pipe nobody reads until the end could fill and stall the JVM
+        with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as errors:
+            process = subprocess.Popen(
+                command,
+                stdout=subprocess.PIPE,
+                stderr=errors,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+                bufsize=1 << 16,
+            )
             try:
-                yield from self._parse(process.stdout, by_text)
-            except (ValueError, KeyError, IndexError, TypeError) as error:
-                # a line of the decoder's output this reader does not know
-                where = self._where
-                self.problem = Problem(where[0], where[1], f"unreadable decoder output: {error}")
-        finally:
-            if self.problem is not None or process.poll() is None:
-                process.kill()
-            stderr = process.stderr.read() if process.stderr else ""
-            code = process.wait()
-            if self.problem is None and code != 0:
-                path = paths[-1] if paths else Path(".")
-                self.problem = Problem(path, 0, f"the decoder failed: {_last_error(stderr)}")
+                assert process.stdout is not None
+                try:
+                    yield from self._parse(process.stdout, by_text)
+                except (ValueError, KeyError, IndexError, TypeError) as error:
+                    # a line of the decoder's output this reader does not know
+                    path, position = self._where
+                    self.problem = Problem(path, position, f"unreadable decoder output: {error}")
+            finally:
+                if self.problem is not None or process.poll() is None:
+                    process.kill()
+                code = process.wait()
+                if self.problem is None and code != 0:
+                    errors.seek(0)
+                    path, position = self._where  # where the decoder stopped
+                    failed = f"the decoder failed: {_last_error(errors.read())}"
+                    self.problem = Problem(path, position, failed)
 
     def _parse(self, lines: Iterator[str], by_text: dict[str, Path]) -> Iterator[Record]:
         path = Path(".")
