@@ -4,7 +4,9 @@
 JSON form of each record) and returns the events a batch completes. The KRaft controller
 appends the records of one operation atomically, in one batch: a cause record
 (registration change, TopicRecord, RemoveTopicRecord, ...) and the partition changes it
-made. So each batch is read as a unit: a cause opens an event, and the partition records
+made. So each batch is read as a unit, its cause records first (Kafka 4.1.1 writes a
+fencing's partition changes before the fencing record): a cause opens an event, and the
+partition records
 of the batch that it explains (a partition with a replica on the broker; the topic's
 partitions) are that event's `observed`. A partition change no cause of its batch
 explains is an event of its own, named by what it changed (README: "kcsim import
@@ -14,7 +16,7 @@ kraft-log"):
   (replicas minus removing); a change that completes one (the targets all in the ISR) is
   the leader's AlterPartition that made it: `isr_change`;
 * the leader moved to the first replica, from the ISR: `leader_election` preferred (one
-  event per batch); a leader from outside the ISR: `leader_election` unclean;
+  event per batch); a leader from outside the ISR and the ELR: `leader_election` unclean;
 * the ISR alone: `isr_change` (the leader's AlterPartition), without epochs (kcsim's
   current ones: KRaft's count otherwise).
 
@@ -99,6 +101,8 @@ class KraftLogModel:
     shutting_down: set[int] = field(default_factory=set)
     topics: dict[str, str] = field(default_factory=dict)  # topic id -> name
     partitions: dict[TP, PartitionState] = field(default_factory=dict)
+    # each topic's partition numbers: a deletion or a snapshot touches its topics only
+    by_topic: dict[str, dict[int, None]] = field(default_factory=dict)
     # replicas of deleted topics on brokers that were down: answered when they are back
     undeleted: dict[int, list[TP]] = field(default_factory=dict)
     seq: int = 0
@@ -247,6 +251,7 @@ class KraftLogModel:
         tp = (name, int(data["partitionId"]))
         state = _partition_state(data, record.epoch)
         self.partitions[tp] = state
+        self.by_topic.setdefault(name, {})[tp[1]] = None
         cause = self._topic_cause(name)
         if cause is None:
             event = {"type": "partition_creation", "topic": name, "assignment": {}}
@@ -259,7 +264,7 @@ class KraftLogModel:
         name = self.topics.pop(str(record.data["topicId"]), None)
         if name is None:
             return
-        gone = sorted(tp for tp in self.partitions if tp[0] == name)
+        gone = [(name, p) for p in sorted(self.by_topic.pop(name, {}))]
         answers: list[tuple[TP, int]] = []
         for tp in gone:
             for broker in self.partitions.pop(tp).replicas:
@@ -353,6 +358,7 @@ class KraftLogModel:
             if name is not None:
                 tp = (name, int(data["partitionId"]))
                 self.partitions[tp] = _partition_state(data, record.epoch)
+                self.by_topic.setdefault(name, {})[tp[1]] = None
         self.epoch = max(self.epoch, record.epoch)
 
     def _end_snapshot(self) -> list[Event]:
@@ -369,9 +375,9 @@ class KraftLogModel:
                 event["rack"] = registration.rack
             events.append(event)
         for topic in sorted(set(self.topics.values())):
-            tps = sorted(tp for tp in self.partitions if tp[0] == topic)
-            assignment = {str(p): list(self.partitions[t, p].replicas) for t, p in tps}
-            state = {str(p): _state_field(self.partitions[t, p]) for t, p in tps}
+            numbers = sorted(self.by_topic.get(topic, {}))
+            assignment = {str(p): list(self.partitions[topic, p].replicas) for p in numbers}
+            state = {str(p): _state_field(self.partitions[topic, p]) for p in numbers}
             events.append(
                 {"type": "topic_creation", "topic": topic, "assignment": assignment}
                 | {"state": state}
