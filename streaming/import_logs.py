@@ -37,8 +37,18 @@ _THREAD_SKEW_MS = 1_000
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("source", choices=["zk-logs"], help="what to import")
-    parser.add_argument("dir", type=Path, help="directory with the brokers' logs (recursive)")
+    parser.add_argument(
+        "source",
+        choices=["zk-logs", "kraft-log"],
+        help="zk-logs: a ZooKeeper-mode cluster's controller logs; kraft-log: a KRaft "
+        "cluster's __cluster_metadata log directory",
+    )
+    parser.add_argument(
+        "dir",
+        type=Path,
+        help="zk-logs: directory with the brokers' logs (recursive); kraft-log: the "
+        "__cluster_metadata-0 directory (segments and snapshots)",
+    )
     parser.add_argument(
         "--out", required=True, help="events file, a directory of event files, or - (stdout)"
     )
@@ -49,6 +59,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="log4j ConversionPattern of the logs (default: Kafka's, '[%%d] %%p %%m (%%c)%%n')",
     )
     parser.add_argument("--quiet", action="store_true", help="no summary on stderr")
+    parser.add_argument(
+        "--from-snapshot",
+        action="store_true",
+        help="kraft-log: start at the latest snapshot, not at the log's first record",
+    )
 
 
 class Problem(NamedTuple):
@@ -90,6 +105,10 @@ class Record(NamedTuple):
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.source == "kraft-log":
+        from streaming import import_kraft
+
+        return import_kraft.main(args)
     try:
         layout = Layout.from_pattern(args.pattern)
     except LayoutError as error:
@@ -108,7 +127,7 @@ def main(args: argparse.Namespace) -> int:
     report = Report(files=sum(len(files) for _, files in streams))
     model = ZkLogModel(args.cluster)
     total = sum(path.stat().st_size for _, files in streams for path in files)
-    with _output(args.out) as out, _progress(total) as progress:
+    with EventsOutput(args.out) as out, ProgressBar(total) as progress:
         records = heapq.merge(
             *(
                 _records(i, rank, files, layout, report, progress)
@@ -121,8 +140,8 @@ def main(args: argparse.Namespace) -> int:
                 report.add(Problem(record.path, record.line, "not understood", record.message))
                 continue
             report.understood[record.path] = report.understood.get(record.path, 0) + 1
-            _write(out, model.feed(fact, record.ts), report)
-        _write(out, model.finish(), report)
+            write_events(out, model.feed(fact, record.ts), report)
+        write_events(out, model.finish(), report)
     _unsupported(report, streams)
     if not args.quiet:
         _print_report(report, model, args.out)
@@ -225,7 +244,7 @@ def _unsupported(report: Report, streams: list[tuple[int, list[Path]]]) -> None:
 # ----------------------------------------------------------------------------- output
 
 
-class _output:
+class EventsOutput:
     """The events' destination: written to a hidden temporary file, renamed when complete
     (nothing at the final name before then); stdout for "-"."""
 
@@ -269,13 +288,13 @@ def _first_seq(path: Path) -> int:
     return int(json.loads(first)["seq"]) if first else 0
 
 
-def _write(out: IO[str], events: list[dict], report: Report) -> None:
+def write_events(out: IO[str], events: list[dict], report: Report) -> None:
     for event in events:
         out.write(json.dumps(event, separators=(",", ":")) + "\n")
     report.events += len(events)
 
 
-class _progress:
+class ProgressBar:
     """A tqdm bar of bytes read, on a terminal only (stderr a TTY)."""
 
     def __init__(self, total: int) -> None:

@@ -1,7 +1,8 @@
 """`kcsim kafka-local start|stop`: a single-node Apache Kafka broker in KRaft mode.
 
 With `--zk` (or `--broker ID`, `kill`, `shutdown`, `status`) the command runs the
-ZooKeeper-mode cluster of `zk_cluster` instead.
+ZooKeeper-mode cluster of `zk_cluster` instead; with `--nodes N` (or a directory holding
+one) the KRaft cluster of N combined nodes of `kraft_cluster`.
 
 One JVM plays both roles (process.roles=broker,controller) and listens on 127.0.0.1
 only, on free ports. Everything lives under the data directory: server.properties,
@@ -36,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streaming import zk_cluster
+from streaming import kraft_cluster, zk_cluster
 from streaming.jars import JarsMissingError, kafka_libs_dir
 from streaming.local_process import (
     KafkaLocalError,
@@ -403,6 +404,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="KRaft broker: a TLS listener (SASL_SSL with --sasl-scram), its certificate "
         "from a CA made in DIR/tls; clients then need DIR/client.properties as --kafka-config",
     )
+    parser.add_argument(
+        "--nodes",
+        type=int,
+        metavar="N",
+        help="a KRaft cluster of N combined broker+controller nodes (N voters; ids 1..N); "
+        "kill/shutdown/start one with --broker ID",
+    )
     zk = parser.add_argument_group("ZooKeeper-mode cluster (Kafka 3.7.1)")
     zk.add_argument("--zk", action="store_true", help="one ZooKeeper and --brokers brokers")
     zk.add_argument("--brokers", type=int, default=zk_cluster.DEFAULT_BROKERS, metavar="N")
@@ -436,8 +444,33 @@ def _zk_mode(args: argparse.Namespace) -> bool:
     )
 
 
+def _kraft_cluster_mode(args: argparse.Namespace) -> bool:
+    """The KRaft cluster of N nodes is meant: --nodes given, or the directory holds one."""
+    return args.nodes is not None or (
+        args.dir is not None and kraft_cluster.is_cluster_dir(args.dir)
+    )
+
+
 def main(args: argparse.Namespace) -> int:
     try:
+        if _kraft_cluster_mode(args):
+            if (
+                args.zk
+                or args.sasl_scram is not None
+                or args.tls
+                or args.set_broker
+                or args.zk_sasl
+                or args.zk_tls
+                or args.zk_chroot
+            ):
+                raise KafkaLocalError(
+                    "--nodes (KRaft cluster) takes no --zk/--zk-*/--sasl-scram/--tls/--set-broker"
+                )
+            if args.action in ("kill", "shutdown") and args.broker is None:
+                raise KafkaLocalError(f"`{args.action}` needs --broker ID")
+            if args.nodes is None:
+                args.nodes = len(kraft_cluster.load_layout(args.dir).node_ids)
+            return kraft_cluster.main(args)
         if _zk_mode(args):
             if args.action in ("kill", "shutdown") and args.broker is None:
                 raise KafkaLocalError(f"`{args.action}` needs --broker ID")
