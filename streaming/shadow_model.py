@@ -276,8 +276,8 @@ class ShadowModel:
 
     def bootstrap(self, snap: Snapshot) -> list[Event]:
         """The cluster's present state as events (the first start): brokers, topics with
-        their stored partition state, a controller failover observing every partition,
-        queued deletions, in-flight reassignments."""
+        their stored partition state (and queued deletion), a controller failover
+        observing every partition, in-flight reassignments."""
         cause = _Pending(snap.zxid, [], "bootstrap")
         for broker_id in sorted(snap.brokers):
             broker = snap.brokers[broker_id]
@@ -300,6 +300,13 @@ class ShadowModel:
             if configs := snap.configs.get(topic, ({}, 0))[0]:
                 self.configs[topic] = configs
                 event["configs"] = configs
+            if topic in snap.deletes:
+                # Queued before the failover's state machines start (SPEC §7.2 steps 5-6,
+                # then 9: no election for it): stored state, like the state znodes. The
+                # deletion's work so far is in them; its StopReplica answers are all to
+                # come (the failover forgets replicas' deletion states), at its completion.
+                self.deleting.add(topic)
+                event["deletion"] = "queued"
             cause.events.append(event)
         failover: Event = {"type": "controller_failover"}
         if snap.controller is not None:
@@ -308,10 +315,6 @@ class ShadowModel:
             failover["controller_epoch"] = self.controller.epoch
         failover["observed"] = {"partitions": [self._observed(tp) for tp in sorted(self.states)]}
         cause.events.append(failover)
-        for topic in sorted(snap.deletes):
-            if topic in self.topics:
-                self.deleting.add(topic)
-                cause.events.append({"type": "topic_deletion", "topic": topic})
         for topic in sorted(self.topics):
             info = self.topics[topic]
             for p in sorted(info.assignment):

@@ -260,6 +260,43 @@ def test_topic_deletion_with_a_broker_down(zk_cluster, tmp_path):
     assert_no_divergences(shadow)
 
 
+def test_a_deletion_queued_when_the_shadow_starts(zk_cluster, tmp_path):
+    """SPEC §7.2 steps 5-6 then 9, §15.5: the shadow starts while a topic's deletion waits
+    for a down broker. Its snapshot loads the topic queued, so the failover leaves the
+    offline partitions alone as Kafka's did (else it would elect the live ISR member the
+    deletion left without leadership); the broker's return resumes and completes the
+    deletion in both."""
+    topic = unique_topic("queued")
+    victim = others(zk_cluster)[0]
+    rest = [b for b in zk_cluster.brokers if b != victim]
+    try:
+        create_topic(zk_cluster, topic, {0: [victim, rest[0]], 1: rest, 2: [rest[1], victim]})
+        wait_settled(zk_cluster)
+        zk_cluster.shutdown(victim)
+        wait_left(zk_cluster, victim, [topic])
+        with closing(admin(zk_cluster)) as client:
+            client.delete_topics([topic])
+        for p in (0, 1, 2):  # onTopicDeletion took every live replica offline
+            zk_cluster.wait_partition_state(topic, p, lambda s: s.leader == -1, "offline")
+        with ShadowRecording(zk_cluster, tmp_path / "events") as shadow:
+            assert zk_cluster.client.exists(f"/admin/delete_topics/{topic}")
+            zk_cluster.start(victim)
+            wait_for(lambda: topic_znode(zk_cluster, topic) is None, "the deletion done")
+            shadow.wait_caught_up()
+    finally:
+        zk_cluster.ensure_all_up()
+        delete_topics(zk_cluster, [topic])
+    events = [e for e in shadow.events() if e.get("topic") == topic]
+    assert events[0]["type"] == "topic_creation" and events[0]["deletion"] == "queued"
+    assert "topic_deletion" not in {e["type"] for e in events}
+    assert events[-1]["observed"]["deleted_topics"] == [topic]
+    assert_no_divergences(shadow)
+    # the replay's deletion completed too: no row of the topic is left
+    for table in ("topics", "partition_state", "replica_state"):
+        lines = (tmp_path / "tables" / f"{table}.jsonl").read_text().splitlines()
+        assert not [x for x in lines if json.loads(x)["topic"] == topic], table
+
+
 @pytest.mark.spark
 def test_controller_broker_killed(zk_cluster, tmp_path):
     topic = unique_topic("failover")

@@ -102,6 +102,9 @@ def test_garbage_state_is_a_znode_error(data):
 
 
 def test_bootstrap_loads_brokers_topics_state_then_fails_over():
+    """SPEC §7.2: a topic queued for deletion is queued before the failover's state
+    machines start (steps 5-6 before 8-9), so its `topic_creation` carries the stored
+    queue (`deletion`) and the failover, not a later `topic_deletion`, finds it queued."""
     snap = Snapshot(zxid=0x100)
     snap.brokers = {2: Broker(0x12, None, 5), 1: Broker(0x11, "a", 5)}
     snap.topics = {"t": (T["t"], 0x20)}
@@ -114,8 +117,8 @@ def test_bootstrap_loads_brokers_topics_state_then_fails_over():
         "broker_startup",
         "topic_creation",
         "controller_failover",
-        "topic_deletion",
     ]
+    assert events[2]["deletion"] == "queued"
     assert events[0]["broker"] == 1 and events[0]["rack"] == "a" and "rack" not in events[1]
     assert events[2]["assignment"] == {"0": [1, 2], "1": [2, 3], "2": [3, 1]}
     assert events[2]["state"]["1"] == {
@@ -129,7 +132,7 @@ def test_bootstrap_loads_brokers_topics_state_then_fails_over():
     failover = events[3]
     assert (failover["controller"], failover["controller_epoch"]) == (2, 4)
     assert len(failover["observed"]["partitions"]) == 3
-    assert [e["event_id"] for e in events] == [f"c:zx100:{n}" for n in range(5)]
+    assert [e["event_id"] for e in events] == [f"c:zx100:{n}" for n in range(4)]
     seqs = [e["seq"] for e in events]
     assert seqs == sorted(seqs) and seqs[0] == 0x100 << SEQ_SHIFT
 
@@ -354,6 +357,28 @@ def test_a_replica_on_a_down_broker_answers_only_when_the_deletion_completes():
     assert (last["type"], last["partition"], last["broker"]) == ("stop_replica_response", 0, 1)
     assert last["observed"] == {"partitions": [], "deleted_topics": ["d"]}
     assert ("d", 0) not in model.states
+
+
+def test_a_deletion_queued_at_start_is_answered_by_every_replica_at_completion():
+    """SPEC §7.2, §15.5: a topic queued when the shadow starts was loaded by the failover
+    with its replicas' deletion states forgotten (Online / Offline), so the deletion the
+    returning broker resumes sends StopReplica(delete) to every replica, and all answer
+    when it completes (the earlier answers went to the controller that was then running)."""
+    snap = Snapshot(zxid=0x100)
+    snap.brokers = {2: Broker(0x12, None, 5), 3: Broker(0x13, None, 5)}
+    snap.topics = {"d": (topic({0: [1, 2], 1: [2, 3]}), 0x20)}
+    snap.states = {("d", p): (state(-1, 1, [2 + p], 1), 0x30) for p in (0, 1)}
+    snap.controller = (Controller(2, 4, -1), 0x40)
+    snap.deletes = {"d": 0x50}
+    model = ShadowModel("c")
+    creation = next(e for e in model.bootstrap(snap) if e["type"] == "topic_creation")
+    assert creation["deletion"] == "queued" and model.deleting == {"d"}
+    model.apply([Change(0x300, "broker", 1, Broker(0x300, None, 5)), Change(0x310, "topic", "d")])
+    startup, *answers = model.flush()
+    assert startup["type"] == "broker_startup"
+    assert [(a["partition"], a["broker"]) for a in answers] == [(0, 1), (0, 2), (1, 2), (1, 3)]
+    assert answers[-1]["observed"] == {"partitions": [], "deleted_topics": ["d"]}
+    assert model.deleting == set() and "d" not in model.topics
 
 
 def test_new_controller_takes_the_old_ones_registration_as_failed():
