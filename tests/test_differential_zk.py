@@ -36,6 +36,7 @@ from job_process import JobProcess
 from kafka import TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions
 from lake_tables import canonical
+from tcp_relay import ZkRelay, expire_session
 from zk_cluster import ZkCluster, create_topic, unique_topic, wait_for
 
 pytestmark = pytest.mark.zk
@@ -295,6 +296,46 @@ def test_a_deletion_queued_when_the_shadow_starts(zk_cluster, tmp_path):
     for table in ("topics", "partition_state", "replica_state"):
         lines = (tmp_path / "tables" / f"{table}.jsonl").read_text().splitlines()
         assert not [x for x in lines if json.loads(x)["topic"] == topic], table
+
+
+def test_the_shadows_session_expires_while_a_broker_dies(zk_cluster, tmp_path):
+    """The shadow loses ZooKeeper (a network partition, through a relay) and its session
+    expires, while a broker dies and the controller shrinks ISRs and elects (SPEC §8.3,
+    §9.1). A new session has none of the old watches: the shadow re-reads everything it
+    watches and writes what changed meanwhile, once: one broker_failure, no id twice, zero
+    divergences after the gap and through the broker's return."""
+    topic = unique_topic("session")
+    relay = ZkRelay(zk_cluster.zookeeper)
+    with relay, ShadowRecording(zk_cluster, tmp_path / "events", relay.address) as shadow:
+        try:
+            victim = others(zk_cluster)[0]
+            rest = [b for b in zk_cluster.brokers if b != victim]
+            assignment = {0: [victim, rest[0]], 1: [rest[0], victim], 2: rest}
+            write_topic_znode(zk_cluster, topic, assignment)
+            wait_settled(zk_cluster)
+            shadow.wait_caught_up()
+            lost = relay.session()
+            relay.cut()
+            zk_cluster.kill(victim)
+            wait_left(zk_cluster, victim, [topic])
+            expire_session(zk_cluster.zookeeper, lost)
+            relay.restore()
+            shadow.wait_caught_up()
+            assert relay.session() != lost
+            zk_cluster.start(victim)
+            wait_settled(zk_cluster)
+            shadow.wait_caught_up()
+            delete_topics(zk_cluster, [topic])
+            shadow.wait_caught_up()
+        finally:
+            zk_cluster.ensure_all_up()
+    events = shadow.events()
+    assert [e.get("broker") for e in events if e["type"] == "broker_failure"] == [victim]
+    assert [e.get("broker") for e in events if e["type"] == "broker_startup"][-1] == victim
+    ids = [e["event_id"] for e in events]
+    assert len(ids) == len(set(ids))
+    assert "session expired" in shadow.log()
+    assert_no_divergences(shadow)
 
 
 @pytest.mark.spark
