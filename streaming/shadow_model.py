@@ -242,6 +242,9 @@ class _Pending:
     # the state writes taken, per partition in zxid order (not the rows a topic-wide cause
     # observes untouched): a cause read later may claim the later ones by zxid
     seen: dict[TP, list[_Write]] = field(default_factory=dict)
+    # a deletion whose state znodes vanished before its writes to them were read (it
+    # completed first): what it left is unknown, so it carries no observed
+    unseen: bool = False
 
 
 class _Write(NamedTuple):
@@ -535,7 +538,11 @@ class ShadowModel:
             return  # a repeated request; or one the controller drops (unknown topic)
         self.deleting.add(topic)
         event = {"type": "topic_deletion", "topic": topic}
-        self._add(self._topic_cause(change.zxid, event))
+        cause = self._topic_cause(change.zxid, event)
+        # state znodes already gone (read gone in this batch, before the request itself:
+        # a vanished znode has no zxid of its own): the deletion completed unseen
+        cause.unseen = len(cause.writes) < len(self.topics[topic].assignment)
+        self._add(cause)
         # onTopicDeletion sends StopReplica(delete) to the replicas on live brokers, which
         # answer within milliseconds (their answers are not in ZooKeeper): they follow the
         # deletion at once, so a replica on a down broker is the only one left to answer
@@ -642,6 +649,11 @@ class ShadowModel:
         old = self.states.get(tp)
         if new is None:
             self.states.pop(tp, None)
+            if tp[0] in self.deleting:
+                # deleted with its topic before the deletion's writes to it were read
+                for cause in self._pending:
+                    if cause.kind == "topic_deletion" and cause.topic == tp[0]:
+                        cause.unseen = True
             return
         if old == new:
             return
@@ -814,7 +826,9 @@ class ShadowModel:
         events = cause.events
         if cause.kind == "leader_election":
             events[0]["partitions"] = [{"topic": t, "partition": p} for t, p in cause.writes]
-        unobserved = cause.kind == "deletion_answers" and cause.deleted_topic is None
+        unobserved = cause.unseen or (
+            cause.kind == "deletion_answers" and cause.deleted_topic is None
+        )
         if cause.kind not in ("bootstrap", "bad") and not unobserved and events:
             observed: dict[str, Any] = {
                 "partitions": [row for _, row in sorted(cause.writes.items()) if row is not None]

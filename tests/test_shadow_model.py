@@ -359,6 +359,36 @@ def test_a_replica_on_a_down_broker_answers_only_when_the_deletion_completes():
     assert ("d", 0) not in model.states
 
 
+def test_a_deletion_completed_before_its_writes_were_read_observes_nothing():
+    """SPEC §15.3: onTopicDeletion removes every live replica from the ISR (epoch bumps),
+    then the topic's znodes go. Several topics deleted at once complete before the shadow
+    reads their state znodes: it read them gone (stamped with the last zxid it knew, below
+    the request's) and never saw the deletion's writes. The deletion carries no observed
+    (the state its writes left is unknown; its pre-deletion state would be a false
+    difference), and the last answer still observes the completion."""
+    model = started(topics={"d": topic({0: [1, 2]}), "e": topic({0: [2, 3]})})
+    model.apply([Change(0x120, "state", ("d", 0), state(1, 0, [1, 2], 0))])
+    model.apply([Change(0x121, "state", ("e", 0), state(2, 0, [2, 3], 0))])
+    model.flush()
+    last = model.last_zxid
+    model.apply(
+        [
+            Change(last, "state", ("d", 0)),
+            Change(0x200, "delete", "d", True),
+            Change(0x201, "delete", "e", True),
+            Change(0x210, "topic", "d"),
+        ]
+    )
+    model.apply([Change(model.last_zxid, "state", ("e", 0)), Change(0x220, "topic", "e")])
+    events = model.flush()
+    deletions = [e for e in events if e["type"] == "topic_deletion"]
+    assert [e["topic"] for e in deletions] == ["d", "e"]
+    assert all("observed" not in e for e in deletions)
+    answers = [e for e in events if "observed" in e]
+    assert [e["observed"]["deleted_topics"] for e in answers] == [["d"], ["e"]]
+    assert all(e["observed"]["partitions"] == [] for e in answers)
+
+
 def test_a_deletion_queued_at_start_is_answered_by_every_replica_at_completion():
     """SPEC §7.2, §15.5: a topic queued when the shadow starts was loaded by the failover
     with its replicas' deletion states forgotten (Online / Offline), so the deletion the
