@@ -674,11 +674,10 @@ class ShadowModel:
         if old is not None and (joined := self._joined_unseen(tp, old, new)):
             # A reassignment's writes read at once (a watch fires once, the read gets the
             # latest version): phase A, the adding replicas' AlterPartition, then the
-            # completion the AlterPartition triggers (SPEC §14.3-14.4). The AlterPartition
-            # is the event kcsim needs; the completion's write is its outcome.
-            event = {"type": "isr_change", "topic": tp[0], "partition": tp[1]}
-            event["isr"] = [*old.isr, *joined]
-            cause = _Pending(change.zxid, [event], "isr_change", topic=tp[0], partition=tp[1])
+            # completion the AlterPartition triggers (SPEC §14.3-14.4). The AlterPartitions
+            # are the events kcsim needs; the completion's writes are their outcome.
+            events = _unseen_alter_partitions(tp, old, new, joined)
+            cause = _Pending(change.zxid, events, "isr_change", topic=tp[0], partition=tp[1])
             self._take(cause, tp, change.zxid, old)
             self._add(cause)
             return
@@ -826,8 +825,12 @@ class ShadowModel:
         events = cause.events
         if cause.kind == "leader_election":
             events[0]["partitions"] = [{"topic": t, "partition": p} for t, p in cause.writes]
-        unobserved = cause.unseen or (
-            cause.kind == "deletion_answers" and cause.deleted_topic is None
+        unobserved = (
+            cause.unseen
+            or (cause.kind == "deletion_answers" and cause.deleted_topic is None)
+            # a partition's own cause whose writes went elsewhere (read coalesced into a
+            # later one): an empty observed would say the partition does not exist
+            or (cause.partition is not None and not any(cause.writes.values()))
         )
         if cause.kind not in ("bootstrap", "bad") and not unobserved and events:
             observed: dict[str, Any] = {
@@ -917,6 +920,24 @@ def _assignment_of(m: Mapping[int, tuple[int, ...]]) -> dict[str, list[int]]:
 
 def _assignment(info: Topic) -> dict[str, list[int]]:
     return _assignment_of(info.assignment)
+
+
+def _unseen_alter_partitions(
+    tp: TP, old: PartitionState, new: PartitionState, joined: list[int]
+) -> list[Event]:
+    """The AlterPartitions behind `joined` replicas' unseen ISR entries, one per write that
+    kept the leader epoch: every write of the controller's own bumps it (SPEC §17, §19.2),
+    so the versions between `old` and `new` the leader epoch did not count are the leader's
+    (two replicas catching up one after the other are two writes, and two versions kcsim
+    must count too). More joiners than such writes: the last one adds the rest."""
+    writes = new.partition_epoch - old.partition_epoch
+    alters = max(1, min(writes - (new.leader_epoch - old.leader_epoch), len(joined)))
+    events: list[Event] = []
+    isr = list(old.isr)
+    for n in range(alters):
+        isr += joined[n : n + 1] if n < alters - 1 else joined[n:]
+        events.append({"type": "isr_change", "topic": tp[0], "partition": tp[1], "isr": isr[:]})
+    return events
 
 
 def _stop_replica_answer(topic: str, partition: int, broker: int) -> Event:

@@ -517,10 +517,33 @@ def test_a_reassignments_unseen_alter_partition_is_inferred():
     )
     reassignment, alter = model.flush()
     assert reassignment["type"] == "partition_reassignment"
-    assert "t" not in {r["topic"] for r in reassignment["observed"]["partitions"]}
+    # its write went to the AlterPartition: no observed (an empty one says "no partition")
+    assert "observed" not in reassignment
     assert (alter["type"], alter["isr"]) == ("isr_change", [1, 2, 3])
     assert "partition_epoch" not in alter  # the base kcsim holds after phase A
     assert observed(alter)["t", 0]["partition_epoch"] == 3
+
+
+def test_two_replicas_catching_up_one_after_the_other_are_two_alter_partitions():
+    """SPEC §14.3/§14.4, §19.2, recorded in the chaos run (seed 12): t-0 [1] → [3, 2].
+    Phase A (version 1) is read; 3 and 2 then join the ISR by two AlterPartitions
+    (versions 2, 3) and the completion elects 3 and removes 1 (versions 4, 5), all read at
+    once. Four versions, two of them leader-epoch bumps: two AlterPartitions, so that kcsim
+    counts the same versions (one AlterPartition of both gave version 4, not 5)."""
+    model = started(topics={"t": topic({0: [1]})}, states={("t", 0): state(1, 0, [1], 0)})
+    moving = topic({0: [3, 2, 1]}, adding={0: [3, 2]}, removing={0: [1]})
+    model.apply([Change(0x378, "topic", "t", moving)])
+    model.apply([Change(0x379, "state", ("t", 0), state(1, 1, [1], 1))])
+    [reassignment] = model.flush()
+    assert observed(reassignment)["t", 0]["partition_epoch"] == 1
+    model.apply([Change(0x37C, "state", ("t", 0), state(3, 3, [3, 2], 5))])
+    model.apply([Change(0x37D, "topic", "t", topic({0: [3, 2]}))])
+    first, second = model.flush()
+    assert [(e["type"], e["isr"]) for e in (first, second)] == [
+        ("isr_change", [1, 3]),
+        ("isr_change", [1, 3, 2]),
+    ]
+    assert "observed" not in first and observed(second)["t", 0]["partition_epoch"] == 5
 
 
 def test_a_reassignment_read_only_at_its_end_takes_its_state_writes():
