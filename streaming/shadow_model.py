@@ -650,9 +650,11 @@ class ShadowModel:
         if new is None:
             self.states.pop(tp, None)
             if tp[0] in self.deleting:
-                # deleted with its topic before the deletion's writes to it were read
+                # deleted with its topic: if before the deletion's writes to it were read,
+                # what they left is unknown
                 for cause in self._pending:
-                    if cause.kind == "topic_deletion" and cause.topic == tp[0]:
+                    deletion = cause.kind == "topic_deletion" and cause.topic == tp[0]
+                    if deletion and tp not in cause.seen:
                         cause.unseen = True
             return
         if old == new:

@@ -389,6 +389,17 @@ def test_a_deletion_completed_before_its_writes_were_read_observes_nothing():
     assert all(e["observed"]["partitions"] == [] for e in answers)
 
 
+def test_a_deletion_whose_writes_were_read_keeps_its_observed():
+    """SPEC §15.3: the ISR removal read before the znodes go is what the deletion left:
+    its observed stands when the state znode then vanishes with the topic."""
+    model = started(topics={"d": topic({0: [1, 2]})}, states={("d", 0): state(1, 0, [1, 2], 0)})
+    model.apply([Change(0x200, "delete", "d", True)])
+    model.apply([Change(0x202, "state", ("d", 0), state(-1, 2, [2], 2))])
+    model.apply([Change(model.last_zxid, "state", ("d", 0)), Change(0x210, "topic", "d")])
+    deletion, *_ = model.flush()
+    assert observed(deletion)["d", 0]["leader_epoch"] == 2
+
+
 def test_a_deletion_queued_at_start_is_answered_by_every_replica_at_completion():
     """SPEC §7.2, §15.5: a topic queued when the shadow starts was loaded by the failover
     with its replicas' deletion states forgotten (Online / Offline), so the deletion the
