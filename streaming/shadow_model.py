@@ -671,6 +671,14 @@ class ShadowModel:
             }
             cause = _Pending(change.zxid, [event], "isr_change", topic=tp[0], partition=tp[1])
             self._take(cause, tp, change.zxid, old)
+            if (deletion := self._deletion_not_started(tp[0], change.zxid)) is not None:
+                # The controller handled this AlterPartition before the TopicDeletion its
+                # request znode (created first) queued: the deletion had written nothing
+                # yet, and writes after its own (SPEC §15.3). Before it, as kcsim must apply
+                # it: after the deletion, its topic would be gone.
+                cause.zxid = deletion.zxid
+                self._pending.insert(self._pending.index(deletion), cause)
+                return
             self._add(cause)
             return
         if old is not None and (joined := self._joined_unseen(tp, old, new)):
@@ -684,6 +692,14 @@ class ShadowModel:
             self._add(cause)
             return
         self._attach_write(change.zxid, tp, old)
+
+    def _deletion_not_started(self, topic: str, zxid: int) -> _Pending | None:
+        """The pending deletion of `topic` requested before `zxid` that has written
+        nothing yet (its ISR removals come after anything it read or followed)."""
+        for cause in self._pending:
+            if cause.kind == "topic_deletion" and cause.topic == topic and cause.zxid < zxid:
+                return None if cause.seen else cause
+        return None
 
     def _take_inferred_writes(self, cause: _Pending, tp: TP) -> None:
         for other in list(self._pending):

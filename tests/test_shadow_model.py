@@ -400,6 +400,26 @@ def test_a_deletion_whose_writes_were_read_keeps_its_observed():
     assert observed(deletion)["d", 0]["leader_epoch"] == 2
 
 
+def test_an_alter_partition_written_after_a_deletion_request_but_before_its_writes():
+    """SPEC §15.1-15.3, §13.1, recorded in the chaos run (seed 12): the DeleteTopics request
+    creates /admin/delete_topics/d (0x229), a leader's AlterPartition adding 3 back is
+    written (0x22b), then the deletion's ISR removals (0x22d). The controller handled the
+    AlterPartition first (the deletion's writes build on it), so it goes before the
+    deletion, and the deletion's writes stay the deletion's."""
+    model = started(topics={"d": topic({0: [1, 3]})}, states={("d", 0): state(1, 1, [1], 3)})
+    model.apply([Change(0x229, "delete", "d", True)])
+    model.apply([Change(0x22B, "state", ("d", 0), state(1, 1, [1, 3], 4))])
+    model.apply([Change(0x22D, "state", ("d", 0), state(-1, 3, [3], 6))])
+    alter, deletion, *answers = model.flush()
+    assert (alter["type"], alter["isr"], alter["partition_epoch"]) == ("isr_change", [1, 3], 3)
+    assert observed(alter)["d", 0]["partition_epoch"] == 4
+    assert deletion["type"] == "topic_deletion"
+    assert observed(deletion)["d", 0]["partition_epoch"] == 6
+    assert [a["type"] for a in answers] == ["stop_replica_response"] * 2
+    seqs = [e["seq"] for e in (alter, deletion, *answers)]
+    assert seqs == sorted(seqs) and len({e["event_id"] for e in (alter, deletion)}) == 2
+
+
 def test_a_deletion_queued_at_start_is_answered_by_every_replica_at_completion():
     """SPEC §7.2, §15.5: a topic queued when the shadow starts was loaded by the failover
     with its replicas' deletion states forgotten (Online / Offline), so the deletion the
