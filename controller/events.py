@@ -106,6 +106,8 @@ class TopicCreation:
     configs: dict[str, str] | None = None
     # partitions of the assignment that already exist, with their stored state
     state: dict[int, StoredPartitionState] | None = None
+    # "queued": the topic exists queued for deletion (its /admin/delete_topics entry)
+    deletion: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

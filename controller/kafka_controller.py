@@ -371,6 +371,9 @@ class KafkaController:
                 self._create_partitions(body.topic, added, body.state)
             return
         context.add_topic(body.topic, body.configs or {})
+        if body.deletion is not None:
+            self._load_queued_topic(body.topic, assignment, body.state or {})
+            return
         self._create_partitions(body.topic, assignment, body.state)
 
     def _partition_creation(self, body: ev.PartitionCreation) -> None:
@@ -438,6 +441,37 @@ class KafkaController:
                 context.set_replica_state(
                     record, broker, RS.ONLINE if context.is_live(broker) else RS.OFFLINE
                 )
+
+    def _load_queued_topic(
+        self,
+        topic: str,
+        assignment: dict[int, tuple[int, ...]],
+        stored: dict[int, ev.StoredPartitionState],
+    ) -> None:
+        """A topic that exists queued for deletion (a snapshot of a cluster deleting it:
+        its /admin/delete_topics entry is stored state, like its partitions' state znodes).
+        It is loaded as a failover loads it, before anything runs (SPEC §7.2 steps 4-6):
+        the partitions as `state` gives them (without one: NewPartition, never initialized,
+        which no controller initializes while the topic is queued: §7.2 step 9, §8.2
+        step 5), the topic queued, and ineligible while a replica's broker is not live or a
+        partition is being reassigned. Nothing runs: no TopicDeletion, no election, no
+        request. The real controller already did that work, and the stored state is its
+        outcome. The next failover or broker startup resumes the deletion (§15.5) from
+        here, and until then no election takes the topic's offline partitions."""
+        context = self.context
+        self._load_existing_partitions(topic, assignment, stored)
+        for partition in sorted(p for p in assignment if p not in stored):
+            record = context.add_partition(
+                TopicPartition(topic, partition), ReplicaAssignment(tuple(assignment[partition]))
+            )
+            context.set_partition_state(record, PS.NEW)
+            for broker in record.assignment.replicas:
+                context.set_replica_state(
+                    record, broker, RS.ONLINE if context.is_live(broker) else RS.OFFLINE
+                )
+        dead = any(not context.is_live(b) for _, b in context.replicas_of_topic(topic))
+        reassigning = any(tp.topic == topic for tp in context.partitions_being_reassigned)
+        self.parts.deletion.init([topic], [topic] if dead or reassigning else [])
 
     def _topic_deletion(self, body: ev.TopicDeletion) -> None:
         """A DeleteTopics request, then processTopicDeletion (§15.1).

@@ -331,6 +331,14 @@ def _election(name: str, value: object) -> str:
     return value  # type: ignore[return-value]
 
 
+def _deletion(name: str, value: object) -> str:
+    # only the queue is stored (/admin/delete_topics); ineligibility is recomputed by the
+    # controller that loads it (SPEC §7.2 step 5)
+    if value != "queued":
+        raise FieldError(f"field '{name}' must be \"queued\", got {show(value)}")
+    return value  # type: ignore[return-value]
+
+
 def _partition_refs(name: str, value: object) -> tuple[TopicPartition, ...]:
     if not isinstance(value, list):
         raise FieldError(
@@ -456,6 +464,7 @@ VALIDATORS: Mapping[Kind, Validator] = {
     Kind.ERROR_OR_NULL: _error_or_null,
     Kind.TIMESTAMP: _timestamp,
     Kind.PARTITION_STATES: _partition_states,
+    Kind.DELETION: _deletion,
     Kind.OBSERVED: observed_partitions,
 }
 assert set(VALIDATORS) == set(Kind)
@@ -508,8 +517,11 @@ def _check_topic_creation(values: dict[str, Any]) -> None:
         _check_new_topic_assignment(values["assignment"])
         _check_states_assigned(values)
         return
-    if "state" in values:
-        raise FieldError("field 'state' needs an 'assignment': it describes existing partitions")
+    for name in ("state", "deletion"):
+        if name in values:
+            raise FieldError(
+                f"field '{name}' needs an 'assignment': it describes an existing topic"
+            )
     for name in ("partitions", "replication_factor"):
         if name not in values:
             raise FieldError(

@@ -32,6 +32,9 @@ class Kind(StrEnum):
     # {"<partition>": {leader, leader_epoch, isr, partition_epoch, controller_epoch,
     # leader_recovery_state?}}: stored partition states (a snapshot of a running cluster)
     PARTITION_STATES = "partition_states"
+    # "queued": the topic's /admin/delete_topics entry is stored (a snapshot of a cluster
+    # deleting it)
+    DELETION = "deletion"
     OBSERVED = "observed"  # {"partitions": [{"topic", "partition", "leader", ...}]}
 
 
@@ -74,6 +77,7 @@ EVENT_FIELDS: dict[str, tuple[FieldSpec, ...]] = {
         _f("replication_factor", Kind.INT, False),
         _f("configs", Kind.CONFIGS, False),
         _f("state", Kind.PARTITION_STATES, False),
+        _f("deletion", Kind.DELETION, False),
     ),
     "partition_creation": (
         _f("topic", Kind.TOPIC),
@@ -132,6 +136,7 @@ SPARK_TYPES: dict[Kind, DataType] = {
     Kind.PARTITION_REFS: ArrayOf(StructOf((("topic", STRING), ("partition", INT)))),
     Kind.ERROR_OR_NULL: STRING,
     Kind.TIMESTAMP: STRING,
+    Kind.DELETION: STRING,
     Kind.PARTITION_STATES: MapOf(
         STRING,
         StructOf(

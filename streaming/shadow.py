@@ -14,7 +14,10 @@ Restart: the model's view of the cluster is saved after every flush (`--state`, 
 default a hidden file in the output directory), after the events are out. A restarted
 shadow loads it, re-reads ZooKeeper, emits the differences, and skips any event whose
 `seq` is not above the last one written (an output that got ahead of the saved state).
-A lost ZooKeeper session is handled the same way once a new one is connected.
+A lost connection or ZooKeeper session is handled the same way: kazoo reconnects (for as
+long as it takes), and once connected the shadow re-reads everything, re-arming its watches
+(kazoo forgets them on a disconnection; a new session never had them), and emits what
+changed meanwhile.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from kazoo.exceptions import (
     NoAuthError,
     NoNodeError,
     SessionClosedRequireSaslError,
+    SessionExpiredError,
 )
 from kazoo.protocol.states import ZnodeStat
 
@@ -70,6 +74,9 @@ CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 CONFIGS = "/config/topics"
 RESYNC = "*resync*"
+# kazoo's default gives up reconnecting after one retry (the client is then closed for
+# good): the shadow retries for ever, backing off up to 5 s between attempts
+CONNECTION_RETRY = {"max_tries": -1, "delay": 0.2, "max_delay": 5.0}
 
 Watch = Callable[[Any], None] | None
 
@@ -445,15 +452,29 @@ class Shadow:
         return ShadowModel(self.cluster)
 
     def _on_watch(self, event: Any) -> None:
-        self.fired.put(event.path)
+        # kazoo calls every watch with no path when the connection drops (it has forgotten
+        # them): the re-read on reconnection re-arms them
+        if event.path is not None:
+            self.fired.put(event.path)
 
     def on_state(self, state: str) -> None:
-        # a new session lost every watch; a resumed one may have missed notifications
+        # Called on kazoo's connection thread. Either way, every watch is gone: re-read
+        # everything once connected (a resumed session may also have missed notifications).
         if state == KazooState.CONNECTED:
             self.fired.put(RESYNC)
+        elif state == KazooState.LOST:
+            print(
+                "kcsim shadow: ZooKeeper session expired: re-reading the cluster once a new "
+                "one is up",
+                file=sys.stderr,
+            )
+        elif state == KazooState.SUSPENDED:
+            print("kcsim shadow: ZooKeeper connection lost: reconnecting", file=sys.stderr)
 
     def sync(self, watch: bool) -> None:
-        """Read everything (arming watches), emit what changed since the model's view."""
+        """Read everything (arming watches with `watch`). The first start writes the
+        snapshot at once; later, what changed since the model's view (a restart, a
+        reconnection) joins the pending causes, written by the next flush."""
         reader = self.reader if watch else Reader(self.client, None)
         snap = reader.snapshot()
         for warning in version_warnings(snap):
@@ -462,7 +483,19 @@ class Shadow:
             self._write(self.model.bootstrap(snap))
         else:
             self.model.apply(self.model.diff(snap))
-            self._write(self.model.flush())
+
+    def _read(self, step: Callable[..., None], *args: Any) -> bool:
+        """Run a step that reads ZooKeeper; False if the connection dropped under it. Its
+        reads all come before it changes the model, so a failed step changed nothing, and
+        the reconnection's RESYNC re-reads what it was reading."""
+        try:
+            step(*args)
+        except (ConnectionLoss, SessionExpiredError):
+            return False
+        return True
+
+    def _apply_fired(self, paths: set[str]) -> None:
+        self.model.apply(changes_for(paths, self.reader, self.model))
 
     def _write(self, events: list[Event]) -> None:
         fresh = [e for e in events if e.get("seq", self.written_seq + 1) > self.written_seq]
@@ -481,8 +514,8 @@ class Shadow:
 
     def run(self, settle_s: float, stop: threading.Event) -> None:
         self.client.add_listener(self.on_state)
-        self.sync(watch=True)
-        held_since: float | None = None
+        # a restart's differences wait for the settle window too; the view is saved then
+        held_since: float | None = time.monotonic() if self._read(self.sync, True) else None
         while not stop.is_set():
             paths: set[str] = set()
             try:
@@ -492,12 +525,15 @@ class Shadow:
             except queue.Empty:
                 pass
             if RESYNC in paths:
-                self._write(self.model.flush())
-                self.sync(watch=True)
-                held_since = None
-                continue
+                # connected again: every watch is re-armed by reading everything; what
+                # changed meanwhile joins the causes still pending, and the settle window
+                # goes on (the controller may still be writing)
+                read = self._read(self.sync, True)
+            elif paths:
+                read = self._read(self._apply_fired, paths)
             if paths:
-                self.model.apply(changes_for(paths, self.reader, self.model))
+                if not read:
+                    continue  # nothing was applied: the re-read on reconnection covers it
                 held_since = held_since or time.monotonic()
                 if time.monotonic() - held_since < MAX_HOLD_MS / 1000:
                     continue
@@ -540,23 +576,32 @@ def _run(
     args: argparse.Namespace, sink: Sink, default_state: Path, config: ZooKeeperClientConfig
 ) -> int:
     with ZooKeeperFailures() as failures:
-        client = KazooClient(hosts=args.zookeeper, read_only=True, **config.kazoo_args())
+        # kazoo retries for ever (CONNECTION_RETRY): stop() in `finally` ends its thread
+        client = KazooClient(
+            hosts=args.zookeeper,
+            read_only=True,
+            connection_retry=CONNECTION_RETRY,
+            **config.kazoo_args(),
+        )
         try:
-            client.start(timeout=30)
-        except NoAuthError:  # kazoo checks a chroot's existence at start
-            print(_no_auth(args.zookeeper, config), file=sys.stderr)
-            return 1
-        except Exception as error:  # kazoo's timeout is a generic exception
-            why = failures.explain(args.zookeeper, config, error)
-            print(f"kcsim shadow: {why}", file=sys.stderr)
-            return 1
-        try:
+            try:
+                client.start(timeout=30)
+                # A ZooKeeper that requires SASL closes an unauthenticated session at its
+                # first read, and kazoo's connection thread ends: read once here, so that is
+                # an error at start, not a shadow waiting for a reconnection that never comes.
+                client.exists("/")
+            except NoAuthError:  # kazoo checks a chroot's existence at start
+                print(_no_auth(args.zookeeper, config), file=sys.stderr)
+                return 1
+            except Exception as error:  # kazoo's timeout is a generic exception
+                why = failures.explain(args.zookeeper, config, error)
+                print(f"kcsim shadow: {why}", file=sys.stderr)
+                return 1
             return _follow(args, client, sink, default_state)
         except NoAuthError:
             print(_no_auth(args.zookeeper, config), file=sys.stderr)
             return 1
         except (SessionClosedRequireSaslError, AuthFailedError, ConnectionLoss) as error:
-            # a ZooKeeper that requires SASL closes an unauthenticated session at its first read
             why = failures.explain(args.zookeeper, config, error)
             print(f"kcsim shadow: {why}", file=sys.stderr)
             return 1
@@ -571,6 +616,7 @@ def _follow(args: argparse.Namespace, client: KazooClient, sink: Sink, default_s
         shadow = Shadow(client, sink, args.state or default_state, args.cluster)
         if args.once:
             shadow.sync(watch=False)
+            shadow._write(shadow.model.flush())
         else:
             try:
                 shadow.run(args.settle_ms / 1000, stop)

@@ -242,6 +242,9 @@ class _Pending:
     # the state writes taken, per partition in zxid order (not the rows a topic-wide cause
     # observes untouched): a cause read later may claim the later ones by zxid
     seen: dict[TP, list[_Write]] = field(default_factory=dict)
+    # a deletion whose state znodes vanished before its writes to them were read (it
+    # completed first): what it left is unknown, so it carries no observed
+    unseen: bool = False
 
 
 class _Write(NamedTuple):
@@ -276,8 +279,8 @@ class ShadowModel:
 
     def bootstrap(self, snap: Snapshot) -> list[Event]:
         """The cluster's present state as events (the first start): brokers, topics with
-        their stored partition state, a controller failover observing every partition,
-        queued deletions, in-flight reassignments."""
+        their stored partition state (and queued deletion), a controller failover
+        observing every partition, in-flight reassignments."""
         cause = _Pending(snap.zxid, [], "bootstrap")
         for broker_id in sorted(snap.brokers):
             broker = snap.brokers[broker_id]
@@ -300,6 +303,13 @@ class ShadowModel:
             if configs := snap.configs.get(topic, ({}, 0))[0]:
                 self.configs[topic] = configs
                 event["configs"] = configs
+            if topic in snap.deletes:
+                # Queued before the failover's state machines start (SPEC §7.2 steps 5-6,
+                # then 9: no election for it): stored state, like the state znodes. The
+                # deletion's work so far is in them; its StopReplica answers are all to
+                # come (the failover forgets replicas' deletion states), at its completion.
+                self.deleting.add(topic)
+                event["deletion"] = "queued"
             cause.events.append(event)
         failover: Event = {"type": "controller_failover"}
         if snap.controller is not None:
@@ -308,10 +318,6 @@ class ShadowModel:
             failover["controller_epoch"] = self.controller.epoch
         failover["observed"] = {"partitions": [self._observed(tp) for tp in sorted(self.states)]}
         cause.events.append(failover)
-        for topic in sorted(snap.deletes):
-            if topic in self.topics:
-                self.deleting.add(topic)
-                cause.events.append({"type": "topic_deletion", "topic": topic})
         for topic in sorted(self.topics):
             info = self.topics[topic]
             for p in sorted(info.assignment):
@@ -532,7 +538,11 @@ class ShadowModel:
             return  # a repeated request; or one the controller drops (unknown topic)
         self.deleting.add(topic)
         event = {"type": "topic_deletion", "topic": topic}
-        self._add(self._topic_cause(change.zxid, event))
+        cause = self._topic_cause(change.zxid, event)
+        # state znodes already gone (read gone in this batch, before the request itself:
+        # a vanished znode has no zxid of its own): the deletion completed unseen
+        cause.unseen = len(cause.writes) < len(self.topics[topic].assignment)
+        self._add(cause)
         # onTopicDeletion sends StopReplica(delete) to the replicas on live brokers, which
         # answer within milliseconds (their answers are not in ZooKeeper): they follow the
         # deletion at once, so a replica on a down broker is the only one left to answer
@@ -639,6 +649,13 @@ class ShadowModel:
         old = self.states.get(tp)
         if new is None:
             self.states.pop(tp, None)
+            if tp[0] in self.deleting:
+                # deleted with its topic: if before the deletion's writes to it were read,
+                # what they left is unknown
+                for cause in self._pending:
+                    deletion = cause.kind == "topic_deletion" and cause.topic == tp[0]
+                    if deletion and tp not in cause.seen:
+                        cause.unseen = True
             return
         if old == new:
             return
@@ -654,20 +671,35 @@ class ShadowModel:
             }
             cause = _Pending(change.zxid, [event], "isr_change", topic=tp[0], partition=tp[1])
             self._take(cause, tp, change.zxid, old)
+            if (deletion := self._deletion_not_started(tp[0], change.zxid)) is not None:
+                # The controller handled this AlterPartition before the TopicDeletion its
+                # request znode (created first) queued: the deletion had written nothing
+                # yet, and writes after its own (SPEC §15.3). Before it, as kcsim must apply
+                # it: after the deletion, its topic would be gone.
+                cause.zxid = deletion.zxid
+                self._pending.insert(self._pending.index(deletion), cause)
+                return
             self._add(cause)
             return
         if old is not None and (joined := self._joined_unseen(tp, old, new)):
             # A reassignment's writes read at once (a watch fires once, the read gets the
             # latest version): phase A, the adding replicas' AlterPartition, then the
-            # completion the AlterPartition triggers (SPEC §14.3-14.4). The AlterPartition
-            # is the event kcsim needs; the completion's write is its outcome.
-            event = {"type": "isr_change", "topic": tp[0], "partition": tp[1]}
-            event["isr"] = [*old.isr, *joined]
-            cause = _Pending(change.zxid, [event], "isr_change", topic=tp[0], partition=tp[1])
+            # completion the AlterPartition triggers (SPEC §14.3-14.4). The AlterPartitions
+            # are the events kcsim needs; the completion's writes are their outcome.
+            events = _unseen_alter_partitions(tp, old, new, joined)
+            cause = _Pending(change.zxid, events, "isr_change", topic=tp[0], partition=tp[1])
             self._take(cause, tp, change.zxid, old)
             self._add(cause)
             return
         self._attach_write(change.zxid, tp, old)
+
+    def _deletion_not_started(self, topic: str, zxid: int) -> _Pending | None:
+        """The pending deletion of `topic` requested before `zxid` that has written
+        nothing yet (its ISR removals come after anything it read or followed)."""
+        for cause in self._pending:
+            if cause.kind == "topic_deletion" and cause.topic == topic and cause.zxid < zxid:
+                return None if cause.seen else cause
+        return None
 
     def _take_inferred_writes(self, cause: _Pending, tp: TP) -> None:
         for other in list(self._pending):
@@ -811,7 +843,13 @@ class ShadowModel:
         events = cause.events
         if cause.kind == "leader_election":
             events[0]["partitions"] = [{"topic": t, "partition": p} for t, p in cause.writes]
-        unobserved = cause.kind == "deletion_answers" and cause.deleted_topic is None
+        unobserved = (
+            cause.unseen
+            or (cause.kind == "deletion_answers" and cause.deleted_topic is None)
+            # a partition's own cause whose writes went elsewhere (read coalesced into a
+            # later one): an empty observed would say the partition does not exist
+            or (cause.partition is not None and not any(cause.writes.values()))
+        )
         if cause.kind not in ("bootstrap", "bad") and not unobserved and events:
             observed: dict[str, Any] = {
                 "partitions": [row for _, row in sorted(cause.writes.items()) if row is not None]
@@ -900,6 +938,24 @@ def _assignment_of(m: Mapping[int, tuple[int, ...]]) -> dict[str, list[int]]:
 
 def _assignment(info: Topic) -> dict[str, list[int]]:
     return _assignment_of(info.assignment)
+
+
+def _unseen_alter_partitions(
+    tp: TP, old: PartitionState, new: PartitionState, joined: list[int]
+) -> list[Event]:
+    """The AlterPartitions behind `joined` replicas' unseen ISR entries, one per write that
+    kept the leader epoch: every write of the controller's own bumps it (SPEC §17, §19.2),
+    so the versions between `old` and `new` the leader epoch did not count are the leader's
+    (two replicas catching up one after the other are two writes, and two versions kcsim
+    must count too). More joiners than such writes: the last one adds the rest."""
+    writes = new.partition_epoch - old.partition_epoch
+    alters = max(1, min(writes - (new.leader_epoch - old.leader_epoch), len(joined)))
+    events: list[Event] = []
+    isr = list(old.isr)
+    for n in range(alters):
+        isr += joined[n : n + 1] if n < alters - 1 else joined[n:]
+        events.append({"type": "isr_change", "topic": tp[0], "partition": tp[1], "isr": isr[:]})
+    return events
 
 
 def _stop_replica_answer(topic: str, partition: int, broker: int) -> Event:

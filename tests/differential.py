@@ -37,15 +37,16 @@ SETTLE_MS = 300
 class ShadowRecording:
     """`kcsim shadow --zookeeper ZK --out file:DIR` for the span of a `with` block."""
 
-    def __init__(self, zk: ZkCluster, out: Path) -> None:
+    def __init__(self, zk: ZkCluster, out: Path, zookeeper: str | None = None) -> None:
         self.zk = zk
         self.out = out
+        self.zookeeper = zookeeper or zk.zookeeper  # where the shadow connects (a relay)
         self.process: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> ShadowRecording:
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         command = [sys.executable, "-m", "streaming.cli", "shadow", "--zookeeper"]
-        command += [self.zk.zookeeper, "--out", f"file:{self.out}", "--cluster", CLUSTER]
+        command += [self.zookeeper, "--out", f"file:{self.out}", "--cluster", CLUSTER]
         command += ["--settle-ms", str(SETTLE_MS)]
         # stderr to a file: a pipe nobody reads would block the shadow once full
         self.stderr = (self.out.parent / "shadow.stderr").open("w")

@@ -2,8 +2,9 @@
 writes first (CONTRACT §1 `state`, `controller_epoch`), built here from a simulated one.
 
 A `broker_startup` (with its rack) per registered broker, a `topic_creation` per topic
-with its assignment, configs and the stored state of every partition that has one, then
-one `controller_failover` whose startup (SPEC §7.2) re-runs on the loaded state.
+with its assignment, configs, the stored state of every partition that has one and
+`deletion` "queued" for a topic queued for deletion, then one `controller_failover` whose
+startup (SPEC §7.2) re-runs on the loaded state.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ def snapshot_events(
         }
         if topic["configs"]:
             event["configs"] = topic["configs"]
+        if topic["deletion"] is not None:  # queued or ineligible: the entry is stored
+            event["deletion"] = "queued"
         events.append(event)
     events.append(
         {

@@ -247,3 +247,115 @@ def test_partition_creation_with_state_and_new_partitions_together() -> None:
     assert c.state("t", 2) == ("OnlinePartition", 1, [1, 2], 0, 0)
     assert sorted({tp for r in out.of(LAI) for tp in entries(r)}) == [("t", 2)]
     assert {(s["topic"], s["partition"]) for s in out.state_changes} == {("t", 2)}
+
+
+def cluster_deleting_with_a_broker_down() -> Cluster:
+    """`gone` [1, 2], [2, 3] with broker 2 dead, then deleted: its live replicas are
+    removed from the ISRs (epochs + 1) and answer, the replicas on broker 2 keep the topic
+    ineligible (SPEC §15.3, §15.4). `kept` [2, 1] stays led by 1."""
+    c = Cluster(brokers=[1, 2, 3])
+    c.create("gone", {0: [1, 2], 1: [2, 3]})
+    c.create("kept", {0: [2, 1]})
+    c.fail(2)
+    c.delete("gone")
+    c.stop_replica_response("gone", 0, 1)
+    c.stop_replica_response("gone", 1, 3)
+    assert c.topic("gone")["deletion"] == "ineligible"
+    assert c.state("gone", 0) == ("NonExistentPartition", -1, [1], 2, 2)
+    return c
+
+
+def test_snapshot_of_a_queued_deletion_replays_to_the_same_failover() -> None:
+    """§7.2 steps 5-6 come before the state machines' startup (steps 8-9): a topic queued
+    for deletion when a snapshot is taken is queued before the failover's election, which
+    leaves its offline partitions alone (§7.2 step 9), so the snapshot carries the queue
+    (`deletion`: "queued" on its `topic_creation`) as it carries the state znodes. Replayed
+    into a fresh simulator, the failover and the broker's return leave the same rows and
+    send the same requests as in the original cluster, up to the deletion's completion."""
+    original = cluster_deleting_with_a_broker_down()
+    events = snapshot_events(tables(original), controller=3, controller_epoch=2)
+    gone = next(e for e in events if e.get("topic") == "gone")
+    assert gone["deletion"] == "queued" and "deletion" not in events[-2]
+    shadow = Cluster()
+    outs = [shadow.send(event) for event in events]
+    assert all(out.rejected == [] for out in outs)
+    loaded = outs[-3]  # `gone`: loaded queued, nothing run
+    assert (loaded.requests, loaded.state_changes) == ([], [])
+    assert shadow.topic("gone")["deletion"] == "ineligible"
+    reference = original.failover(controller=3)
+    ours, theirs = tables(shadow), tables(original)
+    for table in ("partition_state", "replica_state"):
+        assert without_event_ids(ours[table]) == without_event_ids(theirs[table]), table
+    assert ours["topics"] == theirs["topics"]
+    assert requests(outs[-1]) == requests(reference)
+    # the failover left `gone` unelected, as Kafka does
+    assert shadow.state("kept", 0)[:2] == ("OnlinePartition", 1)
+    assert shadow.state("gone", 0) == ("OfflinePartition", -1, [1], 2, 2)
+    assert shadow.state("gone", 1)[:2] == ("OfflinePartition", -1)
+    # §8.2 step 7 / §15.5: broker 2 back resumes the deletion; the answers complete it
+    for c in (shadow, original):
+        back = c.start(2)
+        # one per broker of each batch: OfflineReplica (delete=false), then Started (§15.3)
+        assert sorted(back.recipients("StopReplica")) == [1, 1, 2, 2, 3, 3]
+        for p, broker in ((0, 1), (0, 2), (1, 2), (1, 3)):
+            c.stop_replica_response("gone", p, broker)
+        assert c.topic("gone") is None and c.partition("gone", 0) is None
+    ours, theirs = tables(shadow), tables(original)
+    assert without_event_ids(ours["partition_state"]) == without_event_ids(
+        theirs["partition_state"]
+    )
+
+
+def test_failover_leaves_a_queued_topics_offline_partitions_unelected() -> None:
+    """§7.2: the queue is read (steps 5-6) before the partition state machine's startup,
+    whose election skips topics queued for deletion (step 9). t-0 [1, 2] is stored as
+    the deletion left it (leader -1, ISR [1]: the live replica removed, the last member
+    kept) with broker 2 down: the failover elects nothing and writes nothing, and the
+    topic stays ineligible. Broker 2's return resumes it (§15.5): onTopicDeletion removes
+    1 from the ISR again (epoch + 1, §19.3) and sends StopReplica(delete) to both."""
+    c = Cluster(brokers=[1])
+    stored = {"leader": -1, "leader_epoch": 4, "isr": [1], "partition_epoch": 6}
+    stored["controller_epoch"] = 2
+    event = {"type": "topic_creation", "topic": "t", "assignment": {"0": [1, 2]}}
+    out = c.send(event | {"state": {"0": stored}, "deletion": "queued"})
+    assert (out.requests, out.state_changes, out.rejected) == ([], [], [])
+    assert c.topic("t")["deletion"] == "ineligible"
+    out = c.send({"type": "controller_failover", "controller": 1, "controller_epoch": 3})
+    assert c.state("t", 0) == ("OfflinePartition", -1, [1], 4, 6)
+    assert [s for s in out.state_changes if s["entity"] == "partition"] == []
+    assert c.topic("t")["deletion"] == "ineligible"
+    assert c.replicas("t", 0) == {1: "OnlineReplica", 2: "OfflineReplica"}
+    c.send({"type": "broker_startup", "broker": 2})
+    assert c.state("t", 0) == ("NonExistentPartition", -1, [1], 5, 7)
+    assert c.replicas("t", 0) == {1: "ReplicaDeletionStarted", 2: "ReplicaDeletionStarted"}
+    c.stop_replica_response("t", 0, 1)
+    c.stop_replica_response("t", 0, 2)
+    assert c.topic("t") is None
+
+
+def test_queued_topic_without_state_is_not_initialized() -> None:
+    """A queued topic's partition with no state znode was never initialized; loaded, it
+    is NewPartition, and neither the failover nor a broker startup initializes it while
+    the topic is queued (§7.2 step 9, §8.2 step 5). `deletion` needs an assignment, and
+    "queued" is its only value (ineligibility is the loading controller's to compute)."""
+    c = Cluster(brokers=[1])
+    event = {"type": "topic_creation", "topic": "t", "assignment": {"0": [1]}}
+    c.send(event | {"deletion": "queued"})
+    assert c.partition("t", 0)["state"] == "NewPartition"
+    assert c.topic("t")["deletion"] == "queued"
+    c.send({"type": "broker_startup", "broker": 2})  # no replica there: nothing resumes
+    assert c.partition("t", 0)["state"] == "NewPartition"
+    out = c.send({"type": "controller_failover", "controller": 1, "controller_epoch": 2})
+    # every replica live: the failover's tryTopicDeletion starts it (§7.2 step 11)
+    assert c.partition("t", 0)["state"] == "NonExistentPartition"
+    assert c.replicas("t", 0) == {1: "ReplicaDeletionStarted"}
+    assert out.recipients("StopReplica") == [1, 1]
+    c.stop_replica_response("t", 0, 1)
+    assert c.topic("t") is None
+    ineligible = {"type": "topic_creation", "topic": "u", "assignment": {"0": [1]}}
+    out = c.send(ineligible | {"deletion": "ineligible"})
+    assert 'field \'deletion\' must be "queued", got "ineligible"' in out.rejected[0]["reason"]
+    by_count = {"type": "topic_creation", "topic": "u", "partitions": 1, "replication_factor": 1}
+    out = c.send(by_count | {"deletion": "queued"})
+    assert "field 'deletion' needs an 'assignment'" in out.rejected[0]["reason"]
+    assert c.topic("u") is None

@@ -102,6 +102,9 @@ def test_garbage_state_is_a_znode_error(data):
 
 
 def test_bootstrap_loads_brokers_topics_state_then_fails_over():
+    """SPEC §7.2: a topic queued for deletion is queued before the failover's state
+    machines start (steps 5-6 before 8-9), so its `topic_creation` carries the stored
+    queue (`deletion`) and the failover, not a later `topic_deletion`, finds it queued."""
     snap = Snapshot(zxid=0x100)
     snap.brokers = {2: Broker(0x12, None, 5), 1: Broker(0x11, "a", 5)}
     snap.topics = {"t": (T["t"], 0x20)}
@@ -114,8 +117,8 @@ def test_bootstrap_loads_brokers_topics_state_then_fails_over():
         "broker_startup",
         "topic_creation",
         "controller_failover",
-        "topic_deletion",
     ]
+    assert events[2]["deletion"] == "queued"
     assert events[0]["broker"] == 1 and events[0]["rack"] == "a" and "rack" not in events[1]
     assert events[2]["assignment"] == {"0": [1, 2], "1": [2, 3], "2": [3, 1]}
     assert events[2]["state"]["1"] == {
@@ -129,7 +132,7 @@ def test_bootstrap_loads_brokers_topics_state_then_fails_over():
     failover = events[3]
     assert (failover["controller"], failover["controller_epoch"]) == (2, 4)
     assert len(failover["observed"]["partitions"]) == 3
-    assert [e["event_id"] for e in events] == [f"c:zx100:{n}" for n in range(5)]
+    assert [e["event_id"] for e in events] == [f"c:zx100:{n}" for n in range(4)]
     seqs = [e["seq"] for e in events]
     assert seqs == sorted(seqs) and seqs[0] == 0x100 << SEQ_SHIFT
 
@@ -356,6 +359,89 @@ def test_a_replica_on_a_down_broker_answers_only_when_the_deletion_completes():
     assert ("d", 0) not in model.states
 
 
+def test_a_deletion_completed_before_its_writes_were_read_observes_nothing():
+    """SPEC §15.3: onTopicDeletion removes every live replica from the ISR (epoch bumps),
+    then the topic's znodes go. Several topics deleted at once complete before the shadow
+    reads their state znodes: it read them gone (stamped with the last zxid it knew, below
+    the request's) and never saw the deletion's writes. The deletion carries no observed
+    (the state its writes left is unknown; its pre-deletion state would be a false
+    difference), and the last answer still observes the completion."""
+    model = started(topics={"d": topic({0: [1, 2]}), "e": topic({0: [2, 3]})})
+    model.apply([Change(0x120, "state", ("d", 0), state(1, 0, [1, 2], 0))])
+    model.apply([Change(0x121, "state", ("e", 0), state(2, 0, [2, 3], 0))])
+    model.flush()
+    last = model.last_zxid
+    model.apply(
+        [
+            Change(last, "state", ("d", 0)),
+            Change(0x200, "delete", "d", True),
+            Change(0x201, "delete", "e", True),
+            Change(0x210, "topic", "d"),
+        ]
+    )
+    model.apply([Change(model.last_zxid, "state", ("e", 0)), Change(0x220, "topic", "e")])
+    events = model.flush()
+    deletions = [e for e in events if e["type"] == "topic_deletion"]
+    assert [e["topic"] for e in deletions] == ["d", "e"]
+    assert all("observed" not in e for e in deletions)
+    answers = [e for e in events if "observed" in e]
+    assert [e["observed"]["deleted_topics"] for e in answers] == [["d"], ["e"]]
+    assert all(e["observed"]["partitions"] == [] for e in answers)
+
+
+def test_a_deletion_whose_writes_were_read_keeps_its_observed():
+    """SPEC §15.3: the ISR removal read before the znodes go is what the deletion left:
+    its observed stands when the state znode then vanishes with the topic."""
+    model = started(topics={"d": topic({0: [1, 2]})}, states={("d", 0): state(1, 0, [1, 2], 0)})
+    model.apply([Change(0x200, "delete", "d", True)])
+    model.apply([Change(0x202, "state", ("d", 0), state(-1, 2, [2], 2))])
+    model.apply([Change(model.last_zxid, "state", ("d", 0)), Change(0x210, "topic", "d")])
+    deletion, *_ = model.flush()
+    assert observed(deletion)["d", 0]["leader_epoch"] == 2
+
+
+def test_an_alter_partition_written_after_a_deletion_request_but_before_its_writes():
+    """SPEC §15.1-15.3, §13.1, recorded in the chaos run (seed 12): the DeleteTopics request
+    creates /admin/delete_topics/d (0x229), a leader's AlterPartition adding 3 back is
+    written (0x22b), then the deletion's ISR removals (0x22d). The controller handled the
+    AlterPartition first (the deletion's writes build on it), so it goes before the
+    deletion, and the deletion's writes stay the deletion's."""
+    model = started(topics={"d": topic({0: [1, 3]})}, states={("d", 0): state(1, 1, [1], 3)})
+    model.apply([Change(0x229, "delete", "d", True)])
+    model.apply([Change(0x22B, "state", ("d", 0), state(1, 1, [1, 3], 4))])
+    model.apply([Change(0x22D, "state", ("d", 0), state(-1, 3, [3], 6))])
+    alter, deletion, *answers = model.flush()
+    assert (alter["type"], alter["isr"], alter["partition_epoch"]) == ("isr_change", [1, 3], 3)
+    assert observed(alter)["d", 0]["partition_epoch"] == 4
+    assert deletion["type"] == "topic_deletion"
+    assert observed(deletion)["d", 0]["partition_epoch"] == 6
+    assert [a["type"] for a in answers] == ["stop_replica_response"] * 2
+    seqs = [e["seq"] for e in (alter, deletion, *answers)]
+    assert seqs == sorted(seqs) and len({e["event_id"] for e in (alter, deletion)}) == 2
+
+
+def test_a_deletion_queued_at_start_is_answered_by_every_replica_at_completion():
+    """SPEC §7.2, §15.5: a topic queued when the shadow starts was loaded by the failover
+    with its replicas' deletion states forgotten (Online / Offline), so the deletion the
+    returning broker resumes sends StopReplica(delete) to every replica, and all answer
+    when it completes (the earlier answers went to the controller that was then running)."""
+    snap = Snapshot(zxid=0x100)
+    snap.brokers = {2: Broker(0x12, None, 5), 3: Broker(0x13, None, 5)}
+    snap.topics = {"d": (topic({0: [1, 2], 1: [2, 3]}), 0x20)}
+    snap.states = {("d", p): (state(-1, 1, [2 + p], 1), 0x30) for p in (0, 1)}
+    snap.controller = (Controller(2, 4, -1), 0x40)
+    snap.deletes = {"d": 0x50}
+    model = ShadowModel("c")
+    creation = next(e for e in model.bootstrap(snap) if e["type"] == "topic_creation")
+    assert creation["deletion"] == "queued" and model.deleting == {"d"}
+    model.apply([Change(0x300, "broker", 1, Broker(0x300, None, 5)), Change(0x310, "topic", "d")])
+    startup, *answers = model.flush()
+    assert startup["type"] == "broker_startup"
+    assert [(a["partition"], a["broker"]) for a in answers] == [(0, 1), (0, 2), (1, 2), (1, 3)]
+    assert answers[-1]["observed"] == {"partitions": [], "deleted_topics": ["d"]}
+    assert model.deleting == set() and "d" not in model.topics
+
+
 def test_new_controller_takes_the_old_ones_registration_as_failed():
     """SPEC §7.2: the old controller's session ends: /controller and its registration
     vanish together; the new controller loads with it dead."""
@@ -462,10 +548,33 @@ def test_a_reassignments_unseen_alter_partition_is_inferred():
     )
     reassignment, alter = model.flush()
     assert reassignment["type"] == "partition_reassignment"
-    assert "t" not in {r["topic"] for r in reassignment["observed"]["partitions"]}
+    # its write went to the AlterPartition: no observed (an empty one says "no partition")
+    assert "observed" not in reassignment
     assert (alter["type"], alter["isr"]) == ("isr_change", [1, 2, 3])
     assert "partition_epoch" not in alter  # the base kcsim holds after phase A
     assert observed(alter)["t", 0]["partition_epoch"] == 3
+
+
+def test_two_replicas_catching_up_one_after_the_other_are_two_alter_partitions():
+    """SPEC §14.3/§14.4, §19.2, recorded in the chaos run (seed 12): t-0 [1] → [3, 2].
+    Phase A (version 1) is read; 3 and 2 then join the ISR by two AlterPartitions
+    (versions 2, 3) and the completion elects 3 and removes 1 (versions 4, 5), all read at
+    once. Four versions, two of them leader-epoch bumps: two AlterPartitions, so that kcsim
+    counts the same versions (one AlterPartition of both gave version 4, not 5)."""
+    model = started(topics={"t": topic({0: [1]})}, states={("t", 0): state(1, 0, [1], 0)})
+    moving = topic({0: [3, 2, 1]}, adding={0: [3, 2]}, removing={0: [1]})
+    model.apply([Change(0x378, "topic", "t", moving)])
+    model.apply([Change(0x379, "state", ("t", 0), state(1, 1, [1], 1))])
+    [reassignment] = model.flush()
+    assert observed(reassignment)["t", 0]["partition_epoch"] == 1
+    model.apply([Change(0x37C, "state", ("t", 0), state(3, 3, [3, 2], 5))])
+    model.apply([Change(0x37D, "topic", "t", topic({0: [3, 2]}))])
+    first, second = model.flush()
+    assert [(e["type"], e["isr"]) for e in (first, second)] == [
+        ("isr_change", [1, 3]),
+        ("isr_change", [1, 3, 2]),
+    ]
+    assert "observed" not in first and observed(second)["t", 0]["partition_epoch"] == 5
 
 
 def test_a_reassignment_read_only_at_its_end_takes_its_state_writes():
