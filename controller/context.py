@@ -394,12 +394,16 @@ class ControllerContext:
         )
 
     def partitions_with_leaders(self) -> list[TopicPartition]:
+        return [record.tp for record in self.records_with_leaders()]
+
+    def records_with_leaders(self) -> list[Partition]:
+        """The records of partitions_with_leaders, in its order."""
         # walked topic by topic (as all_partitions), not sorted from the leader index:
         # sorting every (topic, partition) pair compared topic strings ~log2(n) times each
         deleting = self.topics_to_be_deleted
         topics = self.topics
         return [
-            record.tp
+            record
             for name in sorted(topics)
             if name not in deleting
             for _, record in sorted(topics[name].partitions.items())
