@@ -11,12 +11,15 @@ the replay's wall time and peak RSS, the size of every request table it wrote
 (`controller_requests`, and `request_payloads` where the tree has it) and their bytes per
 partition transition (`state_changes` rows of partitions), for the build-up (startups and
 topic creations) and the rolling restart apart. `--tree DIR` runs the replay
-of another source tree (e.g. an older commit's `git archive`), to compare.
+of another source tree (e.g. an older commit's `git archive`), to compare. `--compress`
+runs `kcsim replay --compress`: the sizes above are then of the decompressed lines, and
+each request table's gzipped file size is printed too.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import re
@@ -25,6 +28,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTITIONS_PER_TOPIC = 1000
@@ -59,11 +63,15 @@ def phase_of(line: bytes, restart_from: int) -> int:
 def count_partition_transitions(path: Path, restart_from: int) -> list[int]:
     marker = b'"entity":"partition"'
     counts = [0, 0]
-    with path.open("rb") as handle:
+    with _open(path) as handle:
         for line in handle:
             if marker in line:
                 counts[phase_of(line, restart_from)] += 1
     return counts
+
+
+def _open(path: Path) -> BinaryIO:
+    return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")  # type: ignore[return-value]
 
 
 def main() -> None:
@@ -73,6 +81,7 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=Path("/tmp/kcsim-bench-requests"))
     parser.add_argument("--tree", type=Path, default=ROOT, help="source tree to replay with")
     parser.add_argument("--keep", action="store_true", help="keep the output tables")
+    parser.add_argument("--compress", action="store_true", help="kcsim replay --compress")
     args = parser.parse_args()
     shutil.rmtree(args.dir, ignore_errors=True)
     args.dir.mkdir(parents=True)
@@ -85,7 +94,7 @@ def main() -> None:
     command = [
         "/usr/bin/time", "-v", sys.executable, "-m", "streaming.cli", "replay", str(events),
         "--out", str(out), "--set", "kcsim.simulate.brokers=true",
-    ]  # fmt: skip
+    ] + (["--compress"] if args.compress else [])  # fmt: skip
     done = subprocess.run(command, cwd=args.tree, env=env, capture_output=True, text=True)
     if done.returncode not in (0, 1):
         sys.exit(f"replay failed ({done.returncode}):\n{done.stderr}")
@@ -96,14 +105,17 @@ def main() -> None:
     print(*summary, sep="\n")
     print(f"wall {wall[1] if wall else '?'}  peak RSS {int(rss[1]) / 1024 if rss else 0:,.0f} MiB")
     restart_from = args.brokers + -(-args.partitions // PARTITIONS_PER_TOPIC) + 1
-    transitions = count_partition_transitions(out / "state_changes.jsonl", restart_from)
+    suffix = ".jsonl.gz" if args.compress else ".jsonl"
+    transitions = count_partition_transitions(out / f"state_changes{suffix}", restart_from)
     totals = [0, 0]
     for name in REQUEST_TABLES:
-        path = out / f"{name}.jsonl"
+        path = out / f"{name}{suffix}"
         if not path.exists():
             continue
+        if args.compress:
+            print(f"{name:20s} gzipped: {path.stat().st_size / 1e6:,.1f} MB")
         sizes, rows, longest = [0, 0], [0, 0], 0
-        with path.open("rb") as handle:
+        with _open(path) as handle:
             for line in handle:
                 phase = phase_of(line, restart_from)
                 sizes[phase] += len(line)

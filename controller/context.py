@@ -43,7 +43,37 @@ class Partition:
     state: PartitionState = PartitionState.NON_EXISTENT
     replica_states: dict[int, ReplicaState] = field(default_factory=dict)
     last_event_id: str | None = None
-    replica_event_ids: dict[int, str | None] = field(default_factory=dict)
+    # the event that last changed each replica's state: one id for all of them when they
+    # agree (most partitions: their replicas change together), so a partition holds no
+    # second dict (~160 bytes) for it; a dict by broker otherwise
+    replica_event_ids: str | dict[int, str | None] | None = None
+
+    def replica_event_id(self, broker: int) -> str | None:
+        ids = self.replica_event_ids
+        return ids.get(broker) if isinstance(ids, dict) else ids
+
+    def set_replica(self, broker: int, state: ReplicaState, event_id: str | None) -> None:
+        states = self.replica_states
+        ids = self.replica_event_ids
+        if isinstance(ids, dict):
+            ids[broker] = event_id
+            self.replica_event_ids = _one_or_all(ids)
+        elif ids != event_id and any(b != broker for b in states):
+            ids = {b: ids for b in states}
+            ids[broker] = event_id
+            self.replica_event_ids = ids
+        else:  # the same id, or the only replica
+            self.replica_event_ids = event_id
+        states[broker] = state
+
+    def remove_replica(self, broker: int) -> None:
+        self.replica_states.pop(broker, None)
+        ids = self.replica_event_ids
+        if not self.replica_states:
+            self.replica_event_ids = None
+        elif isinstance(ids, dict):
+            ids.pop(broker, None)
+            self.replica_event_ids = _one_or_all(ids)
 
 
 @dataclass(slots=True)
@@ -229,7 +259,7 @@ class ControllerContext:
         """A partition read back from the tables, new to the context: what add_partition,
         set_leadership and set_partition_state leave, without their checks of a previous
         value and without marking it dirty (a load costs what it reads)."""
-        record = Partition(tp, assignment, leadership, state, {}, last_event_id, {})
+        record = Partition(tp, assignment, leadership, state, {}, last_event_id)
         self.topics[tp.topic].partitions[tp.partition] = record
         hosted = self._replicas_on_broker
         for broker in assignment.replicas:
@@ -321,13 +351,11 @@ class ControllerContext:
         self.event_partitions.add(record.tp)
 
     def set_replica_state(self, record: Partition, broker: int, state: ReplicaState) -> None:
-        record.replica_states[broker] = state
-        record.replica_event_ids[broker] = self.event_id
+        record.set_replica(broker, state, self.event_id)
         self.dirty_replicas.add((record.tp, broker))
 
     def remove_replica_state(self, record: Partition, broker: int) -> None:
-        record.replica_states.pop(broker, None)
-        record.replica_event_ids.pop(broker, None)
+        record.remove_replica(broker)
         self.dirty_replicas.add((record.tp, broker))
 
     # ---- derived views (CTX helpers, SPEC §1.2) ------------------------------------------
@@ -366,12 +394,16 @@ class ControllerContext:
         )
 
     def partitions_with_leaders(self) -> list[TopicPartition]:
+        return [record.tp for record in self.records_with_leaders()]
+
+    def records_with_leaders(self) -> list[Partition]:
+        """The records of partitions_with_leaders, in its order."""
         # walked topic by topic (as all_partitions), not sorted from the leader index:
         # sorting every (topic, partition) pair compared topic strings ~log2(n) times each
         deleting = self.topics_to_be_deleted
         topics = self.topics
         return [
-            record.tp
+            record
             for name in sorted(topics)
             if name not in deleting
             for _, record in sorted(topics[name].partitions.items())
@@ -419,6 +451,14 @@ class ControllerContext:
         for _, record in sorted(info.partitions.items()):
             for broker in record.assignment.replicas:
                 yield record, broker
+
+
+def _one_or_all(ids: dict[int, str | None]) -> str | dict[int, str | None] | None:
+    """A partition's replica event ids, as one id when they all agree."""
+    if not ids:
+        return None
+    first = next(iter(ids.values()))
+    return first if all(i == first for i in ids.values()) else ids
 
 
 def _normalized(topic: str) -> str:

@@ -69,6 +69,7 @@ class HealthTracker:
         "_preferred_not_leading",
         "_preferred_total",
         "_queued",
+        "_shared",
         "_vitals",
         "at_min_isr",
         "not_preferred",
@@ -85,6 +86,11 @@ class HealthTracker:
 
     def _load(self, context: ControllerContext) -> None:
         self._vitals: dict[TopicPartition, Vitals] = {}
+        # one Vitals object per distinct value: most partitions share theirs with many
+        # others (a leader, its epochs and flags), so the cluster holds a few thousand
+        # tuples, not one per partition (~130 bytes each); cleared when it holds more than
+        # a quarter as many values as partitions, so stale ones cannot pile up
+        self._shared: dict[Vitals, Vitals] = {}
         self._queued = frozenset(context.topics_to_be_deleted)
         self._min_isr = {name: _min_isr(info.configs) for name, info in context.topics.items()}
         self.offline = self.under_replicated = self.at_min_isr = self.not_preferred = 0
@@ -133,6 +139,9 @@ class HealthTracker:
         all_topics = context.topics
         queued = self._queued
         min_isr = self._min_isr
+        shared = self._shared
+        if len(shared) > len(memory) // 4 + 1024:
+            shared.clear()
         for tp in touched:
             info = all_topics.get(tp.topic)
             record = None if info is None else info.partitions.get(tp.partition)
@@ -201,10 +210,12 @@ class HealthTracker:
                         new.partition_epoch, new.controller_epoch, isr, replicas, online, found,
                     )  # fmt: skip
             if old is None:
+                new = shared.setdefault(new, new)
                 memory[tp] = new
                 self._count(new, 1)
                 leader_changes += new.leader >= 0
             elif old != new:
+                new = shared.setdefault(new, new)
                 memory[tp] = new
                 self.offline += new.offline - old.offline
                 self.under_replicated += new.under_replicated - old.under_replicated

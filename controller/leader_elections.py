@@ -25,26 +25,25 @@ class LeaderElections:
         context = self._parts.context
         journal = self._parts.journal
         all_requested = requested is None
-        # "all" is what the brokers' metadata caches hold: partitions with a leader, minus
-        # those of topics being deleted (the UpdateMetadata with leader -2 removed them)
-        partitions = (
-            context.partitions_with_leaders()
-            if requested is None
-            else list(dict.fromkeys(requested))
-        )
-        # each partition looked up once: with `requested=None` this walks the whole cluster
         unknown: list[TopicPartition] = []
         deleting: list[TopicPartition] = []
-        live: list[Partition] = []
-        for tp in partitions:
-            record = context.partition(tp)
-            if record is None:
-                unknown.append(tp)
-            elif context.is_queued_for_deletion(tp.topic):
-                deleting.append(tp)
-            else:
-                live.append(record)
-        if any(record.leadership is None for record in live):
+        if requested is None:
+            # what the brokers' metadata caches hold: partitions with a leader, minus those
+            # of topics being deleted (the UpdateMetadata with leader -2 removed them); the
+            # records walked topic by topic, none looked up (this is the whole cluster)
+            live = context.records_with_leaders()
+        else:
+            partitions = list(dict.fromkeys(requested))
+            live = []
+            for tp in partitions:
+                record = context.partition(tp)
+                if record is None:
+                    unknown.append(tp)
+                elif context.is_queued_for_deletion(tp.topic):
+                    deleting.append(tp)
+                else:
+                    live.append(record)
+        if requested is not None and any(record.leadership is None for record in live):
             # Kafka's `partitionLeadershipInfo(tp).get` throws: the event fails and the
             # callback never runs, so the client's request times out.
             for tp in partitions:
@@ -58,8 +57,13 @@ class LeaderElections:
             return
         electable: list[TopicPartition] = []
         not_needed: list[TopicPartition] = []
+        is_electable = (
+            self._preferred_not_leading
+            if election == PREFERRED_ELECTION
+            else (self._leader_offline)
+        )
         for record in live:
-            (electable if self._is_electable(record, election) else not_needed).append(record.tp)
+            (electable if is_electable(record) else not_needed).append(record.tp)
         outcomes = self.on_replica_election(electable, election, admin=True)
         failure_code = (
             "PREFERRED_LEADER_NOT_AVAILABLE"
@@ -91,11 +95,15 @@ class LeaderElections:
                 "The partition does not exist.",
             )
 
-    def _is_electable(self, record: Partition, election: str) -> bool:
+    @staticmethod
+    def _preferred_not_leading(record: Partition) -> bool:
         leadership = record.leadership
         assert leadership is not None
-        if election == PREFERRED_ELECTION:
-            return leadership.leader != record.assignment.replicas[0]
+        return leadership.leader != record.assignment.replicas[0]
+
+    def _leader_offline(self, record: Partition) -> bool:
+        leadership = record.leadership
+        assert leadership is not None
         return leadership.leader == NO_LEADER or not self._parts.context.is_live(leadership.leader)
 
     def on_replica_election(

@@ -55,6 +55,21 @@ class LongLivedHeap:
         gc.collect(1)
         self._pending += len(gc.get_objects(2))  # the survivors: the rest is frozen
         gc.freeze()
+        self._collect_if_grown()
+
+    def freeze_batch(self) -> None:
+        """At the end of a batch, with the collector still paused: what the batch made (its
+        output rows, the context's new records) is frozen as it stands. Otherwise the first
+        allocation after the pause runs a young collection over all of it, whose walk also
+        visits every old object those point to, scattered over the heap: measured at 1M
+        partitions, 0.16 s of a broker failure's 0.61 s of CPU, 1.3 s of a new broker's
+        3.2 s. Sound because the core makes no reference cycles (tests/test_memory.py):
+        what a batch made is freed by reference counting, frozen or not; so it is not
+        counted towards the next full collection either (output rows would trigger one
+        for nothing), only what survives between batches is (`settle`)."""
+        gc.freeze()
+
+    def _collect_if_grown(self) -> None:
         if self._pending > self._after_full * self.GROWTH + self.SLACK:
             gc.unfreeze()
             gc.collect()

@@ -92,9 +92,11 @@ class Simulator:
         that much (rows, counting a request body's partition entries: see
         `Journal.held`): the rest stay in the iterator for the next batch, and
         `BatchOutput.events` says how many were taken."""
-        self._heap.settle()  # what the last batch added is long-lived now
+        self._heap.settle()  # what came in between batches (a writer's objects)
         with cyclic_gc_paused():
-            return self._apply(events, max_output)
+            output = self._apply(events, max_output)
+            self._heap.freeze_batch()
+        return output
 
     def _apply(self, events: Iterable[RawEvent], max_output: int | None) -> BatchOutput:
         rejected: list[Row] = []

@@ -60,7 +60,7 @@ def replica_row(cluster: str, record: Partition, broker: int) -> Row:
         "partition": record.tp.partition,
         "broker": broker,
         "state": record.replica_states[broker].value,
-        "last_event_id": record.replica_event_ids.get(broker),
+        "last_event_id": record.replica_event_id(broker),
     }
 
 
@@ -199,8 +199,7 @@ def load(cluster: str, tables: Mapping[str, Iterable[Mapping[str, Any]]]) -> Con
     for row in rows("replica_state"):
         record = records.get((row["topic"], row["partition"]))
         if record is not None:
-            record.replica_states[row["broker"]] = _REPLICA_STATES[row["state"]]
-            record.replica_event_ids[row["broker"]] = row["last_event_id"]
+            record.set_replica(row["broker"], _REPLICA_STATES[row["state"]], row["last_event_id"])
     _derive_transient_sets(context)
     context.clear_dirty()
     return context
@@ -213,9 +212,12 @@ def _load_partition(
     records: dict[tuple[str, int], Partition],
 ) -> None:
     topic, partition = row["topic"], row["partition"]
-    if topic not in context.topics:
+    info = context.topics.get(topic)
+    if info is None:
         return
-    tp = TopicPartition(topic, partition)
+    # the topic's own name object: every row brings a copy of it (at 1M partitions, ~60 MB
+    # of equal strings, and sorting partitions compared their characters)
+    tp = TopicPartition(info.name, partition)
     assignment = ReplicaAssignment(
         tuple(row["replicas"]),
         tuple(row["adding_replicas"] or ()),

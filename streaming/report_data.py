@@ -19,6 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
+from controller.replay import COMPRESSED_SUFFIX, table_file
+
 _JSON_BLOCK = 8 << 20  # bytes a JSON-reader thread parses at once (pyarrow's default: 1 MiB)
 MAX_POINTS = 2000  # points per plotted series at most (two per bucket: its min and max)
 
@@ -85,12 +87,13 @@ def schema(name: str) -> pa.Schema:
 
 
 def read_replay(directory: Path) -> dict[str, pa.Table]:
-    """The tables of a `kcsim replay --out DIR`; an optional table's missing file is empty."""
+    """The tables of a `kcsim replay --out DIR` (plain or `--compress`ed); an optional
+    table's missing file is empty."""
     if not directory.is_dir():
         raise ReportInputError(f"no such directory: {directory}")
     tables = {}
     for name in COLUMNS:
-        path = directory / f"{name}.jsonl"
+        path = table_file(directory, name)
         if not path.exists():
             if name in REQUIRED:
                 raise ReportInputError(f"{path} is missing (a `kcsim replay --out` directory?)")
@@ -101,8 +104,9 @@ def read_replay(directory: Path) -> dict[str, pa.Table]:
 
 
 def read_jsonl(path: Path, table_schema: pa.Schema) -> pa.Table:
-    """A JSON-lines table, only `table_schema`'s columns (other fields are skipped)."""
-    if path.stat().st_size == 0:
+    """A JSON-lines table, gzipped if its name ends so (pyarrow decompresses it by the
+    name), only `table_schema`'s columns (other fields are skipped)."""
+    if path.stat().st_size == 0 or (path.name.endswith(COMPRESSED_SUFFIX) and _no_data(path)):
         return table_schema.empty_table()
     options = pa_json.ParseOptions(explicit_schema=table_schema, unexpected_field_behavior="ignore")
     blocks = pa_json.ReadOptions(block_size=_JSON_BLOCK)
@@ -112,6 +116,11 @@ def read_jsonl(path: Path, table_schema: pa.Schema) -> pa.Table:
         )
     except pa.ArrowInvalid as error:
         raise ReportInputError(f"{path}: {error}") from None
+
+
+def _no_data(path: Path) -> bool:
+    with pa.input_stream(str(path), compression="gzip") as stream:
+        return not stream.read(1)
 
 
 def read_lake(root: str) -> dict[str, pa.Table]:

@@ -262,3 +262,34 @@ def test_a_file_splits_into_the_lines_each_decoded_alone(content: bytes) -> None
         if line.strip(" \t\r"):
             expected.append(RawEvent(line, f"f.jsonl:{number}"))
     assert list(replay.split_lines(content, "f.jsonl")) == expected
+
+
+def test_compressed_output_is_the_same_lines_gzipped_and_reads_as_the_plain(
+    tmp_path: Path,
+) -> None:
+    """`--compress`: every table as `<table>.jsonl.gz` holding exactly the plain run's
+    bytes; the report's reader reads either form to the same tables (empty ones too), and
+    a run over a directory leaves no file of the other form behind."""
+    import gzip
+
+    from streaming.report_data import read_replay
+
+    events = Path(__file__).resolve().parent.parent / "examples" / "events"
+    plain, packed = tmp_path / "plain", tmp_path / "packed"
+    status = main(["replay", str(events), "--out", str(plain), "--quiet"])
+    assert main(["replay", str(events), "--out", str(packed), "--quiet", "--compress"]) == status
+
+    assert sorted(p.name for p in packed.iterdir()) == sorted(f"{t}.jsonl.gz" for t in TABLES)
+    for table in TABLES:
+        expected = (plain / f"{table}.jsonl").read_bytes()
+        assert gzip.decompress((packed / f"{table}.jsonl.gz").read_bytes()) == expected
+    assert any((plain / f"{t}.jsonl").stat().st_size == 0 for t in TABLES)  # an empty one
+    plain_tables, packed_tables = read_replay(plain), read_replay(packed)
+    assert plain_tables.keys() == packed_tables.keys()
+    for name, table in plain_tables.items():
+        assert packed_tables[name].equals(table), name
+    assert plain_tables["state_changes"].num_rows > 0
+
+    # the same directory written plain again: the .gz files go
+    assert main(["replay", str(events), "--out", str(packed), "--quiet"]) == status
+    assert sorted(p.name for p in packed.iterdir()) == sorted(f"{t}.jsonl" for t in TABLES)
