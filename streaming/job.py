@@ -48,6 +48,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -136,12 +137,17 @@ def main(args: argparse.Namespace) -> int:
     from pyspark.errors import StreamingQueryException
 
     from streaming.session import build_session
+    from streaming.ship_core import is_local_master, ship_core
 
     spark = build_session(
         "kcsim-run", options.master, options.spark_conf, verbose=getattr(args, "verbose", False)
     )
     try:
-        return run(spark, options)
+        with tempfile.TemporaryDirectory(prefix="kcsim-core-") as shipped:
+            if not is_local_master(options.master):
+                # executors elsewhere need not have kcsim: they get the core with the job
+                ship_core(spark.sparkContext, Path(shipped))
+            return run(spark, options)
     except StreamingQueryException as error:
         print(f"kcsim run: the query failed: {query_failure(error)}", file=sys.stderr)
         return 1
