@@ -76,11 +76,18 @@ def run_job(master: str, events: Path, lake: Path, conf: list[str]) -> tuple[flo
         "--master", master, *(a for c in conf for a in ("--conf", c)),
     ]  # fmt: skip
     began = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
-    wall = time.perf_counter() - began
-    if done.returncode != 0:
-        raise SystemExit(f"kcsim run on {master} failed:\n{done.stderr[-3000:]}")
-    return wall, [line for line in done.stderr.splitlines() if BATCH_LINE.match(line)]
+    job = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    assert job.stderr is not None
+    lines, other = [], []
+    for line in job.stderr:  # batch lines as they come: a long run shows its progress
+        if BATCH_LINE.match(line):
+            lines.append(line.rstrip("\n"))
+            print(f"  ({time.perf_counter() - began:6.1f} s) {lines[-1]}", flush=True)
+        else:
+            other.append(line)
+    if job.wait() != 0:
+        raise SystemExit(f"kcsim run on {master} failed:\n{''.join(other)[-3000:]}")
+    return time.perf_counter() - began, lines
 
 
 def report(target: str, wall: float, lines: list[str]) -> None:
@@ -111,17 +118,30 @@ def main() -> None:
     parser.add_argument("--worker-memory", default="1g")
     parser.add_argument("--dir", type=Path, default=Path("/tmp/kcsim-bench-fleet"))
     parser.add_argument("--conf", action="append", default=[], metavar="K=V")
+    parser.add_argument(
+        "--keep-seed", action="store_true",
+        help="reuse the seeded lake of an earlier run with the same fleet options",
+    )  # fmt: skip
     args = parser.parse_args()
     clusters = [f"c{i:03d}" for i in range(args.clusters)]
-    shutil.rmtree(args.dir, ignore_errors=True)
     events_dir, seeded = args.dir / "events", args.dir / "seeded"
+    stamp = f"{args.clusters} {args.partitions} {args.brokers}"
+    kept = args.keep_seed and (args.dir / "seed.stamp").is_file()
+    if kept and (args.dir / "seed.stamp").read_text() != stamp:
+        raise SystemExit(f"the seeded lake in {args.dir} is of another fleet")
+    for path in args.dir.iterdir() if args.dir.is_dir() else ():
+        if not (kept and path.name in ("seeded", "seed.stamp")):
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
     per_batch = write_events(args, clusters, events_dir)
     began = time.perf_counter()
-    seed(args, clusters, seeded)
+    if not kept:
+        seed(args, clusters, seeded)
+        (args.dir / "seed.stamp").write_text(stamp)
     print(
         f"fleet: {args.clusters} clusters x {args.partitions:,} partitions "
         f"({args.clusters * args.partitions:,}); {args.batches} batches of {per_batch:,} "
-        f"events ({args.events} per cluster); seeded in {time.perf_counter() - began:.1f} s; "
+        f"events ({args.events} per cluster); seeded in {time.perf_counter() - began:.1f} s "
+        f"{'(earlier)' if kept else ''}; "
         f"load average {os.getloadavg()[0]:.1f}",
         flush=True,
     )
