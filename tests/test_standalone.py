@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -154,24 +155,39 @@ def test_worker_killed_mid_batch_loses_and_doubles_nothing(
 
 
 def kill_a_busy_worker(job: JobProcess, cluster: Standalone, api: str) -> tuple[str, str, int]:
-    """Poll the driver's REST API until an executor runs a task, then SIGKILL the worker
-    that runs it (and so the executor): (application, executor, batches done before)."""
+    """Poll the driver's REST API until a task has been running on an executor for a
+    while (so it is not about to end), then SIGKILL the worker that runs that executor
+    (and so the executor): (application, executor, batches done before)."""
     deadline = time.monotonic() + JOB_TIMEOUT_S
     while True:
         assert job.proc.poll() is None, job.tail()
-        assert time.monotonic() < deadline, "no task ran on an executor after batch 0"
+        assert time.monotonic() < deadline, "no task ran long on an executor after batch 0"
         apps = _get(api) or []
-        if apps:
-            app = apps[0]["id"]
-            for executor in _get(f"{api}/{app}/executors") or []:
-                if executor["id"] == "driver" or executor["activeTasks"] == 0:
-                    continue
-                worker = cluster.cluster.worker_running(app, executor["id"])
-                if worker is not None:
-                    finished = job.batches()
-                    worker.kill()
-                    return app, executor["id"], finished
+        app = apps[0]["id"] if apps else None
+        for executor in running_task_executors(api, app, RUNNING_S) if app else ():
+            worker = cluster.cluster.worker_running(app, executor)
+            if worker is not None:
+                finished = job.batches()
+                worker.kill()
+                return app, executor, finished
         time.sleep(0.05)
+
+
+RUNNING_S = 0.3
+
+
+def running_task_executors(api: str, app: str, at_least_s: float) -> list[str]:
+    """Executors running a task launched at least `at_least_s` ago."""
+    now = datetime.now(UTC)
+    found = []
+    for stage in _get(f"{api}/{app}/stages?status=active&details=true") or []:
+        for task in (stage.get("tasks") or {}).values():
+            launched = datetime.strptime(
+                task["launchTime"].replace("GMT", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z"
+            )
+            if task["status"] == "RUNNING" and (now - launched).total_seconds() >= at_least_s:
+                found.append(str(task["executorId"]))
+    return found
 
 
 def executor_lost(api: str, app: str, executor: str) -> bool:
