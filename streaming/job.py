@@ -31,7 +31,9 @@ Two ways to apply a batch:
   clusters; one huge cluster is served better by the driver mode. Keeping per-cluster
   contexts alive on executors (transformWithStateInPandas) would remove the reload but
   serialize each touched context into the state store every batch and tie the
-  checkpoint to the context's pickled form; not done.
+  checkpoint to the context's pickled form; not done. On any master but local, `main`
+  ships the core to the executors as a zip (`streaming.ship_core`), so they need not
+  have kcsim installed.
 
 Exactly once (see `streaming.lake`): every commit is tagged with the query id and batch
 id; at (re)start the first batch looks up the tables that already hold its commit, loads
