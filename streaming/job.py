@@ -31,7 +31,9 @@ Two ways to apply a batch:
   clusters; one huge cluster is served better by the driver mode. Keeping per-cluster
   contexts alive on executors (transformWithStateInPandas) would remove the reload but
   serialize each touched context into the state store every batch and tie the
-  checkpoint to the context's pickled form; not done.
+  checkpoint to the context's pickled form; not done. On any master but local, `main`
+  ships the core to the executors as a zip (`streaming.ship_core`), so they need not
+  have kcsim installed.
 
 Exactly once (see `streaming.lake`): every commit is tagged with the query id and batch
 id; at (re)start the first batch looks up the tables that already hold its commit, loads
@@ -48,6 +50,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -136,12 +139,17 @@ def main(args: argparse.Namespace) -> int:
     from pyspark.errors import StreamingQueryException
 
     from streaming.session import build_session
+    from streaming.ship_core import is_local_master, ship_core
 
     spark = build_session(
         "kcsim-run", options.master, options.spark_conf, verbose=getattr(args, "verbose", False)
     )
     try:
-        return run(spark, options)
+        with tempfile.TemporaryDirectory(prefix="kcsim-core-") as shipped:
+            if not is_local_master(options.master):
+                # executors elsewhere need not have kcsim: they get the core with the job
+                ship_core(spark.sparkContext, Path(shipped))
+            return run(spark, options)
     except StreamingQueryException as error:
         print(f"kcsim run: the query failed: {query_failure(error)}", file=sys.stderr)
         return 1

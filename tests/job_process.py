@@ -62,6 +62,10 @@ class JobProcess:
     def wait_events(self, count: int, timeout: float = 180) -> None:
         self._wait(lambda: self.events() >= count, timeout)
 
+    def wait_until(self, done, timeout: float = 240) -> None:
+        """Poll `done` while the job runs; fail if it exits or the deadline passes first."""
+        self._wait(done, timeout)
+
     def _wait(self, done, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while not done():
