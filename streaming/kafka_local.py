@@ -445,9 +445,19 @@ def _zk_mode(args: argparse.Namespace) -> bool:
 
 
 def _kraft_cluster_mode(args: argparse.Namespace) -> bool:
-    """The KRaft cluster of N nodes is meant: --nodes given, or the directory holds one."""
-    return args.nodes is not None or (
-        args.dir is not None and kraft_cluster.is_cluster_dir(args.dir)
+    """The KRaft cluster of N nodes is meant: --nodes given, or the directory holds one;
+    without --dir, an action on one broker means the default KRaft cluster's when that is
+    the only cluster in the default directories."""
+    if args.nodes is not None:
+        return True
+    if args.dir is not None:
+        return kraft_cluster.is_cluster_dir(args.dir)
+    one_broker = args.broker is not None or args.action in ("kill", "shutdown", "status")
+    return (
+        one_broker
+        and not args.zk
+        and kraft_cluster.is_cluster_dir(kraft_cluster.DEFAULT_DIR)
+        and not zk_cluster.is_cluster_dir(zk_cluster.DEFAULT_DIR)
     )
 
 
@@ -469,6 +479,7 @@ def main(args: argparse.Namespace) -> int:
             if args.action in ("kill", "shutdown") and args.broker is None:
                 raise KafkaLocalError(f"`{args.action}` needs --broker ID")
             if args.nodes is None:
+                args.dir = args.dir or kraft_cluster.DEFAULT_DIR
                 args.nodes = len(kraft_cluster.load_layout(args.dir).node_ids)
             return kraft_cluster.main(args)
         if _zk_mode(args):
