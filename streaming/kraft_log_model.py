@@ -545,8 +545,9 @@ class KraftLogModel:
 
 
 def _batch_order(record: Record) -> int:
-    """Causes first, then configs (a created topic's ConfigRecords may come before its
-    TopicRecord), then partition changes."""
+    """Causes first, then configs (Kafka 4.1.1 writes a created topic's ConfigRecords
+    before its PartitionRecords, which tell the topic's partitions), then partition
+    changes."""
     return {"CONFIG_RECORD": 1, "PARTITION_CHANGE_RECORD": 2}.get(record.type, 0)
 
 

@@ -187,4 +187,4 @@ def test_a_kraft_day_through_the_zookeeper_controller(kraft_cluster: KraftCluste
         )
     assert not any(r["topic"] == "audit" for r in tables["partition_state"])
     topics = {r["topic"]: r for r in tables["topics"]}
-    assert json.loads(topics["flags"]["configs"]) == {UNCLEAN: "false", "retention.ms": "60000"}
+    assert topics["flags"]["configs"] == {UNCLEAN: "false", "retention.ms": "60000"}

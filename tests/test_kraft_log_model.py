@@ -177,12 +177,13 @@ def test_a_topics_configs_at_creation_then_changed_and_deleted():
     partition = ("PARTITION_RECORD", {"partitionId": 0, "topicId": TOPIC_ID, "replicas": [1],
                                       "isr": [1], "leader": 1, "leaderEpoch": 0,
                                       "partitionEpoch": 0})  # fmt: skip
-    # the controller writes a new topic's ConfigRecords before its TopicRecord
+    # Kafka 4.1.1 writes a new topic's ConfigRecords between its TopicRecord and its
+    # PartitionRecords
     log.batch(
+        ("TOPIC_RECORD", {"name": "t", "topicId": TOPIC_ID}),
         config(UNCLEAN, "true"),
         config("retention.ms", "60000"),
         config("remote.log.copy.disable", "true"),  # a 4.x name kcsim (3.7.1) refuses
-        ("TOPIC_RECORD", {"name": "t", "topicId": TOPIC_ID}),
         partition,
     )
     log.batch(config(UNCLEAN, "false"), config("retention.ms", None))
