@@ -148,10 +148,20 @@ class KraftCluster:
 
     def alter_topic_configs(self, topic: str, changes: Mapping[str, str | None]) -> None:
         """IncrementalAlterConfigs of one topic: a value sets the key, None deletes it."""
+        self._alter_configs(ConfigResourceType.TOPIC, topic, changes)
+
+    def alter_broker_configs(self, broker: str, changes: Mapping[str, str | None]) -> None:
+        """The same for one broker's dynamic configs (kafka-python refuses the name "" of
+        the cluster-wide default)."""
+        self._alter_configs(ConfigResourceType.BROKER, broker, changes)
+
+    def _alter_configs(
+        self, kind: ConfigResourceType, name: str, changes: Mapping[str, str | None]
+    ) -> None:
         ops = {k: (AlterConfigOp.DELETE, None) if v is None else v for k, v in changes.items()}
         admin = self.admin()
         try:
-            admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, ops)])
+            admin.alter_configs([ConfigResource(kind, name, ops)])
         finally:
             admin.close()
 

@@ -23,6 +23,8 @@ from streaming.cli import main
 
 pytestmark = pytest.mark.kraft
 
+UNCLEAN = "unclean.leader.election.enable"
+
 
 @pytest.fixture(scope="module")
 def elr_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KraftCluster]:
@@ -52,6 +54,9 @@ def run_scenario(kraft: KraftCluster) -> None:
     kraft.wait_partitions("elr", lambda ps: ps[0].leader == 3, "leader 3")
     kraft.start(2)
     kraft.wait_isr_full("elr")
+    # a broker-level unclean.leader.election.enable set (to its default: no election
+    # changes): kcsim takes it from its settings, so the import names it on stderr
+    kraft.alter_broker_configs("1", {UNCLEAN: "false"})
 
 
 def import_log(kraft: KraftCluster, tmp_path: Path) -> Path:
@@ -86,12 +91,15 @@ EXPECTED_CLASSES = {
 }
 
 
-def test_an_election_from_the_elr_is_no_election_in_zookeeper_mode(elr_cluster, tmp_path):
+def test_an_election_from_the_elr_is_no_election_in_zookeeper_mode(elr_cluster, tmp_path, capsys):
     try:
         run_scenario(elr_cluster)
     finally:
         elr_cluster.ensure_all_up()
     events_file = import_log(elr_cluster, tmp_path)
+    # printed even with --quiet: a replay needs it to elect as the cluster did
+    note = f"broker-level {UNCLEAN} (node 1) set to false"
+    assert note in capsys.readouterr().err
     events = [json.loads(line) for line in events_file.read_text().splitlines()]
     out = tmp_path / "tables"
     assert main(["replay", str(events_file), "--out", str(out)]) == 0
