@@ -47,12 +47,15 @@ def main(args: argparse.Namespace) -> int:
     if decoded.problem is not None:
         print(f"kcsim import: {decoded.problem} (the events before it are written)",
               file=sys.stderr)  # fmt: skip
+    for note in model.notes:  # always: a replay needs them to elect as the cluster did
+        print(f"kcsim import: {note}", file=sys.stderr)
     if not args.quiet:
         start = f"snapshot {files.snapshot.name}" if files.snapshot else "offset 0"
         print(
             f"kcsim import: {model.counts.records} records in {model.counts.batches} batches "
             f"from {start} ({report.files} files), {report.events} events, "
-            f"{model.counts.unexplained} partition changes no event explains -> {args.out}",
+            f"{model.counts.unexplained} partition changes no event explains, "
+            f"{model.counts.configs_dropped} topic config records not carried -> {args.out}",
             file=sys.stderr,
         )
     return 1 if decoded.problem is not None else 0

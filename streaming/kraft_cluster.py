@@ -2,8 +2,9 @@
 
 Each node is its own detached JVM (see local_process) playing both roles
 (process.roles=broker,controller); the N nodes are the quorum's voters (a static quorum,
-`controller.quorum.voters`). Jars from `.kafka/libs` (Kafka 4.1.1). Everything lives under
-the cluster directory:
+`controller.quorum.voters`). `start(..., voters=V)` makes only nodes 1..V voters and the
+others brokers alone, so several brokers can be down while the quorum stands. Jars from
+`.kafka/libs` (Kafka 4.1.1). Everything lives under the cluster directory:
 
     DIR/kraft-cluster.properties    node count, every port, the cluster id (kept across restarts)
     DIR/log4j2.properties           the nodes' logging (to each node's stdout.log)
@@ -83,6 +84,10 @@ class Layout:
     cluster_id: str
     broker_ports: Mapping[int, int]  # node id -> PLAINTEXT port
     controller_ports: Mapping[int, int]  # node id -> CONTROLLER port
+    voters: int = 0  # nodes 1..voters are quorum voters (0: all of them)
+
+    def is_voter(self, node: int) -> bool:
+        return self.voters == 0 or node <= self.voters
 
     @property
     def node_ids(self) -> tuple[int, ...]:
@@ -112,6 +117,7 @@ class Layout:
 
     def save(self) -> None:
         props: dict[str, object] = {"nodes": len(self.broker_ports), "cluster.id": self.cluster_id}
+        props["voters"] = self.voters
         for node in self.node_ids:
             props[f"node.{node}.port"] = self.broker_ports[node]
             props[f"node.{node}.controller.port"] = self.controller_ports[node]
@@ -132,6 +138,7 @@ def load_layout(data_dir: Path) -> Layout:
             props["cluster.id"],
             {n: int(props[f"node.{n}.port"]) for n in nodes},
             {n: int(props[f"node.{n}.controller.port"]) for n in nodes},
+            int(props.get("voters", 0)),
         )
     except (KeyError, ValueError) as error:
         raise KafkaLocalError(
@@ -140,7 +147,7 @@ def load_layout(data_dir: Path) -> Layout:
         ) from error
 
 
-def _new_layout(data_dir: Path, nodes: int) -> Layout:
+def _new_layout(data_dir: Path, nodes: int, voters: int = 0) -> Layout:
     if is_cluster_dir(data_dir):
         old = load_layout(data_dir)
         if len(old.node_ids) != nodes:
@@ -155,22 +162,24 @@ def _new_layout(data_dir: Path, nodes: int) -> Layout:
         _cluster_id(),
         {n: ports[2 * (n - 1)] for n in ids},
         {n: ports[2 * (n - 1) + 1] for n in ids},
+        voters,
     )
 
 
 def node_config(
     layout: Layout, node: int, overrides: Mapping[str, str] | None = None
 ) -> dict[str, object]:
-    voters = ",".join(f"{n}@127.0.0.1:{p}" for n, p in layout.controller_ports.items())
+    ports = layout.controller_ports
+    voters = ",".join(f"{n}@127.0.0.1:{p}" for n, p in ports.items() if layout.is_voter(n))
     replication = min(3, len(layout.node_ids))
+    listeners = f"PLAINTEXT://127.0.0.1:{layout.broker_ports[node]}"
+    if layout.is_voter(node):
+        listeners += f",CONTROLLER://127.0.0.1:{ports[node]}"
     props: dict[str, object] = {
-        "process.roles": "broker,controller",
+        "process.roles": "broker,controller" if layout.is_voter(node) else "broker",
         "node.id": node,
         "controller.quorum.voters": voters,
-        "listeners": (
-            f"PLAINTEXT://127.0.0.1:{layout.broker_ports[node]},"
-            f"CONTROLLER://127.0.0.1:{layout.controller_ports[node]}"
-        ),
+        "listeners": listeners,
         "advertised.listeners": f"PLAINTEXT://127.0.0.1:{layout.broker_ports[node]}",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
         "controller.listener.names": "CONTROLLER",
@@ -287,6 +296,7 @@ def start(
     data_dir: Path = DEFAULT_DIR,
     *,
     nodes: int = 3,
+    voters: int = 0,
     overrides: Mapping[str, str] | None = None,
     timeout_s: float = START_TIMEOUT_S,
 ) -> str:
@@ -295,7 +305,7 @@ def start(
         raise KafkaLocalError(f"--nodes must be at least 1, not {nodes}")
     data_dir = data_dir.resolve()
     with _locked(data_dir):
-        layout = _new_layout(data_dir, nodes)
+        layout = _new_layout(data_dir, nodes, voters)
         layout.save()
         (layout.root / "log4j2.properties").write_text(LOG4J2)
         try:

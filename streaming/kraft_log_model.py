@@ -26,6 +26,11 @@ change bumps the partition epoch, as `PartitionRegistration.merge` does) and sho
 the `observed` of the event it belongs to, with `controller_epoch` the quorum leader epoch
 of the batch that wrote it.
 
+A topic's ConfigRecords go on its `topic_creation`'s `configs` (created in the same
+batch) or a `topic_config_change` (one per topic and batch), for the names and values
+kcsim takes; broker-level `unclean.leader.election.enable` is a note for the replay's
+settings (`_carried`, README: "kcsim import kraft-log").
+
 A log that starts at a snapshot begins as `kcsim shadow`'s start does: a `broker_startup`
 per unfenced broker, a `topic_creation` per topic with its `assignment` and `state`, one
 `controller_failover` (`controller_epoch` = the snapshot's epoch) observing every
@@ -41,6 +46,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
+from controller.config import UNCLEAN_KEY
+from controller.topic_configs import topic_config_error
 from streaming.kraft_log_decoder import Record
 
 Event = dict[str, Any]
@@ -49,6 +56,10 @@ TP = tuple[str, int]
 NO_LEADER = -1
 NO_LEADER_CHANGE = -2
 _RECOVERY = {0: "RECOVERED", 1: "RECOVERING"}
+# ConfigResource.Type ids in a ConfigRecord's resourceType
+TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
+UNCLEAN_DEFAULT = "false"  # Kafka's static default of unclean.leader.election.enable
 
 
 class PartitionState(NamedTuple):
@@ -90,6 +101,7 @@ class Counts:
     records: int = 0
     batches: int = 0
     unexplained: int = 0  # partition changes no event could be named for
+    configs_dropped: int = 0  # topic config records kcsim does not take (README: why)
 
 
 @dataclass(slots=True)
@@ -105,6 +117,11 @@ class KraftLogModel:
     by_topic: dict[str, dict[int, None]] = field(default_factory=dict)
     # replicas of deleted topics on brokers that were down: answered when they are back
     undeleted: dict[int, list[TP]] = field(default_factory=dict)
+    # topic name -> the configs carried to kcsim (names and values kcsim takes)
+    configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    # broker-level unclean.leader.election.enable ("" = the cluster default, or a node id)
+    broker_unclean: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # what a replay's settings must know
     seq: int = 0
     counts: Counts = field(default_factory=Counts)
     _batch: tuple[str, int] | None = None  # (file, position) of the batch being read
@@ -112,6 +129,7 @@ class KraftLogModel:
     _batch_ts: int = 0
     _causes: list[_Cause] = field(default_factory=list)
     _elections: dict[str, _Cause] = field(default_factory=dict)  # per kind, this batch
+    _config_changes: dict[str, _Cause] = field(default_factory=dict)  # per topic, this batch
     _snapshot: bool = False
     _records: list[Record] = field(default_factory=list)  # the batch being read
     _ts_text: tuple[int, str] = (-1, "")
@@ -144,7 +162,7 @@ class KraftLogModel:
         """The batch's events. Its cause records are read before its partition changes:
         the controller writes a fencing's partition changes before the fencing record."""
         records, self._records = self._records, []
-        for record in sorted(records, key=lambda r: r.type == "PARTITION_CHANGE_RECORD"):
+        for record in sorted(records, key=_batch_order):
             handler = _HANDLERS.get(record.type)
             if handler is not None:
                 handler(self, record)
@@ -265,6 +283,7 @@ class KraftLogModel:
         if name is None:
             return
         gone = [(name, p) for p in sorted(self.by_topic.pop(name, {}))]
+        self.configs.pop(name, None)  # a topic of the same name starts with none
         answers: list[tuple[TP, int]] = []
         for tp in gone:
             for broker in self.partitions.pop(tp).replicas:
@@ -281,6 +300,74 @@ class KraftLogModel:
             answer = {"type": "stop_replica_response", "topic": tp[0], "partition": tp[1]}
             answer |= {"broker": broker, "error": None}
             self._open(answer, observes=i == len(answers) - 1)
+
+    # ------------------------------------------------------------ configs
+
+    def _config(self, record: Record) -> None:
+        """A ConfigRecord (value null: the config deleted). A topic's configs kcsim takes
+        go on its `topic_creation` when the topic is created in this batch, otherwise on
+        one `topic_config_change` per topic and batch; broker-level
+        unclean.leader.election.enable is a note (kcsim takes it from its settings)."""
+        data = record.data
+        resource, key = str(data["resourceName"]), str(data["name"])
+        value = data.get("value")
+        kind = int(data["resourceType"])
+        if kind == BROKER_RESOURCE and key == UNCLEAN_KEY:
+            self._broker_unclean(resource, value, record.offset)
+            return
+        if kind != TOPIC_RESOURCE or resource not in self.by_topic:
+            return  # other resources hold nothing kcsim's controller acts on
+        carried = self._carried(resource, key, value)
+        if carried is None:
+            return
+        creation = self._creation(resource)
+        if creation is not None:
+            creation.event.setdefault("configs", {})[key] = carried
+            return
+        cause = self._config_changes.get(resource)
+        if cause is None:
+            event = {"type": "topic_config_change", "topic": resource, "configs": {}}
+            cause = self._config_changes[resource] = self._open(event, topic=resource)
+        cause.event["configs"][key] = carried
+
+    def _carried(self, topic: str, key: str, value: str | None) -> str | None:
+        """What kcsim gets for `key` of `topic` (None: nothing), kept in `configs`.
+
+        kcsim validates topic configs as Kafka 3.7.1 does and would reject the whole event
+        for a name it does not know (one Kafka 4.1.1 added) or a value it refuses, so those
+        are dropped, counted. kcsim cannot remove a config: a deleted
+        unclean.leader.election.enable becomes the value the topic falls back to (the
+        log's cluster-level value, else Kafka's default false); another deleted config is
+        counted, not carried (kcsim acts on none of them)."""
+        stored = self.configs.setdefault(topic, {})
+        if value is None:
+            stored.pop(key, None)
+            if key != UNCLEAN_KEY:
+                self.counts.configs_dropped += 1
+                return None
+            value = self.broker_unclean.get("", UNCLEAN_DEFAULT)
+        elif topic_config_error({key: value}) is not None:
+            self.counts.configs_dropped += 1
+            return None
+        stored[key] = value
+        return value
+
+    def _broker_unclean(self, resource: str, value: str | None, offset: int) -> None:
+        if value is None:
+            self.broker_unclean.pop(resource, None)
+        else:
+            self.broker_unclean[resource] = value
+        scope = "the cluster default" if resource == "" else f"node {resource}"
+        now = "removed" if value is None else f"set to {value}"
+        self.notes.append(
+            f"offset {offset}: broker-level {UNCLEAN_KEY} ({scope}) {now}: kcsim reads it "
+            f"from its settings (replay with --set {UNCLEAN_KEY}=...)"
+        )
+
+    def _creation(self, topic: str) -> _Cause | None:
+        """The `topic_creation` of `topic` this batch opened, if any."""
+        cause = self._topic_cause(topic)
+        return cause if cause is not None and cause.event["type"] == "topic_creation" else None
 
     # ------------------------------------------------------------ partition changes
 
@@ -359,7 +446,18 @@ class KraftLogModel:
                 tp = (name, int(data["partitionId"]))
                 self.partitions[tp] = _partition_state(data, record.epoch)
                 self.by_topic.setdefault(name, {})[tp[1]] = None
+        elif kind == "CONFIG_RECORD":
+            self._snapshot_config(record)
         self.epoch = max(self.epoch, record.epoch)
+
+    def _snapshot_config(self, record: Record) -> None:
+        data = record.data
+        resource, key, value = str(data["resourceName"]), str(data["name"]), data.get("value")
+        kind = int(data["resourceType"])
+        if kind == BROKER_RESOURCE and key == UNCLEAN_KEY:
+            self._broker_unclean(resource, value, record.offset)
+        elif kind == TOPIC_RESOURCE and value is not None:
+            self._carried(resource, key, value)
 
     def _end_snapshot(self) -> list[Event]:
         """The snapshot's cluster as events, like `kcsim shadow`'s start."""
@@ -378,10 +476,10 @@ class KraftLogModel:
             numbers = sorted(self.by_topic.get(topic, {}))
             assignment = {str(p): list(self.partitions[topic, p].replicas) for p in numbers}
             state = {str(p): _state_field(self.partitions[topic, p]) for p in numbers}
-            events.append(
-                {"type": "topic_creation", "topic": topic, "assignment": assignment}
-                | {"state": state}
-            )
+            event = {"type": "topic_creation", "topic": topic, "assignment": assignment}
+            if self.configs.get(topic):
+                event["configs"] = dict(self.configs[topic])
+            events.append(event | {"state": state})
         observed = [_observed(tp, self.partitions[tp]) for tp in sorted(self.partitions)]
         events.append(
             {"type": "controller_failover", "controller_epoch": self.epoch}
@@ -413,9 +511,15 @@ class KraftLogModel:
     def _flush(self) -> list[Event]:
         causes, self._causes = self._causes, []
         self._elections = {}
+        self._config_changes = {}
         out = []
         for n, cause in enumerate(causes):
             event = cause.event
+            if cause.writes and event["type"] == "topic_config_change":
+                # kcsim compares a topic event's observed with the whole topic
+                for p in self.by_topic.get(event["topic"], {}):
+                    tp = (event["topic"], p)
+                    cause.writes.setdefault(tp, self.partitions[tp])
             if cause.observes or (cause.observes is None and cause.writes):
                 rows = [_observed(tp, state) for tp, state in cause.writes.items()]
                 event["observed"] = {"partitions": rows}
@@ -438,6 +542,13 @@ class KraftLogModel:
             "ts": self._iso_ts(),
         }
         return head | event
+
+
+def _batch_order(record: Record) -> int:
+    """Causes first, then configs (Kafka 4.1.1 writes a created topic's ConfigRecords
+    before its PartitionRecords, which tell the topic's partitions), then partition
+    changes."""
+    return {"CONFIG_RECORD": 1, "PARTITION_CHANGE_RECORD": 2}.get(record.type, 0)
 
 
 def _iso(ts: int) -> str:
@@ -523,4 +634,5 @@ _HANDLERS = {
     "PARTITION_RECORD": KraftLogModel._partition,
     "REMOVE_TOPIC_RECORD": KraftLogModel._remove_topic,
     "PARTITION_CHANGE_RECORD": KraftLogModel._partition_change,
+    "CONFIG_RECORD": KraftLogModel._config,
 }

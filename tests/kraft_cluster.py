@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import pytest
 from kafka import KafkaAdminClient, TopicPartition
-from kafka.admin import NewTopic
+from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, NewTopic
 from kafka.errors import KafkaError
 
 from streaming import kraft_cluster as cluster
@@ -127,11 +127,17 @@ class KraftCluster:
             topic, lambda ps: all(p.isr == set(p.replicas) for p in ps.values()), "ISR full"
         )
 
-    def create_topic(self, topic: str, assignment: Mapping[int, Sequence[int]]) -> None:
+    def create_topic(
+        self,
+        topic: str,
+        assignment: Mapping[int, Sequence[int]],
+        configs: Mapping[str, str] | None = None,
+    ) -> None:
         admin = self.admin()
         try:
             replicas = {p: list(r) for p, r in assignment.items()}
-            admin.create_topics([NewTopic(topic, -1, -1, replica_assignments=replicas)])
+            new = NewTopic(topic, -1, -1, replica_assignments=replicas, topic_configs=configs)
+            admin.create_topics([new])
         finally:
             admin.close()
 
@@ -139,6 +145,25 @@ class KraftCluster:
             return len(ps) == len(assignment) and all(p.leader >= 0 for p in ps.values())
 
         self.wait_partitions(topic, created, "created")
+
+    def alter_topic_configs(self, topic: str, changes: Mapping[str, str | None]) -> None:
+        """IncrementalAlterConfigs of one topic: a value sets the key, None deletes it."""
+        self._alter_configs(ConfigResourceType.TOPIC, topic, changes)
+
+    def alter_broker_configs(self, broker: str, changes: Mapping[str, str | None]) -> None:
+        """The same for one broker's dynamic configs (kafka-python refuses the name "" of
+        the cluster-wide default)."""
+        self._alter_configs(ConfigResourceType.BROKER, broker, changes)
+
+    def _alter_configs(
+        self, kind: ConfigResourceType, name: str, changes: Mapping[str, str | None]
+    ) -> None:
+        ops = {k: (AlterConfigOp.DELETE, None) if v is None else v for k, v in changes.items()}
+        admin = self.admin()
+        try:
+            admin.alter_configs([ConfigResource(kind, name, ops)])
+        finally:
+            admin.close()
 
     def reassign(self, targets: Mapping[tuple[str, int], Sequence[int]]) -> None:
         admin = self.admin()

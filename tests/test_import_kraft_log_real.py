@@ -23,6 +23,8 @@ pytestmark = pytest.mark.kraft
 
 ORDERS = {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}
 AUDIT = {0: [2, 1], 1: [3, 2]}
+FLAGS = {0: [1, 2]}
+UNCLEAN = "unclean.leader.election.enable"
 
 # (event type, field) where a difference between KRaft and kcsim (ZooKeeper mode) first
 # appears or changes; the README's table gives each one's reason in Kafka's source
@@ -46,6 +48,11 @@ EXPECTED_CLASSES = {
 def run_scenario(kraft: KraftCluster) -> None:
     kraft.create_topic("orders", ORDERS)
     kraft.create_topic("audit", AUDIT)
+    # §16: a topic created with unclean leader election on, then altered: the override
+    # set to false with retention.ms deleted in one request, then the override deleted
+    kraft.create_topic("flags", FLAGS, {UNCLEAN: "true", "retention.ms": "60000"})
+    kraft.alter_topic_configs("flags", {UNCLEAN: "false", "retention.ms": None})
+    kraft.alter_topic_configs("flags", {UNCLEAN: None})
     kraft.wait_isr_full("orders")
     # the quorum leader (the active controller) crashes: a new one is elected, then the
     # crashed node is fenced once its session times out; it comes back
@@ -151,6 +158,12 @@ def test_a_kraft_day_through_the_zookeeper_controller(kraft_cluster: KraftCluste
     assert kinds["topic_deletion"] == 1
     assert kinds["isr_change"] >= 3  # the restarted nodes rejoining, a completion
     # the failover names the new quorum leader and its epoch (the controller epoch)
+    # the topic configs: at creation, then a change per request; kcsim cannot delete a
+    # config, so the deleted override is the value it falls back to (false here)
+    (flags,) = [e for e in events if e["type"] == "topic_creation" and e["topic"] == "flags"]
+    assert flags["configs"] == {UNCLEAN: "true", "retention.ms": "60000"}
+    changes = [e["configs"] for e in events if e["type"] == "topic_config_change"]
+    assert changes == [{UNCLEAN: "false"}, {UNCLEAN: "false"}]
     failovers = [e for e in events if e["type"] == "controller_failover"]
     epochs = [e["controller_epoch"] for e in failovers]
     assert epochs == sorted(set(epochs)) and epochs[0] >= 1
@@ -173,3 +186,5 @@ def test_a_kraft_day_through_the_zookeeper_controller(kraft_cluster: KraftCluste
             state.replicas,
         )
     assert not any(r["topic"] == "audit" for r in tables["partition_state"])
+    topics = {r["topic"]: r for r in tables["topics"]}
+    assert topics["flags"]["configs"] == {UNCLEAN: "false", "retention.ms": "60000"}

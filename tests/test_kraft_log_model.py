@@ -158,3 +158,81 @@ def test_a_deletion_with_a_replica_down_is_answered_when_its_broker_is_back():
         ("broker_startup", None, 3, False),
         ("stop_replica_response", 1, 3, True),
     ]
+
+
+def config(name: str, value: str | None, resource: str = "t", kind: int = 2) -> tuple[str, dict]:
+    data = {"resourceType": kind, "resourceName": resource, "name": name, "value": value}
+    return "CONFIG_RECORD", data
+
+
+UNCLEAN = "unclean.leader.election.enable"
+
+
+def test_a_topics_configs_at_creation_then_changed_and_deleted():
+    """§16: the configs a topic is created with are its topic_creation's; a later change
+    is a topic_config_change; a deleted unclean override falls back to the cluster's."""
+    log = Log()
+    log.batch(register(1, 1))
+    log.batch(unfence(1, 1))
+    partition = ("PARTITION_RECORD", {"partitionId": 0, "topicId": TOPIC_ID, "replicas": [1],
+                                      "isr": [1], "leader": 1, "leaderEpoch": 0,
+                                      "partitionEpoch": 0})  # fmt: skip
+    # Kafka 4.1.1 writes a new topic's ConfigRecords between its TopicRecord and its
+    # PartitionRecords
+    log.batch(
+        ("TOPIC_RECORD", {"name": "t", "topicId": TOPIC_ID}),
+        config(UNCLEAN, "true"),
+        config("retention.ms", "60000"),
+        config("remote.log.copy.disable", "true"),  # a 4.x name kcsim (3.7.1) refuses
+        partition,
+    )
+    log.batch(config(UNCLEAN, "false"), config("retention.ms", None))
+    log.batch(config(UNCLEAN, "true", resource="", kind=4))  # the cluster default
+    log.batch(config(UNCLEAN, None))
+    log.batch(config("cleanup.policy", "compact", resource="gone"))  # no such topic
+    events = log.done()
+    creation = next(e for e in events if e["type"] == "topic_creation")
+    assert creation["configs"] == {UNCLEAN: "true", "retention.ms": "60000"}
+    changes = [e for e in events if e["type"] == "topic_config_change"]
+    assert [(e["topic"], e["configs"]) for e in changes] == [
+        ("t", {UNCLEAN: "false"}),  # retention.ms deleted: counted, kcsim acts on none
+        ("t", {UNCLEAN: "true"}),  # the override deleted: the cluster default set above
+    ]
+    assert all("observed" not in e for e in changes)  # no partition written with them
+    assert log.model.counts.configs_dropped == 2
+    assert log.model.configs == {"t": {UNCLEAN: "true"}}
+    (note,) = log.model.notes
+    assert "(the cluster default) set to true" in note and "--set" in note
+
+
+def test_a_config_change_that_elects_observes_its_whole_topic():
+    log = cluster_with_topic([[1, 2], [2, 3]])
+    log.batch(change(0, isr=[1]))
+    log.batch(fence(1, 1), change(0, leader=-1))
+    # unclean election enabled: the controller elects the leaderless partition in the batch
+    log.batch(config(UNCLEAN, "true"), change(0, leader=2, isr=[2], leaderRecoveryState=1))
+    event = log.done()[-1]
+    assert (event["type"], event["configs"]) == ("topic_config_change", {UNCLEAN: "true"})
+    rows = {r["partition"]: r for r in event["observed"]["partitions"]}
+    assert sorted(rows) == [0, 1]
+    assert (rows[0]["leader"], rows[0]["isr"], rows[0]["leader_recovery_state"]) == (
+        2, [2], "RECOVERING",
+    )  # fmt: skip
+
+
+def test_a_snapshot_carries_a_topics_configs():
+    log = Log()
+
+    def snap(kind: str, data: dict) -> None:
+        record = Record(Path("0-1.checkpoint"), 0, 10, 1, 1000, kind, 0, data, True)
+        log.events.extend(log.model.feed(record))
+
+    snap(*register(1, 1))
+    snap("TOPIC_RECORD", {"name": "t", "topicId": TOPIC_ID})
+    state = {"replicas": [1], "isr": [1], "leader": 1, "leaderEpoch": 3, "partitionEpoch": 4}
+    snap("PARTITION_RECORD", {"partitionId": 0, "topicId": TOPIC_ID, **state})
+    snap(*config(UNCLEAN, "true"))
+    snap(*config(UNCLEAN, "false", resource="", kind=4))
+    creation = next(e for e in log.done() if e["type"] == "topic_creation")
+    assert creation["configs"] == {UNCLEAN: "true"}
+    assert len(log.model.notes) == 1
