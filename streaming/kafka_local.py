@@ -26,13 +26,11 @@ which both Spark's Java client and kafka-python read.
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
 import fcntl
 import subprocess
 import sys
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +42,7 @@ from streaming.local_process import (
     free_ports,
     is_running,
     java,
+    kraft_cluster_id,
     launch_detached,
     log_tail,
     port_free,
@@ -184,15 +183,6 @@ def _server_properties(
             }
         )
     return "".join(f"{key}={value}\n" for key, value in props.items())
-
-
-def _cluster_id() -> str:
-    # Kafka's Uuid text form: url-safe base64 of 16 bytes, no padding; like Kafka's
-    # Uuid.randomUuid, never one starting with "-" (it would read as an option).
-    while True:
-        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-        if not text.startswith("-"):
-            return text
 
 
 def _is_broker(pid: int) -> bool:
@@ -341,7 +331,7 @@ def _start_locked(data_dir: Path, timeout_s: float, scram: ScramUser | None, tls
     # Format once; a later start keeps the data (meta.properties is there).
     if not formatted_before:
         format_args = ["kafka.tools.StorageTool", "format", "--ignore-formatted",
-                       f"--cluster-id={_cluster_id()}", f"--config={properties}"]  # fmt: skip
+                       f"--cluster-id={kraft_cluster_id()}", f"--config={properties}"]  # fmt: skip
         if scram is not None:
             format_args.append(
                 f"--add-scram={SCRAM_MECHANISM}=[name={scram.username},password={scram.password}]"
