@@ -100,10 +100,15 @@ def main() -> None:
         sys.exit(f"replay failed ({done.returncode}):\n{done.stderr}")
     wall = re.search(r"Elapsed \(wall clock\) time.*: (\S+)", done.stderr)
     rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)
+    cpu = sum(
+        float(m[1]) for m in re.finditer(r"(?:User|System) time \(seconds\): (\S+)", done.stderr)
+    )
     summary = [line for line in done.stderr.splitlines() if line.startswith("kcsim replay:")]
     print(f"tree {args.tree}: {args.brokers} brokers, {args.partitions:,} partitions")
     print(*summary, sep="\n")
-    print(f"wall {wall[1] if wall else '?'}  peak RSS {int(rss[1]) / 1024 if rss else 0:,.0f} MiB")
+    print(
+        f"wall {wall[1] if wall else '?'}  CPU {cpu:,.1f} s  peak RSS {int(rss[1]) / 1024 if rss else 0:,.0f} MiB"
+    )
     restart_from = args.brokers + -(-args.partitions // PARTITIONS_PER_TOPIC) + 1
     suffix = ".jsonl.gz" if args.compress else ".jsonl"
     transitions = count_partition_transitions(out / f"state_changes{suffix}", restart_from)

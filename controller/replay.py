@@ -3,15 +3,18 @@
 Streams a JSON-lines file (or a directory of them) through `Simulator` in one process and
 writes every table of `schemas.TABLES` as `DIR/<table>.jsonl`: append-only tables as the
 batches produce them, state tables once at the end. No Spark. With `--compress` each is
-`DIR/<table>.jsonl.gz` instead, the same lines gzipped: a new broker's UpdateMetadata
-names every partition, so a rolling restart of a large cluster writes GBs of JSON that
-compress ~17x (`table_file` finds either form; every reader in the repo goes through it).
+`DIR/<table>.jsonl.zst` instead, the same lines in Zstandard with a 128 MiB window: a new
+broker's UpdateMetadata names every partition (28.5 MB of JSON at 100k partitions), so a
+rolling restart of a large cluster writes GBs of JSON, each such body nearly the previous
+one again, and the window reaches back to it (`table_file` finds any form, gzipped
+`.jsonl.gz` of earlier runs too; every reader in the repo goes through it).
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import io
 import json
 import sys
 import time
@@ -20,6 +23,8 @@ from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import IO
+
+import zstandard
 
 from controller.config import Settings
 from controller.simulator import RawEvent, Row, Simulator
@@ -41,10 +46,15 @@ _SKIPPED_SUFFIXES = (".crc", "_SUCCESS", "._COPYING_")
 # JSON's own whitespace; a line of only these holds no event.
 _JSON_BLANKS = " \t\r"
 PLAIN_SUFFIX = ".jsonl"
-COMPRESSED_SUFFIX = ".jsonl.gz"
-# the fastest level: ~0.1 s of CPU per 25 MB of request JSON for a ~17x smaller file (the
-# default level takes 1.5x the CPU for ~20x)
-_GZIP_LEVEL = 1
+COMPRESSED_SUFFIX = ".jsonl.zst"  # what --compress writes
+GZIP_SUFFIX = ".jsonl.gz"  # what --compress wrote before: still read, never written
+_SUFFIXES = (COMPRESSED_SUFFIX, GZIP_SUFFIX, PLAIN_SUFFIX)  # table_file's order
+# 2^27 = 128 MiB: reaches back over a whole UpdateMetadata body of up to ~400k partitions
+# (28.5 MB of JSON at 100k), which the next new broker's body nearly repeats. The window
+# costs that much memory on write and on read; 2^27 is also the largest window a decoder
+# takes without being told (zstd -d, pyarrow), so any of them reads these files.
+_ZSTD_WINDOW_LOG = 27
+_ZSTD_LEVEL = 1  # the fastest; see README "Session 9" for the figures
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -70,7 +80,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--compress",
         action="store_true",
-        help="write DIR/<table>.jsonl.gz (gzip) instead of DIR/<table>.jsonl",
+        help="write DIR/<table>.jsonl.zst (Zstandard, a 128 MiB window, long-distance "
+        "matching: ~140x smaller for a large cluster's requests; needs 128 MiB more memory "
+        "to write and to read) instead of DIR/<table>.jsonl",
     )
     parser.add_argument("--quiet", action="store_true", help="no summary on stderr")
 
@@ -124,7 +136,7 @@ def replay(
     batch_output: int = DEFAULT_BATCH_OUTPUT,
     compress: bool = False,
 ) -> Summary:
-    """Apply the events under `source` and write every table to `out` (gzipped with
+    """Apply the events under `source` and write every table to `out` (Zstandard with
     `compress`)."""
     started = time.monotonic()
     simulator = Simulator(settings)
@@ -219,7 +231,7 @@ def _batches(events: Iterable[RawEvent], size: int) -> Iterator[list[RawEvent]]:
 
 
 def write_tables(out: Path, tables: Mapping[str, Iterable[Row]], compress: bool = False) -> None:
-    """Write (replacing) `out/<table>.jsonl` (`.jsonl.gz` with `compress`) for each named
+    """Write (replacing) `out/<table>.jsonl` (`.jsonl.zst` with `compress`) for each named
     table."""
     out.mkdir(parents=True, exist_ok=True)
     for name, rows in tables.items():
@@ -253,21 +265,45 @@ class _AppendFiles:
 
 
 def table_file(directory: Path, name: str) -> Path:
-    """A replay output directory's file of a table: `<name>.jsonl` or `<name>.jsonl.gz`
-    (the plain name when neither exists). Replay leaves only one of the two."""
-    compressed = directory / f"{name}{COMPRESSED_SUFFIX}"
-    return compressed if compressed.exists() else directory / f"{name}{PLAIN_SUFFIX}"
+    """A replay output directory's file of a table: `<name>.jsonl.zst`, `<name>.jsonl.gz`
+    (an earlier `--compress`) or `<name>.jsonl` (the plain name when none exists). Replay
+    leaves only one of them."""
+    for suffix in _SUFFIXES:
+        path = directory / f"{name}{suffix}"
+        if path.exists():
+            return path
+    return directory / f"{name}{PLAIN_SUFFIX}"
+
+
+def open_table(path: Path) -> IO[str]:
+    """A table file's text, decompressed by its name, streamed: read it line by line and
+    memory stays flat."""
+    if path.name.endswith(COMPRESSED_SUFFIX):
+        raw = path.open("rb")
+        decompressor = zstandard.ZstdDecompressor(max_window_size=1 << _ZSTD_WINDOW_LOG)
+        stream = io.BufferedReader(decompressor.stream_reader(raw, closefd=True))
+        return io.TextIOWrapper(stream, encoding="utf-8")
+    if path.name.endswith(GZIP_SUFFIX):
+        return gzip.open(path, "rt", encoding="utf-8")
+    return path.open(encoding="utf-8")
 
 
 def _open_table(out: Path, name: str, compress: bool) -> IO[str]:
-    # the other form goes: a reader must not find a previous run's file next to this one
-    plain, compressed = out / f"{name}{PLAIN_SUFFIX}", out / f"{name}{COMPRESSED_SUFFIX}"
-    (plain if compress else compressed).unlink(missing_ok=True)
+    written = out / f"{name}{COMPRESSED_SUFFIX if compress else PLAIN_SUFFIX}"
+    # the other forms go: a reader must not find a previous run's file next to this one
+    for suffix in _SUFFIXES:
+        if out / f"{name}{suffix}" != written:
+            (out / f"{name}{suffix}").unlink(missing_ok=True)
     # backslashreplace: a lone surrogate (an undecodable input byte) that reaches a row is
     # written as a JSON "\\udcXX" escape, so the file stays valid UTF-8 JSON.
     if compress:
-        return gzip.open(compressed, "wt", _GZIP_LEVEL, encoding="utf-8", errors="backslashreplace")
-    return plain.open("w", encoding="utf-8", errors="backslashreplace")
+        parameters = zstandard.ZstdCompressionParameters.from_level(
+            _ZSTD_LEVEL, window_log=_ZSTD_WINDOW_LOG, enable_ldm=True
+        )
+        compressor = zstandard.ZstdCompressor(compression_params=parameters)
+        stream = compressor.stream_writer(written.open("wb"), closefd=True)
+        return io.TextIOWrapper(stream, encoding="utf-8", errors="backslashreplace")
+    return written.open("w", encoding="utf-8", errors="backslashreplace")
 
 
 def _write_rows(handle: IO[str], table: Table, rows: Iterable[Row]) -> None:

@@ -264,14 +264,16 @@ def test_a_file_splits_into_the_lines_each_decoded_alone(content: bytes) -> None
     assert list(replay.split_lines(content, "f.jsonl")) == expected
 
 
-def test_compressed_output_is_the_same_lines_gzipped_and_reads_as_the_plain(
+def test_compressed_output_is_the_same_lines_in_zstd_and_reads_as_the_plain(
     tmp_path: Path,
 ) -> None:
-    """`--compress`: every table as `<table>.jsonl.gz` holding exactly the plain run's
-    bytes; the report's reader reads either form to the same tables (empty ones too), and
-    a run over a directory leaves no file of the other form behind."""
-    import gzip
+    """`--compress`: every table as `<table>.jsonl.zst` holding exactly the plain run's
+    bytes; `open_table` and the report's reader read either form to the same lines and
+    tables (empty ones too), and a run over a directory leaves no file of another form
+    behind."""
+    import zstandard
 
+    from controller.replay import open_table, table_file
     from streaming.report_data import read_replay
 
     events = Path(__file__).resolve().parent.parent / "examples" / "events"
@@ -279,10 +281,13 @@ def test_compressed_output_is_the_same_lines_gzipped_and_reads_as_the_plain(
     status = main(["replay", str(events), "--out", str(plain), "--quiet"])
     assert main(["replay", str(events), "--out", str(packed), "--quiet", "--compress"]) == status
 
-    assert sorted(p.name for p in packed.iterdir()) == sorted(f"{t}.jsonl.gz" for t in TABLES)
+    assert sorted(p.name for p in packed.iterdir()) == sorted(f"{t}.jsonl.zst" for t in TABLES)
     for table in TABLES:
         expected = (plain / f"{table}.jsonl").read_bytes()
-        assert gzip.decompress((packed / f"{table}.jsonl.gz").read_bytes()) == expected
+        with (packed / f"{table}.jsonl.zst").open("rb") as handle:
+            assert zstandard.ZstdDecompressor().stream_reader(handle).read() == expected
+        with open_table(table_file(packed, table)) as lines:
+            assert "".join(lines).encode() == expected
     assert any((plain / f"{t}.jsonl").stat().st_size == 0 for t in TABLES)  # an empty one
     plain_tables, packed_tables = read_replay(plain), read_replay(packed)
     assert plain_tables.keys() == packed_tables.keys()
@@ -290,6 +295,34 @@ def test_compressed_output_is_the_same_lines_gzipped_and_reads_as_the_plain(
         assert packed_tables[name].equals(table), name
     assert plain_tables["state_changes"].num_rows > 0
 
-    # the same directory written plain again: the .gz files go
+    # the same directory written plain again: the .zst files go
     assert main(["replay", str(events), "--out", str(packed), "--quiet"]) == status
     assert sorted(p.name for p in packed.iterdir()) == sorted(f"{t}.jsonl" for t in TABLES)
+
+
+def test_an_earlier_gzipped_output_still_reads_and_a_new_run_replaces_it(
+    tmp_path: Path,
+) -> None:
+    """`--compress` wrote `<table>.jsonl.gz` before it wrote Zstandard: such a directory
+    still reads as the plain run, and a `--compress` run over it leaves only `.zst`."""
+    import gzip
+
+    from controller.replay import open_table, table_file
+    from streaming.report_data import read_replay
+
+    events = Path(__file__).resolve().parent.parent / "examples" / "events"
+    plain, old = tmp_path / "plain", tmp_path / "old"
+    status = main(["replay", str(events), "--out", str(plain), "--quiet"])
+    old.mkdir()
+    for table in TABLES:
+        content = (plain / f"{table}.jsonl").read_bytes()
+        (old / f"{table}.jsonl.gz").write_bytes(gzip.compress(content, 1))
+    for table in TABLES:
+        with open_table(table_file(old, table)) as lines:
+            assert "".join(lines).encode() == (plain / f"{table}.jsonl").read_bytes()
+    plain_tables, old_tables = read_replay(plain), read_replay(old)
+    for name, table in plain_tables.items():
+        assert old_tables[name].equals(table), name
+
+    assert main(["replay", str(events), "--out", str(old), "--quiet", "--compress"]) == status
+    assert sorted(p.name for p in old.iterdir()) == sorted(f"{t}.jsonl.zst" for t in TABLES)
