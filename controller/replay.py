@@ -41,7 +41,7 @@ _BYTES_PER_WRITE = 16 << 20  # (characters) and of a table of large rows
 _LIST_SLICE = 10_000  # items of a long list column encoded at a time
 _LONG_LIST = 1_000  # a row with a list longer than this is written in pieces (EntryTexts)
 # partitions whose request entry text is kept for the next body that names them unchanged
-# (~0.6 KB each: 120 MB at most; a cluster with more has its first ones kept)
+# (~0.65 KB each: 130 MB at most; a cluster with more has its first ones kept)
 _ENTRY_TEXTS = 200_000
 # Hadoop/Spark treat names starting with "." or "_" as hidden (checksums, _SUCCESS,
 # _delta_log) and "._COPYING_" as a file still being written; the file source skips them.
@@ -379,11 +379,12 @@ class EntryTexts:
     float, or null). Entries that are not dicts with a "topic" and a "partition" are
     encoded as they come."""
 
-    __slots__ = ("_texts",)
+    __slots__ = ("_keys", "_texts")
 
     def __init__(self) -> None:
         # (topic, partition) -> (keys, values, text)
         self._texts: dict[tuple[object, object], tuple[tuple, tuple, str]] = {}
+        self._keys: dict[tuple, tuple] = {}  # one tuple per key order, shared
 
     def encode(self, items: list) -> str:
         """`_dumps(items)` without its brackets."""
@@ -402,7 +403,7 @@ class EntryTexts:
                 continue
             text = _dumps(item)
             if kept is not None or room:
-                texts[key] = (keys, values, text)
+                texts[key] = (self._keys.setdefault(keys, keys), values, text)
                 room = len(texts) < _ENTRY_TEXTS
             out.append(text)
         return ",".join(out)
