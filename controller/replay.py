@@ -38,6 +38,8 @@ DEFAULT_BATCH_OUTPUT = 250_000
 STDIN = Path("-")
 _ROWS_PER_WRITE = 10_000  # bounds the memory of writing a large state table
 _BYTES_PER_WRITE = 16 << 20  # (characters) and of a table of large rows
+# json.dumps's text with these options; json.dumps itself builds an encoder per call
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _LIST_SLICE = 10_000  # items of a long list column encoded at a time
 _LONG_LIST = 1_000  # a row with a list longer than this is written in pieces (EntryTexts)
 # partitions whose request entry text is kept for the next body that names them unchanged
@@ -410,4 +412,4 @@ class EntryTexts:
 
 
 def _dumps(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _ENCODER.encode(value)
