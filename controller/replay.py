@@ -3,11 +3,12 @@
 Streams a JSON-lines file (or a directory of them) through `Simulator` in one process and
 writes every table of `schemas.TABLES` as `DIR/<table>.jsonl`: append-only tables as the
 batches produce them, state tables once at the end. No Spark. With `--compress` each is
-`DIR/<table>.jsonl.zst` instead, the same lines in Zstandard, a 128 MiB window: a new
-broker's UpdateMetadata names every partition (28.5 MB of JSON at 100k partitions), so a
-rolling restart of a large cluster writes GBs of JSON, each such body nearly the previous
-one again, and the window reaches back to it (`table_file` finds any form, gzipped
-`.jsonl.gz` of earlier runs too; every reader in the repo goes through it).
+`DIR/<table>.jsonl.zst` instead, the same lines in Zstandard, a 128 MiB window for the
+request bodies: a new broker's UpdateMetadata names every partition (28.5 MB of JSON at
+100k partitions), so a rolling restart of a large cluster writes GBs of JSON, each such
+body nearly the previous one again, and the window reaches back to it (`table_file`
+finds any form, gzipped `.jsonl.gz` of earlier runs too; every reader in the repo goes
+through it).
 """
 
 from __future__ import annotations
@@ -55,15 +56,18 @@ PLAIN_SUFFIX = ".jsonl"
 COMPRESSED_SUFFIX = ".jsonl.zst"  # what --compress writes
 GZIP_SUFFIX = ".jsonl.gz"  # what --compress wrote before: still read, never written
 _SUFFIXES = (COMPRESSED_SUFFIX, GZIP_SUFFIX, PLAIN_SUFFIX)  # table_file's order
-# 2^27 = 128 MiB: reaches back over a whole UpdateMetadata body of up to ~400k partitions
-# (28.5 MB of JSON at 100k), which the next new broker's body nearly repeats. The window
-# costs up to that much memory on write and on read (per file, as far as it has been
-# written); 2^27 is also the largest window a decoder takes without being told (zstd -d,
-# pyarrow), so any of them reads these files. Level 1, no long-distance matching, one
-# thread: on the 100k-partition rolling restart's 3.9 GB of request bodies, 20.8 MB in 1.7
-# s of CPU; long-distance matching gave 54.7 MB in 17 s, level 3 20.4 MB in 2.0 s, a worker
-# thread 20.9 MB in 2.8 s, the default 512 KiB window 27.2 MB (README "Session 9").
+# 2^27 = 128 MiB for request bodies: reaches back over a whole UpdateMetadata body of up
+# to ~400k partitions (28.5 MB of JSON at 100k), which the next new broker's body nearly
+# repeats. A window costs up to that much memory on write and on read (per file, as far
+# as it has been written); 2^27 is also the largest window zstd's decoders take by
+# default (pyarrow among them), so none needs telling. The other tables' rows repeat
+# within a few MiB: 2^23 gives them the same sizes. Level 1, no long-distance matching,
+# one thread: on the 100k-partition rolling restart's 3.9 GB of request bodies, 20.8 MB
+# in 1.7 s of CPU; long-distance matching gave 54.7 MB in 17 s, level 3 20.4 MB in 2.0
+# s, a worker thread 20.9 MB in 2.8 s, a 512 KiB window 27.2 MB (README "Session 9").
 _ZSTD_WINDOW_LOG = 27
+_ZSTD_WINDOW_LOGS = {"request_payloads": _ZSTD_WINDOW_LOG}  # others: _ZSTD_SMALL_WINDOW_LOG
+_ZSTD_SMALL_WINDOW_LOG = 23
 _ZSTD_LEVEL = 1
 
 
@@ -90,9 +94,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--compress",
         action="store_true",
-        help="write DIR/<table>.jsonl.zst (Zstandard, level 1, a 128 MiB window: ~190x "
-        "smaller for a large cluster's requests; up to 128 MiB more memory per file to "
-        "write and to read) instead of DIR/<table>.jsonl",
+        help="write DIR/<table>.jsonl.zst (Zstandard, level 1, a 128 MiB window for "
+        "request_payloads: ~190x smaller for a large cluster's requests; up to 128 MiB "
+        "more memory to write and to read it) instead of DIR/<table>.jsonl",
     )
     parser.add_argument("--quiet", action="store_true", help="no summary on stderr")
 
@@ -309,7 +313,7 @@ def _open_table(out: Path, name: str, compress: bool) -> IO[str]:
     # written as a JSON "\\udcXX" escape, so the file stays valid UTF-8 JSON.
     if compress:
         parameters = zstandard.ZstdCompressionParameters.from_level(
-            _ZSTD_LEVEL, window_log=_ZSTD_WINDOW_LOG
+            _ZSTD_LEVEL, window_log=_ZSTD_WINDOW_LOGS.get(name, _ZSTD_SMALL_WINDOW_LOG)
         )
         compressor = zstandard.ZstdCompressor(compression_params=parameters)
         stream = compressor.stream_writer(written.open("wb"), closefd=True)
