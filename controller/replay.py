@@ -25,8 +25,6 @@ from itertools import islice
 from pathlib import Path
 from typing import IO
 
-import zstandard
-
 from controller.config import Settings
 from controller.simulator import RawEvent, Row, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES, TABLES, Table
@@ -294,6 +292,8 @@ def open_table(path: Path) -> IO[str]:
     """A table file's text, decompressed by its name, streamed: read it line by line and
     memory stays flat."""
     if path.name.endswith(COMPRESSED_SUFFIX):
+        import zstandard  # here: the core ships to Spark executors, which do not need it
+
         raw = path.open("rb")
         decompressor = zstandard.ZstdDecompressor(max_window_size=1 << _ZSTD_WINDOW_LOG)
         stream = io.BufferedReader(decompressor.stream_reader(raw, closefd=True))
@@ -312,6 +312,8 @@ def _open_table(out: Path, name: str, compress: bool) -> IO[str]:
     # backslashreplace: a lone surrogate (an undecodable input byte) that reaches a row is
     # written as a JSON "\\udcXX" escape, so the file stays valid UTF-8 JSON.
     if compress:
+        import zstandard  # as in open_table
+
         parameters = zstandard.ZstdCompressionParameters.from_level(
             _ZSTD_LEVEL, window_log=_ZSTD_WINDOW_LOGS.get(name, _ZSTD_SMALL_WINDOW_LOG)
         )
