@@ -13,13 +13,15 @@ partition transition (`state_changes` rows of partitions), for the build-up (sta
 topic creations) and the rolling restart apart. `--tree DIR` runs the replay
 of another source tree (e.g. an older commit's `git archive`), to compare. `--compress`
 runs `kcsim replay --compress`: the sizes above are then of the decompressed lines, and
-each request table's gzipped file size is printed too.
+each request table's compressed file size is printed too (`.jsonl.zst`, or `.jsonl.gz`
+for a tree from before Zstandard).
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import io
 import json
 import os
 import re
@@ -29,6 +31,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
+
+import zstandard
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTITIONS_PER_TOPIC = 1000
@@ -71,6 +75,9 @@ def count_partition_transitions(path: Path, restart_from: int) -> list[int]:
 
 
 def _open(path: Path) -> BinaryIO:
+    if path.suffix == ".zst":
+        reader = zstandard.ZstdDecompressor().stream_reader(path.open("rb"), closefd=True)
+        return io.BufferedReader(reader)  # type: ignore[arg-type]
     return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")  # type: ignore[return-value]
 
 
@@ -100,12 +107,19 @@ def main() -> None:
         sys.exit(f"replay failed ({done.returncode}):\n{done.stderr}")
     wall = re.search(r"Elapsed \(wall clock\) time.*: (\S+)", done.stderr)
     rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)
+    cpu = sum(
+        float(m[1]) for m in re.finditer(r"(?:User|System) time \(seconds\): (\S+)", done.stderr)
+    )
     summary = [line for line in done.stderr.splitlines() if line.startswith("kcsim replay:")]
     print(f"tree {args.tree}: {args.brokers} brokers, {args.partitions:,} partitions")
     print(*summary, sep="\n")
-    print(f"wall {wall[1] if wall else '?'}  peak RSS {int(rss[1]) / 1024 if rss else 0:,.0f} MiB")
+    peak = int(rss[1]) / 1024 if rss else 0
+    print(f"wall {wall[1] if wall else '?'}  CPU {cpu:,.1f} s  peak RSS {peak:,.0f} MiB")
     restart_from = args.brokers + -(-args.partitions // PARTITIONS_PER_TOPIC) + 1
-    suffix = ".jsonl.gz" if args.compress else ".jsonl"
+    # a tree from before Zstandard wrote .jsonl.gz
+    suffix = next(
+        (s for s in (".jsonl.zst", ".jsonl.gz") if (out / f"state_changes{s}").exists()), ".jsonl"
+    )
     transitions = count_partition_transitions(out / f"state_changes{suffix}", restart_from)
     totals = [0, 0]
     for name in REQUEST_TABLES:
@@ -113,7 +127,7 @@ def main() -> None:
         if not path.exists():
             continue
         if args.compress:
-            print(f"{name:20s} gzipped: {path.stat().st_size / 1e6:,.1f} MB")
+            print(f"{name:20s} compressed ({suffix}): {path.stat().st_size / 1e6:,.1f} MB")
         sizes, rows, longest = [0, 0], [0, 0], 0
         with _open(path) as handle:
             for line in handle:

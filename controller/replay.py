@@ -3,15 +3,19 @@
 Streams a JSON-lines file (or a directory of them) through `Simulator` in one process and
 writes every table of `schemas.TABLES` as `DIR/<table>.jsonl`: append-only tables as the
 batches produce them, state tables once at the end. No Spark. With `--compress` each is
-`DIR/<table>.jsonl.gz` instead, the same lines gzipped: a new broker's UpdateMetadata
-names every partition, so a rolling restart of a large cluster writes GBs of JSON that
-compress ~17x (`table_file` finds either form; every reader in the repo goes through it).
+`DIR/<table>.jsonl.zst` instead, the same lines in Zstandard, a 128 MiB window for the
+request bodies: a new broker's UpdateMetadata names every partition (28.5 MB of JSON at
+100k partitions), so a rolling restart of a large cluster writes GBs of JSON, each such
+body nearly the previous one again, and the window reaches back to it (`table_file`
+finds any form, gzipped `.jsonl.gz` of earlier runs too; every reader in the repo goes
+through it).
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import io
 import json
 import sys
 import time
@@ -33,7 +37,13 @@ DEFAULT_BATCH_OUTPUT = 250_000
 STDIN = Path("-")
 _ROWS_PER_WRITE = 10_000  # bounds the memory of writing a large state table
 _BYTES_PER_WRITE = 16 << 20  # (characters) and of a table of large rows
+# json.dumps's text with these options; json.dumps itself builds an encoder per call
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _LIST_SLICE = 10_000  # items of a long list column encoded at a time
+_LONG_LIST = 1_000  # a row with a list longer than this is written in pieces (EntryTexts)
+# partitions whose request entry text is kept for the next body that names them unchanged
+# (~0.65 KB each: 130 MB at most; a cluster with more has its first ones kept)
+_ENTRY_TEXTS = 200_000
 # Hadoop/Spark treat names starting with "." or "_" as hidden (checksums, _SUCCESS,
 # _delta_log) and "._COPYING_" as a file still being written; the file source skips them.
 _HIDDEN_PREFIXES = (".", "_")
@@ -41,10 +51,22 @@ _SKIPPED_SUFFIXES = (".crc", "_SUCCESS", "._COPYING_")
 # JSON's own whitespace; a line of only these holds no event.
 _JSON_BLANKS = " \t\r"
 PLAIN_SUFFIX = ".jsonl"
-COMPRESSED_SUFFIX = ".jsonl.gz"
-# the fastest level: ~0.1 s of CPU per 25 MB of request JSON for a ~17x smaller file (the
-# default level takes 1.5x the CPU for ~20x)
-_GZIP_LEVEL = 1
+COMPRESSED_SUFFIX = ".jsonl.zst"  # what --compress writes
+GZIP_SUFFIX = ".jsonl.gz"  # what --compress wrote before: still read, never written
+_SUFFIXES = (COMPRESSED_SUFFIX, GZIP_SUFFIX, PLAIN_SUFFIX)  # table_file's order
+# 2^27 = 128 MiB for request bodies: reaches back over a whole UpdateMetadata body of up
+# to ~400k partitions (28.5 MB of JSON at 100k), which the next new broker's body nearly
+# repeats. A window costs up to that much memory on write and on read (per file, as far
+# as it has been written); 2^27 is also the largest window zstd's decoders take by
+# default (pyarrow among them), so none needs telling. The other tables' rows repeat
+# within a few MiB: 2^23 gives them the same sizes. Level 1, no long-distance matching,
+# one thread: on the 100k-partition rolling restart's 3.9 GB of request bodies, 20.8 MB
+# in 1.7 s of CPU; long-distance matching gave 54.7 MB in 17 s, level 3 20.4 MB in 2.0
+# s, a worker thread 20.9 MB in 2.8 s, a 512 KiB window 27.2 MB (README "Session 9").
+_ZSTD_WINDOW_LOG = 27
+_ZSTD_WINDOW_LOGS = {"request_payloads": _ZSTD_WINDOW_LOG}  # others: _ZSTD_SMALL_WINDOW_LOG
+_ZSTD_SMALL_WINDOW_LOG = 23
+_ZSTD_LEVEL = 1
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -70,7 +92,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--compress",
         action="store_true",
-        help="write DIR/<table>.jsonl.gz (gzip) instead of DIR/<table>.jsonl",
+        help="write DIR/<table>.jsonl.zst (Zstandard, level 1, a 128 MiB window for "
+        "request_payloads: ~190x smaller for a large cluster's requests; up to 128 MiB "
+        "more memory to write and to read it) instead of DIR/<table>.jsonl",
     )
     parser.add_argument("--quiet", action="store_true", help="no summary on stderr")
 
@@ -124,7 +148,7 @@ def replay(
     batch_output: int = DEFAULT_BATCH_OUTPUT,
     compress: bool = False,
 ) -> Summary:
-    """Apply the events under `source` and write every table to `out` (gzipped with
+    """Apply the events under `source` and write every table to `out` (Zstandard with
     `compress`)."""
     started = time.monotonic()
     simulator = Simulator(settings)
@@ -219,7 +243,7 @@ def _batches(events: Iterable[RawEvent], size: int) -> Iterator[list[RawEvent]]:
 
 
 def write_tables(out: Path, tables: Mapping[str, Iterable[Row]], compress: bool = False) -> None:
-    """Write (replacing) `out/<table>.jsonl` (`.jsonl.gz` with `compress`) for each named
+    """Write (replacing) `out/<table>.jsonl` (`.jsonl.zst` with `compress`) for each named
     table."""
     out.mkdir(parents=True, exist_ok=True)
     for name, rows in tables.items():
@@ -236,6 +260,7 @@ class _AppendFiles:
         self._out = out
         self._compress = compress
         self._handles: dict[str, IO[str]] = {}
+        self._texts = EntryTexts()
 
     def __enter__(self) -> _AppendFiles:
         for name in self._tables:
@@ -249,28 +274,58 @@ class _AppendFiles:
     def write(self, table: str, rows: Iterable[Row]) -> None:
         if table not in self._tables:
             raise ValueError(f"the simulator appended rows to {table!r}, not an append table")
-        _write_rows(self._handles[table], self._tables[table], rows)
+        _write_rows(self._handles[table], self._tables[table], rows, self._texts)
 
 
 def table_file(directory: Path, name: str) -> Path:
-    """A replay output directory's file of a table: `<name>.jsonl` or `<name>.jsonl.gz`
-    (the plain name when neither exists). Replay leaves only one of the two."""
-    compressed = directory / f"{name}{COMPRESSED_SUFFIX}"
-    return compressed if compressed.exists() else directory / f"{name}{PLAIN_SUFFIX}"
+    """A replay output directory's file of a table: `<name>.jsonl.zst`, `<name>.jsonl.gz`
+    (an earlier `--compress`) or `<name>.jsonl` (the plain name when none exists). Replay
+    leaves only one of them."""
+    for suffix in _SUFFIXES:
+        path = directory / f"{name}{suffix}"
+        if path.exists():
+            return path
+    return directory / f"{name}{PLAIN_SUFFIX}"
+
+
+def open_table(path: Path) -> IO[str]:
+    """A table file's text, decompressed by its name, streamed: read it line by line and
+    memory stays flat."""
+    if path.name.endswith(COMPRESSED_SUFFIX):
+        import zstandard  # here: the core ships to Spark executors, which do not need it
+
+        raw = path.open("rb")
+        decompressor = zstandard.ZstdDecompressor(max_window_size=1 << _ZSTD_WINDOW_LOG)
+        stream = io.BufferedReader(decompressor.stream_reader(raw, closefd=True))
+        return io.TextIOWrapper(stream, encoding="utf-8")
+    if path.name.endswith(GZIP_SUFFIX):
+        return gzip.open(path, "rt", encoding="utf-8")
+    return path.open(encoding="utf-8")
 
 
 def _open_table(out: Path, name: str, compress: bool) -> IO[str]:
-    # the other form goes: a reader must not find a previous run's file next to this one
-    plain, compressed = out / f"{name}{PLAIN_SUFFIX}", out / f"{name}{COMPRESSED_SUFFIX}"
-    (plain if compress else compressed).unlink(missing_ok=True)
+    written = out / f"{name}{COMPRESSED_SUFFIX if compress else PLAIN_SUFFIX}"
+    # the other forms go: a reader must not find a previous run's file next to this one
+    for suffix in _SUFFIXES:
+        if out / f"{name}{suffix}" != written:
+            (out / f"{name}{suffix}").unlink(missing_ok=True)
     # backslashreplace: a lone surrogate (an undecodable input byte) that reaches a row is
     # written as a JSON "\\udcXX" escape, so the file stays valid UTF-8 JSON.
     if compress:
-        return gzip.open(compressed, "wt", _GZIP_LEVEL, encoding="utf-8", errors="backslashreplace")
-    return plain.open("w", encoding="utf-8", errors="backslashreplace")
+        import zstandard  # as in open_table
+
+        parameters = zstandard.ZstdCompressionParameters.from_level(
+            _ZSTD_LEVEL, window_log=_ZSTD_WINDOW_LOGS.get(name, _ZSTD_SMALL_WINDOW_LOG)
+        )
+        compressor = zstandard.ZstdCompressor(compression_params=parameters)
+        stream = compressor.stream_writer(written.open("wb"), closefd=True)
+        return io.TextIOWrapper(stream, encoding="utf-8", errors="backslashreplace")
+    return written.open("w", encoding="utf-8", errors="backslashreplace")
 
 
-def _write_rows(handle: IO[str], table: Table, rows: Iterable[Row]) -> None:
+def _write_rows(
+    handle: IO[str], table: Table, rows: Iterable[Row], texts: EntryTexts | None = None
+) -> None:
     """Rows as JSON lines in the table's column order, one write per chunk. A column missing
     from a row is written as null, as Delta would store it. A chunk is cut at
     _BYTES_PER_WRITE as well, and a row with a long list (a new broker's UpdateMetadata
@@ -281,10 +336,10 @@ def _write_rows(handle: IO[str], table: Table, rows: Iterable[Row]) -> None:
     chunk: list[str] = []
     size = 0
     for row in rows:
-        if any(len(row.get(c) or ()) > _LIST_SLICE for c in lists):
+        if any(len(row.get(c) or ()) > _LONG_LIST for c in lists):
             handle.write("".join(chunk))
             chunk, size = [], 0
-            for piece in _json_pieces(columns, row):
+            for piece in _json_pieces(columns, row, texts or EntryTexts()):
                 handle.write(piece)
             continue
         line = _json_line(columns, row)
@@ -302,17 +357,17 @@ def _json_line(columns: tuple[str, ...], row: Row) -> str:
     return _dumps(ordered) + "\n"
 
 
-def _json_pieces(columns: tuple[str, ...], row: Row) -> Iterator[str]:
+def _json_pieces(columns: tuple[str, ...], row: Row, texts: EntryTexts) -> Iterator[str]:
     """_json_line's text in pieces: a long list is encoded _LIST_SLICE items at a time."""
     separator = "{"
     for column in columns:
         value = row.get(column)
         yield f"{separator}{_dumps(column)}:"
         separator = ","
-        if isinstance(value, list) and len(value) > _LIST_SLICE:
+        if isinstance(value, list) and len(value) > _LONG_LIST:
             yield "["
             for start in range(0, len(value), _LIST_SLICE):
-                items = _dumps(value[start : start + _LIST_SLICE])[1:-1]
+                items = texts.encode(value[start : start + _LIST_SLICE])
                 yield items if start == 0 else "," + items
             yield "]"
         else:
@@ -320,5 +375,47 @@ def _json_pieces(columns: tuple[str, ...], row: Row) -> Iterator[str]:
     yield "}\n"
 
 
+class EntryTexts:
+    """The JSON text of long lists' entries, a partition's kept while its entry is
+    unchanged: each new broker's UpdateMetadata names every partition, mostly as the last
+    one did (10M entries in a 100-broker rolling restart of 100k partitions), and an entry
+    encoded again costs ~5x a lookup and a compare.
+
+    The text is reused only when the entry has the same keys in the same order and equal
+    values, so it is what `_dumps` would give: equal values encode alike, but for 1 ==
+    True == 1.0, which a typed struct field never mixes (a field holds int or bool or
+    float, or null). Entries that are not dicts with a "topic" and a "partition" are
+    encoded as they come."""
+
+    __slots__ = ("_keys", "_texts")
+
+    def __init__(self) -> None:
+        # (topic, partition) -> (keys, values, text)
+        self._texts: dict[tuple[object, object], tuple[tuple, tuple, str]] = {}
+        self._keys: dict[tuple, tuple] = {}  # one tuple per key order, shared
+
+    def encode(self, items: list) -> str:
+        """`_dumps(items)` without its brackets."""
+        texts = self._texts
+        room = len(texts) < _ENTRY_TEXTS
+        out: list[str] = []
+        for item in items:
+            if type(item) is not dict or "partition" not in item or "topic" not in item:
+                out.append(_dumps(item))
+                continue
+            keys, values = tuple(item), tuple(item.values())
+            key = (item["topic"], item["partition"])
+            kept = texts.get(key)
+            if kept is not None and kept[1] == values and kept[0] == keys:
+                out.append(kept[2])
+                continue
+            text = _dumps(item)
+            if kept is not None or room:
+                texts[key] = (self._keys.setdefault(keys, keys), values, text)
+                room = len(texts) < _ENTRY_TEXTS
+            out.append(text)
+        return ",".join(out)
+
+
 def _dumps(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _ENCODER.encode(value)

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from controller.replay import COMPRESSED_SUFFIX, table_file
+from controller.replay import COMPRESSED_SUFFIX, GZIP_SUFFIX, table_file
 
 _JSON_BLOCK = 8 << 20  # bytes a JSON-reader thread parses at once (pyarrow's default: 1 MiB)
 MAX_POINTS = 2000  # points per plotted series at most (two per bucket: its min and max)
@@ -104,9 +104,11 @@ def read_replay(directory: Path) -> dict[str, pa.Table]:
 
 
 def read_jsonl(path: Path, table_schema: pa.Schema) -> pa.Table:
-    """A JSON-lines table, gzipped if its name ends so (pyarrow decompresses it by the
-    name), only `table_schema`'s columns (other fields are skipped)."""
-    if path.stat().st_size == 0 or (path.name.endswith(COMPRESSED_SUFFIX) and _no_data(path)):
+    """A JSON-lines table, Zstandard or gzip if its name ends so (pyarrow decompresses it
+    by the name; replay's 128 MiB Zstandard window is the largest its decoder takes), only
+    `table_schema`'s columns (other fields are skipped)."""
+    compressed = path.name.endswith((COMPRESSED_SUFFIX, GZIP_SUFFIX))
+    if path.stat().st_size == 0 or (compressed and _no_data(path)):
         return table_schema.empty_table()
     options = pa_json.ParseOptions(explicit_schema=table_schema, unexpected_field_behavior="ignore")
     blocks = pa_json.ReadOptions(block_size=_JSON_BLOCK)
@@ -119,7 +121,7 @@ def read_jsonl(path: Path, table_schema: pa.Schema) -> pa.Table:
 
 
 def _no_data(path: Path) -> bool:
-    with pa.input_stream(str(path), compression="gzip") as stream:
+    with pa.input_stream(str(path), compression="detect") as stream:
         return not stream.read(1)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -264,14 +265,16 @@ def test_a_file_splits_into_the_lines_each_decoded_alone(content: bytes) -> None
     assert list(replay.split_lines(content, "f.jsonl")) == expected
 
 
-def test_compressed_output_is_the_same_lines_gzipped_and_reads_as_the_plain(
+def test_compressed_output_is_the_same_lines_in_zstd_and_reads_as_the_plain(
     tmp_path: Path,
 ) -> None:
-    """`--compress`: every table as `<table>.jsonl.gz` holding exactly the plain run's
-    bytes; the report's reader reads either form to the same tables (empty ones too), and
-    a run over a directory leaves no file of the other form behind."""
-    import gzip
+    """`--compress`: every table as `<table>.jsonl.zst` holding exactly the plain run's
+    bytes; `open_table` and the report's reader read either form to the same lines and
+    tables (empty ones too), and a run over a directory leaves no file of another form
+    behind."""
+    import zstandard
 
+    from controller.replay import open_table, table_file
     from streaming.report_data import read_replay
 
     events = Path(__file__).resolve().parent.parent / "examples" / "events"
@@ -279,10 +282,13 @@ def test_compressed_output_is_the_same_lines_gzipped_and_reads_as_the_plain(
     status = main(["replay", str(events), "--out", str(plain), "--quiet"])
     assert main(["replay", str(events), "--out", str(packed), "--quiet", "--compress"]) == status
 
-    assert sorted(p.name for p in packed.iterdir()) == sorted(f"{t}.jsonl.gz" for t in TABLES)
+    assert sorted(p.name for p in packed.iterdir()) == sorted(f"{t}.jsonl.zst" for t in TABLES)
     for table in TABLES:
         expected = (plain / f"{table}.jsonl").read_bytes()
-        assert gzip.decompress((packed / f"{table}.jsonl.gz").read_bytes()) == expected
+        with (packed / f"{table}.jsonl.zst").open("rb") as handle:
+            assert zstandard.ZstdDecompressor().stream_reader(handle).read() == expected
+        with open_table(table_file(packed, table)) as lines:
+            assert "".join(lines).encode() == expected
     assert any((plain / f"{t}.jsonl").stat().st_size == 0 for t in TABLES)  # an empty one
     plain_tables, packed_tables = read_replay(plain), read_replay(packed)
     assert plain_tables.keys() == packed_tables.keys()
@@ -290,6 +296,102 @@ def test_compressed_output_is_the_same_lines_gzipped_and_reads_as_the_plain(
         assert packed_tables[name].equals(table), name
     assert plain_tables["state_changes"].num_rows > 0
 
-    # the same directory written plain again: the .gz files go
+    # the same directory written plain again: the .zst files go
     assert main(["replay", str(events), "--out", str(packed), "--quiet"]) == status
     assert sorted(p.name for p in packed.iterdir()) == sorted(f"{t}.jsonl" for t in TABLES)
+
+
+def test_an_earlier_gzipped_output_still_reads_and_a_new_run_replaces_it(
+    tmp_path: Path,
+) -> None:
+    """`--compress` wrote `<table>.jsonl.gz` before it wrote Zstandard: such a directory
+    still reads as the plain run, and a `--compress` run over it leaves only `.zst`."""
+    import gzip
+
+    from controller.replay import open_table, table_file
+    from streaming.report_data import read_replay
+
+    events = Path(__file__).resolve().parent.parent / "examples" / "events"
+    plain, old = tmp_path / "plain", tmp_path / "old"
+    status = main(["replay", str(events), "--out", str(plain), "--quiet"])
+    old.mkdir()
+    for table in TABLES:
+        content = (plain / f"{table}.jsonl").read_bytes()
+        (old / f"{table}.jsonl.gz").write_bytes(gzip.compress(content, 1))
+    for table in TABLES:
+        with open_table(table_file(old, table)) as lines:
+            assert "".join(lines).encode() == (plain / f"{table}.jsonl").read_bytes()
+    plain_tables, old_tables = read_replay(plain), read_replay(old)
+    for name, table in plain_tables.items():
+        assert old_tables[name].equals(table), name
+
+    assert main(["replay", str(events), "--out", str(old), "--quiet", "--compress"]) == status
+    assert sorted(p.name for p in old.iterdir()) == sorted(f"{t}.jsonl.zst" for t in TABLES)
+
+
+# a request entry as the core builds it: typed fields, a few partitions named again and again
+_ENTRY = st.fixed_dictionaries(
+    {
+        "topic": st.sampled_from(["a", "b", "ü"]),
+        "partition": st.integers(0, 2),
+        "leader": st.integers(-1, 3),
+        "leader_epoch": st.integers(0, 2),
+        "isr": st.lists(st.integers(0, 3), max_size=3),
+        "is_new": st.none() | st.booleans(),
+        "offline_replicas": st.lists(st.integers(0, 3), max_size=2),
+    }
+)
+_ITEM = _ENTRY | _ENTRY.map(lambda e: dict(reversed(e.items()))) | st.integers() | st.none()
+
+
+@given(st.lists(st.lists(_ITEM, max_size=12), max_size=8), st.integers(0, 4))
+def test_entry_texts_encode_each_list_as_json_does(lists: list[list[Any]], room: int) -> None:
+    """`EntryTexts` reuses a partition's entry text across request bodies: each body must
+    still encode exactly as `json.dumps` would, whatever changed in between (a value, the
+    key order, a non-entry item), with the kept texts full or not."""
+    import pytest
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(replay, "_ENTRY_TEXTS", room)
+        texts = replay.EntryTexts()
+        for items in lists:
+            expected = json.dumps(items, ensure_ascii=False, separators=(",", ":"))[1:-1]
+            assert texts.encode(items) == expected
+
+
+def test_a_long_request_body_is_written_as_the_plain_json(tmp_path: Path) -> None:
+    """Request bodies of more than 1,000 partitions go through `EntryTexts`: a rolling
+    restart of a 3-broker, 2,000-partition cluster (each new broker's UpdateMetadata names
+    every partition, SPEC §8.2, its entries changed by the restarts in between) writes
+    the same bytes as with no text kept, every line `json.dumps` of its row."""
+    import pytest
+
+    events = tmp_path / "events.jsonl"
+    lines = [{"type": "broker_startup", "broker": b} for b in range(3)]
+    lines += [
+        {"type": "topic_creation", "topic": t, "partitions": 1000, "replication_factor": 3}
+        for t in ("t0", "t1")
+    ]
+    for broker in range(3):
+        lines += [
+            {"type": "controlled_shutdown", "broker": broker},
+            {"type": "broker_failure", "broker": broker},
+            {"type": "broker_startup", "broker": broker},
+        ]
+    events.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = tmp_path / "out"
+    settings = ["--set", "kcsim.simulate.brokers=true", "--quiet"]
+    assert main(["replay", str(events), "--out", str(out), *settings]) == 0
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(replay, "_ENTRY_TEXTS", 0)  # every entry encoded anew
+        assert main(["replay", str(events), "--out", str(tmp_path / "anew"), *settings]) == 0
+    for table in TABLES:
+        expected = (tmp_path / "anew" / f"{table}.jsonl").read_bytes()
+        assert (out / f"{table}.jsonl").read_bytes() == expected, table
+    bodies = (out / "request_payloads.jsonl").read_text(encoding="utf-8").splitlines()
+    long_bodies = [line for line in bodies if line.count('"topic":') > 1000]
+    assert len(long_bodies) >= 6  # a new broker's and its restart's, each of 3
+    entries = [json.loads(line)["partitions"] for line in long_bodies]
+    assert any(a != b for a, b in pairwise(entries))  # they changed
+    for line in bodies:
+        assert json.dumps(json.loads(line), ensure_ascii=False, separators=(",", ":")) == line
