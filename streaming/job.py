@@ -564,31 +564,28 @@ def apply_fleet(
 
 
 def _cluster_function(settings: Settings) -> Callable[[pd.DataFrame, pd.DataFrame], pd.DataFrame]:
+    # Nested, not module-level: cloudpickle ships a nested function by value, while a
+    # module-level one would be imported from `streaming`, which executors do not have
+    # (only the core is shipped).
     def apply_cluster(events: pd.DataFrame, state: pd.DataFrame) -> pd.DataFrame:
         with frozen_heap_released():
-            return _apply_one_cluster(settings, events, state)
+            tables: dict[str, list[dict[str, Any]]] = {name: [] for name in RESTORE_TABLES}
+            for name, row in zip(state["table"], state["row"], strict=True):
+                tables[name].append(json.loads(row))
+            simulator = Simulator.from_tables(settings, tables)
+            events = events.sort_values("ord")
+            batch = [
+                RawEvent(bytes(raw).decode("utf-8", "surrogateescape"), source)
+                for raw, source in zip(events["raw"], events["source"], strict=True)
+            ]
+            output = simulator.apply(batch)
+            out: dict[str, list[str]] = {"table": [], "kind": [], "row": []}
+            for kind in ("appends", "upserts", "deletes"):
+                for name, rows in getattr(output, kind).items():
+                    for row in rows:
+                        out["table"].append(name)
+                        out["kind"].append(kind)
+                        out["row"].append(json.dumps(row, separators=(",", ":")))
+            return pd.DataFrame(out)
 
     return apply_cluster
-
-
-def _apply_one_cluster(
-    settings: Settings, events: pd.DataFrame, state: pd.DataFrame
-) -> pd.DataFrame:
-    tables: dict[str, list[dict[str, Any]]] = {name: [] for name in RESTORE_TABLES}
-    for name, row in zip(state["table"], state["row"], strict=True):
-        tables[name].append(json.loads(row))
-    simulator = Simulator.from_tables(settings, tables)
-    events = events.sort_values("ord")
-    batch = [
-        RawEvent(bytes(raw).decode("utf-8", "surrogateescape"), source)
-        for raw, source in zip(events["raw"], events["source"], strict=True)
-    ]
-    output = simulator.apply(batch)
-    out: dict[str, list[str]] = {"table": [], "kind": [], "row": []}
-    for kind in ("appends", "upserts", "deletes"):
-        for name, rows in getattr(output, kind).items():
-            for row in rows:
-                out["table"].append(name)
-                out["kind"].append(kind)
-                out["row"].append(json.dumps(row, separators=(",", ":")))
-    return pd.DataFrame(out)
