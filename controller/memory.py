@@ -66,7 +66,10 @@ class LongLivedHeap:
         3.2 s. Sound because the core makes no reference cycles (tests/test_memory.py):
         what a batch made is freed by reference counting, frozen or not; so it is not
         counted towards the next full collection either (output rows would trigger one
-        for nothing), only what survives between batches is (`settle`)."""
+        for nothing), only what survives between batches is (`settle`). What the caller
+        made before the batch (its events, a Spark batch's objects) is young when the
+        batch starts, so `settle` collects it first: only the core's own objects are frozen
+        uncounted."""
         gc.freeze()
 
     def _collect_if_grown(self) -> None:
@@ -84,3 +87,16 @@ class LongLivedHeap:
         self._after_full += self._pending + len(gc.get_objects(2))
         self._pending = 0
         gc.freeze()
+
+
+@contextmanager
+def frozen_heap_released() -> Iterator[None]:
+    """For a one-shot `Simulator` in a process that outlives it (a Spark Python worker that
+    applies one cluster per call): everything frozen meanwhile, its context and whatever
+    the caller made around it (pandas and Arrow objects, some in cycles), goes back to the
+    collector at the end. Kept frozen, the cycles among them would never be collected: no
+    later `LongLivedHeap` counts them towards a full collection."""
+    try:
+        yield
+    finally:
+        gc.unfreeze()

@@ -49,6 +49,11 @@ def main(args: argparse.Namespace) -> int:
               file=sys.stderr)  # fmt: skip
     for note in model.notes:  # always: a replay needs them to elect as the cluster did
         print(f"kcsim import: {note}", file=sys.stderr)
+    if args.quiet and model.counts.unexplained:  # never dropped unsaid (else in the summary)
+        print(
+            f"kcsim import: {model.counts.unexplained} partition changes no event explains",
+            file=sys.stderr,
+        )
     if not args.quiet:
         start = f"snapshot {files.snapshot.name}" if files.snapshot else "offset 0"
         print(

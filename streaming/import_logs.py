@@ -36,6 +36,9 @@ _PROGRESS_EVERY = 65_536  # lines between progress bar updates
 _THREAD_SKEW_MS = 1_000
 
 
+DEFAULT_PATTERN = "[%d] %p %m (%c)%n"  # Kafka's log4j.properties
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "source",
@@ -55,8 +58,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster", default="default", help="the events' cluster name")
     parser.add_argument(
         "--pattern",
-        default="[%d] %p %m (%c)%n",
-        help="log4j ConversionPattern of the logs (default: Kafka's, '[%%d] %%p %%m (%%c)%%n')",
+        help="zk-logs: log4j ConversionPattern of the logs (default: Kafka's, "
+        f"'{DEFAULT_PATTERN.replace('%', '%%')}')",
     )
     parser.add_argument("--quiet", action="store_true", help="no summary on stderr")
     parser.add_argument(
@@ -106,11 +109,17 @@ class Record(NamedTuple):
 
 def main(args: argparse.Namespace) -> int:
     if args.source == "kraft-log":
+        if args.pattern is not None:
+            print("kcsim import: --pattern is for zk-logs (a KRaft log is binary)", file=sys.stderr)
+            return 2
         from streaming import import_kraft
 
         return import_kraft.main(args)
+    if args.from_snapshot:
+        print("kcsim import: --from-snapshot is for kraft-log", file=sys.stderr)
+        return 2
     try:
-        layout = Layout.from_pattern(args.pattern)
+        layout = Layout.from_pattern(args.pattern or DEFAULT_PATTERN)
     except LayoutError as error:
         print(f"kcsim import: {error}", file=sys.stderr)
         return 2

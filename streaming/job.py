@@ -65,7 +65,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from controller.config import Settings
-from controller.memory import cyclic_gc_paused
+from controller.memory import cyclic_gc_paused, frozen_heap_released
 from controller.replay import is_event_file, split_lines
 from controller.simulator import BatchOutput, RawEvent, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES
@@ -564,24 +564,28 @@ def apply_fleet(
 
 
 def _cluster_function(settings: Settings) -> Callable[[pd.DataFrame, pd.DataFrame], pd.DataFrame]:
+    # Nested, not module-level: cloudpickle ships a nested function by value, while a
+    # module-level one would be imported from `streaming`, which executors do not have
+    # (only the core is shipped).
     def apply_cluster(events: pd.DataFrame, state: pd.DataFrame) -> pd.DataFrame:
-        tables: dict[str, list[dict[str, Any]]] = {name: [] for name in RESTORE_TABLES}
-        for name, row in zip(state["table"], state["row"], strict=True):
-            tables[name].append(json.loads(row))
-        simulator = Simulator.from_tables(settings, tables)
-        events = events.sort_values("ord")
-        batch = [
-            RawEvent(bytes(raw).decode("utf-8", "surrogateescape"), source)
-            for raw, source in zip(events["raw"], events["source"], strict=True)
-        ]
-        output = simulator.apply(batch)
-        out: dict[str, list[str]] = {"table": [], "kind": [], "row": []}
-        for kind in ("appends", "upserts", "deletes"):
-            for name, rows in getattr(output, kind).items():
-                for row in rows:
-                    out["table"].append(name)
-                    out["kind"].append(kind)
-                    out["row"].append(json.dumps(row, separators=(",", ":")))
-        return pd.DataFrame(out)
+        with frozen_heap_released():
+            tables: dict[str, list[dict[str, Any]]] = {name: [] for name in RESTORE_TABLES}
+            for name, row in zip(state["table"], state["row"], strict=True):
+                tables[name].append(json.loads(row))
+            simulator = Simulator.from_tables(settings, tables)
+            events = events.sort_values("ord")
+            batch = [
+                RawEvent(bytes(raw).decode("utf-8", "surrogateescape"), source)
+                for raw, source in zip(events["raw"], events["source"], strict=True)
+            ]
+            output = simulator.apply(batch)
+            out: dict[str, list[str]] = {"table": [], "kind": [], "row": []}
+            for kind in ("appends", "upserts", "deletes"):
+                for name, rows in getattr(output, kind).items():
+                    for row in rows:
+                        out["table"].append(name)
+                        out["kind"].append(kind)
+                        out["row"].append(json.dumps(row, separators=(",", ":")))
+            return pd.DataFrame(out)
 
     return apply_cluster

@@ -26,13 +26,11 @@ which both Spark's Java client and kafka-python read.
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
 import fcntl
 import subprocess
 import sys
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +42,7 @@ from streaming.local_process import (
     free_ports,
     is_running,
     java,
+    kraft_cluster_id,
     launch_detached,
     log_tail,
     port_free,
@@ -184,15 +183,6 @@ def _server_properties(
             }
         )
     return "".join(f"{key}={value}\n" for key, value in props.items())
-
-
-def _cluster_id() -> str:
-    # Kafka's Uuid text form: url-safe base64 of 16 bytes, no padding; like Kafka's
-    # Uuid.randomUuid, never one starting with "-" (it would read as an option).
-    while True:
-        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-        if not text.startswith("-"):
-            return text
 
 
 def _is_broker(pid: int) -> bool:
@@ -341,7 +331,7 @@ def _start_locked(data_dir: Path, timeout_s: float, scram: ScramUser | None, tls
     # Format once; a later start keeps the data (meta.properties is there).
     if not formatted_before:
         format_args = ["kafka.tools.StorageTool", "format", "--ignore-formatted",
-                       f"--cluster-id={_cluster_id()}", f"--config={properties}"]  # fmt: skip
+                       f"--cluster-id={kraft_cluster_id()}", f"--config={properties}"]  # fmt: skip
         if scram is not None:
             format_args.append(
                 f"--add-scram={SCRAM_MECHANISM}=[name={scram.username},password={scram.password}]"
@@ -445,9 +435,19 @@ def _zk_mode(args: argparse.Namespace) -> bool:
 
 
 def _kraft_cluster_mode(args: argparse.Namespace) -> bool:
-    """The KRaft cluster of N nodes is meant: --nodes given, or the directory holds one."""
-    return args.nodes is not None or (
-        args.dir is not None and kraft_cluster.is_cluster_dir(args.dir)
+    """The KRaft cluster of N nodes is meant: --nodes given, or the directory holds one;
+    without --dir, an action on one broker means the default KRaft cluster's when that is
+    the only cluster in the default directories."""
+    if args.nodes is not None:
+        return True
+    if args.dir is not None:
+        return kraft_cluster.is_cluster_dir(args.dir)
+    one_broker = args.broker is not None or args.action in ("kill", "shutdown", "status")
+    return (
+        one_broker
+        and not args.zk
+        and kraft_cluster.is_cluster_dir(kraft_cluster.DEFAULT_DIR)
+        and not zk_cluster.is_cluster_dir(zk_cluster.DEFAULT_DIR)
     )
 
 
@@ -469,6 +469,7 @@ def main(args: argparse.Namespace) -> int:
             if args.action in ("kill", "shutdown") and args.broker is None:
                 raise KafkaLocalError(f"`{args.action}` needs --broker ID")
             if args.nodes is None:
+                args.dir = args.dir or kraft_cluster.DEFAULT_DIR
                 args.nodes = len(kraft_cluster.load_layout(args.dir).node_ids)
             return kraft_cluster.main(args)
         if _zk_mode(args):

@@ -36,6 +36,7 @@ from streaming.local_process import (
     free_ports,
     is_running,
     java,
+    kraft_cluster_id,
     launch_detached,
     log_tail,
     read_properties,
@@ -153,13 +154,11 @@ def _new_layout(data_dir: Path, nodes: int, voters: int = 0) -> Layout:
         if len(old.node_ids) != nodes:
             raise KafkaLocalError(f"{data_dir} holds a {len(old.node_ids)}-node cluster")
         return old
-    from streaming.kafka_local import _cluster_id
-
     ports = free_ports(2 * nodes)
     ids = range(1, nodes + 1)
     return Layout(
         data_dir,
-        _cluster_id(),
+        kraft_cluster_id(),
         {n: ports[2 * (n - 1)] for n in ids},
         {n: ports[2 * (n - 1) + 1] for n in ids},
         voters,

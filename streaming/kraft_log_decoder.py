@@ -122,6 +122,9 @@ def _next_base(segments: list[Path], path: Path) -> int:
 
 
 def decoder_command(files: list[Path]) -> list[str]:
+    if commas := [f for f in files if "," in str(f)]:
+        # DumpLogSegments takes its files as one comma-separated list
+        raise DecoderError(f"{commas[0]}: a path with a comma cannot be given to Kafka's decoder")
     try:
         libs = kafka_libs_dir()
     except JarsMissingError as error:

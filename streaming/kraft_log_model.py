@@ -42,6 +42,7 @@ counting the events of that batch); `seq` counts from 1 in output order.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -117,6 +118,7 @@ class KraftLogModel:
     by_topic: dict[str, dict[int, None]] = field(default_factory=dict)
     # replicas of deleted topics on brokers that were down: answered when they are back
     undeleted: dict[int, list[TP]] = field(default_factory=dict)
+    _undeleted_count: Counter[str] = field(default_factory=Counter)  # per topic, of those
     # topic name -> the configs carried to kcsim (names and values kcsim takes)
     configs: dict[str, dict[str, str]] = field(default_factory=dict)
     # broker-level unclean.leader.election.enable ("" = the cluster default, or a node id)
@@ -242,15 +244,17 @@ class KraftLogModel:
         self._open(event, brokers=frozenset({broker}))
         # the broker deletes the replicas of topics deleted while it was down
         pending = self.undeleted.pop(broker, [])
+        for tp in pending:
+            self._undeleted_count[tp[0]] -= 1
+        last_of_topic = {t: i for i, (t, _) in enumerate(pending)}
         for i, tp in enumerate(pending):
             answer = {"type": "stop_replica_response", "topic": tp[0], "partition": tp[1]}
             answer |= {"broker": broker, "error": None}
-            last = all(t != tp[0] for t, _ in pending[i + 1 :]) and not self._undeleted(tp[0])
+            # the deletion's last answer (no down broker holds one of its replicas) observes
+            last = last_of_topic[tp[0]] == i and not self._undeleted_count[tp[0]]
+            if last:
+                del self._undeleted_count[tp[0]]
             self._open(answer, observes=last)
-
-    def _undeleted(self, topic: str) -> bool:
-        """True while a down broker still holds a replica of the deleted `topic`."""
-        return any(t == topic for tps in self.undeleted.values() for t, _ in tps)
 
     # ------------------------------------------------------------ topics
 
@@ -291,6 +295,7 @@ class KraftLogModel:
                     answers.append((tp, broker))
                 else:
                     self.undeleted.setdefault(broker, []).append(tp)
+                    self._undeleted_count[name] += 1
         # KRaft deletes at once. kcsim (ZooKeeper mode) completes the deletion once every
         # replica answered its StopReplica: live brokers answer now, the topic's last
         # answer observes it gone (kcsim still has it while a down broker's replica has
@@ -485,7 +490,18 @@ class KraftLogModel:
             {"type": "controller_failover", "controller_epoch": self.epoch}
             | {"observed": {"partitions": observed}}
         )
-        return [self._stamp(event, self._batch_offset, i) for i, event in enumerate(events)]
+        # reassignments in flight: requested again after the failover, as the shadow's
+        # start does (the replicas above are the full set, target plus those leaving)
+        for tp in sorted(self.partitions):
+            state = self.partitions[tp]
+            if state.adding or state.removing:
+                events.append(
+                    {"type": "partition_reassignment", "topic": tp[0], "partition": tp[1]}
+                    | {"replicas": list(state.target())}
+                )
+        # their own ids: the first log batch after the snapshot starts at its end offset
+        where = f"snapshot-{self._batch_offset}"
+        return [self._stamp(event, where, i) for i, event in enumerate(events)]
 
     # ------------------------------------------------------------ output
 
@@ -532,12 +548,13 @@ class KraftLogModel:
             self._ts_text = (self._batch_ts, _iso(self._batch_ts))
         return self._ts_text[1]
 
-    def _stamp(self, event: Event, offset: int, n: int) -> Event:
+    def _stamp(self, event: Event, where: int | str, n: int) -> Event:
+        """`where`: the batch's offset, or "snapshot-<end offset>" for a snapshot's events."""
         self.seq += 1
         head = {
             "type": event["type"],
             "cluster": self.cluster,
-            "event_id": f"{self.cluster}:kraft:{offset}:{n}",
+            "event_id": f"{self.cluster}:kraft:{where}:{n}",
             "seq": self.seq,
             "ts": self._iso_ts(),
         }

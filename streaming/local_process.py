@@ -9,6 +9,7 @@ holds the expected markers (main class, config file), so a recycled pid is never
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import shutil
@@ -17,6 +18,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
@@ -168,3 +170,13 @@ def terminate(pid: int, markers: Iterable[str], timeout_s: float) -> None:
         return
     signal_group(pid, signal.SIGKILL)
     wait_until(lambda: not is_running(pid, markers), 10.0, 0.2)
+
+
+def kraft_cluster_id() -> str:
+    """A new KRaft cluster id in Kafka's Uuid text form: url-safe base64 of 16 bytes, no
+    padding; like Kafka's Uuid.randomUuid, never one starting with "-" (it would read as
+    an option)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not text.startswith("-"):
+            return text

@@ -44,7 +44,7 @@ from kazoo.exceptions import (
     SessionClosedRequireSaslError,
     SessionExpiredError,
 )
-from kazoo.protocol.states import ZnodeStat
+from kazoo.protocol.states import KeeperState, ZnodeStat
 
 from controller.config import ConfigError
 from streaming.kafka_security import ClientFailures, KafkaClientConfig
@@ -62,7 +62,8 @@ from streaming.shadow_model import (
     parse_state,
     parse_topic,
 )
-from streaming.zk_security import ZooKeeperClientConfig, ZooKeeperFailures
+from streaming.zk_failures import ZooKeeperFailures
+from streaming.zk_security import ZooKeeperClientConfig
 
 DEFAULT_SETTLE_MS = 500
 # Pending causes are written out at the latest after this, even if writes never pause.
@@ -74,6 +75,8 @@ CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 CONFIGS = "/config/topics"
 RESYNC = "*resync*"
+# the connection was refused for good (kazoo stopped connecting): the loop ends with an error
+REFUSED = "*refused*"
 # kazoo's default gives up reconnecting after one retry (the client is then closed for
 # good): the shadow retries for ever, backing off up to 5 s between attempts
 CONNECTION_RETRY = {"max_tries": -1, "delay": 0.2, "max_delay": 5.0}
@@ -462,6 +465,8 @@ class Shadow:
         # everything once connected (a resumed session may also have missed notifications).
         if state == KazooState.CONNECTED:
             self.fired.put(RESYNC)
+        elif state == KazooState.LOST and self.client.client_state == KeeperState.AUTH_FAILED:
+            self.refused()  # kazoo has stopped connecting: no new session will come
         elif state == KazooState.LOST:
             print(
                 "kcsim shadow: ZooKeeper session expired: re-reading the cluster once a new "
@@ -470,6 +475,20 @@ class Shadow:
             )
         elif state == KazooState.SUSPENDED:
             print("kcsim shadow: ZooKeeper connection lost: reconnecting", file=sys.stderr)
+
+    def refused(self) -> None:
+        """ZooKeeper refused the session for good (its authentication): `run` ends with
+        AuthFailedError instead of waiting for a reconnection that never comes."""
+        self.fired.put(REFUSED)
+
+    def once(self) -> None:
+        """`--once`: the cluster's present state, written, no watch left."""
+        self.sync(watch=False)
+        self._write(self.model.flush())
+
+    def finish(self) -> None:
+        """Interrupted: write every cause still pending."""
+        self._write(self.model.flush(final=True))
 
     def sync(self, watch: bool) -> None:
         """Read everything (arming watches with `watch`). The first start writes the
@@ -524,6 +543,8 @@ class Shadow:
                     paths.add(self.fired.get_nowait())
             except queue.Empty:
                 pass
+            if REFUSED in paths:
+                raise AuthFailedError("ZooKeeper refused the session's authentication")
             if RESYNC in paths:
                 # connected again: every watch is re-armed by reading everything; what
                 # changed meanwhile joins the causes still pending, and the settle window
@@ -597,7 +618,7 @@ def _run(
                 why = failures.explain(args.zookeeper, config, error)
                 print(f"kcsim shadow: {why}", file=sys.stderr)
                 return 1
-            return _follow(args, client, sink, default_state)
+            return _follow(args, client, sink, default_state, failures)
         except NoAuthError:
             print(_no_auth(args.zookeeper, config), file=sys.stderr)
             return 1
@@ -610,19 +631,25 @@ def _run(
             client.close()
 
 
-def _follow(args: argparse.Namespace, client: KazooClient, sink: Sink, default_state: Path) -> int:
+def _follow(
+    args: argparse.Namespace,
+    client: KazooClient,
+    sink: Sink,
+    default_state: Path,
+    failures: ZooKeeperFailures,
+) -> int:
     stop = threading.Event()
     try:
         shadow = Shadow(client, sink, args.state or default_state, args.cluster)
+        failures.on_refused = shadow.refused
         if args.once:
-            shadow.sync(watch=False)
-            shadow._write(shadow.model.flush())
+            shadow.once()
         else:
             try:
                 shadow.run(args.settle_ms / 1000, stop)
             except KeyboardInterrupt:
                 stop.set()
-                shadow._write(shadow.model.flush(final=True))
+                shadow.finish()
         if not args.quiet:
             print(f"kcsim shadow: {shadow.emitted} events written", file=sys.stderr)
         return 0

@@ -274,6 +274,8 @@ class ShadowModel:
     _id_next: int = 0
     _pending: list[_Pending] = field(default_factory=list)  # in zxid order
     _latest_write: int = 0  # the largest mzxid among the pending causes' writes
+    # partition state znodes read gone whose topic's deletion request is not read yet
+    _vanished: set[TP] = field(default_factory=set)
 
     # ------------------------------------------------------------ start
 
@@ -539,9 +541,12 @@ class ShadowModel:
         self.deleting.add(topic)
         event = {"type": "topic_deletion", "topic": topic}
         cause = self._topic_cause(change.zxid, event)
-        # state znodes already gone (read gone in this batch, before the request itself:
-        # a vanished znode has no zxid of its own): the deletion completed unseen
-        cause.unseen = len(cause.writes) < len(self.topics[topic].assignment)
+        # state znodes already gone (read gone before the request itself: a vanished znode
+        # has no zxid of its own): the deletion completed unseen. A partition that never had
+        # a state znode (created with every replica down, still New) is no sign of that.
+        vanished = {(topic, p) for p in self.topics[topic].assignment} & self._vanished
+        cause.unseen = bool(vanished)
+        self._vanished -= vanished
         self._add(cause)
         # onTopicDeletion sends StopReplica(delete) to the replicas on live brokers, which
         # answer within milliseconds (their answers are not in ZooKeeper): they follow the
@@ -619,6 +624,7 @@ class ShadowModel:
 
     def _topic_gone(self, zxid: int, topic: str, old: Topic) -> None:
         del self.topics[topic]
+        self._vanished -= {(topic, p) for p in old.assignment}
         self.configs.pop(topic, None)
         events: list[Event] = []
         if topic not in self.deleting:  # deleted while the shadow was not looking
@@ -648,7 +654,8 @@ class ShadowModel:
         tp, new = change.key, change.value
         old = self.states.get(tp)
         if new is None:
-            self.states.pop(tp, None)
+            if self.states.pop(tp, None) is not None and tp[0] not in self.deleting:
+                self._vanished.add(tp)
             if tp[0] in self.deleting:
                 # deleted with its topic: if before the deletion's writes to it were read,
                 # what they left is unknown

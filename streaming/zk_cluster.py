@@ -772,7 +772,13 @@ def main(args: argparse.Namespace) -> int:
         user = None if args.zk_sasl is None else SaslUser.read(args.zk_sasl)
         if is_cluster_dir(data_dir) and args.zk_sasl is None and not args.zk_tls:
             # a restart keeps the directory's security unless told otherwise
-            security = load_layout(data_dir).security
+            stored = load_layout(data_dir).security
+            if args.zk_chroot is not None and args.zk_chroot != stored.chroot:
+                raise KafkaLocalError(
+                    f"{data_dir} holds a cluster under chroot {stored.chroot or '/'!r}, "
+                    f"not {args.zk_chroot!r}: give a fresh --dir for another chroot"
+                )
+            security = stored
         address = start(
             data_dir,
             brokers=args.brokers,

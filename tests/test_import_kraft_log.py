@@ -18,7 +18,7 @@ import pytest
 
 from streaming.cli import main
 from streaming.jars import kafka_libs_dir
-from streaming.kraft_log_decoder import DecoderError, log_files
+from streaming.kraft_log_decoder import DecoderError, decoder_command, log_files
 from tests.test_import_kraft_log_real import EXPECTED_CLASSES, divergence_classes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -225,3 +225,9 @@ def test_which_files_a_log_directory_gives(tmp_path):
     touch(uncovered, f"{200:020d}.log", f"{100:020d}-{3:010d}.checkpoint")
     with pytest.raises(DecoderError, match="no snapshot covers"):
         log_files(uncovered)
+
+
+def test_a_path_with_a_comma_is_refused_by_name(tmp_path: Path) -> None:
+    """Kafka's decoder takes its files as one comma-separated list."""
+    with pytest.raises(DecoderError, match=r"a,b\.log"):
+        decoder_command([tmp_path / "a,b.log"])

@@ -275,3 +275,14 @@ def test_a_threads_skew_is_not_out_of_order_but_a_step_back_is(tmp_path, capsys)
     status, _ = run(logs, tmp_path / "f.jsonl")
     assert status == 1
     assert f"{path}:2: earlier than the line before" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("source", "flag"), [("zk-logs", ["--from-snapshot"]), ("kraft-log", ["--pattern", "%m%n"])]
+)
+def test_an_option_of_the_other_importer_is_a_usage_error(tmp_path, source, flag, capsys):
+    status = main(
+        ["import", source, str(DATA / "zk-logs-2.4"), "--out", str(tmp_path / "e"), *flag]
+    )
+    assert status == 2 and not (tmp_path / "e").exists()
+    assert "is for" in capsys.readouterr().err

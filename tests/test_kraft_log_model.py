@@ -75,7 +75,7 @@ def cluster_with_topic(replicas: list[list[int]]) -> Log:
     return log
 
 
-def test_a_fencing_batch_observes_the_partition_changes_written_before_it():
+def test_a_fencing_batch_observes_the_partition_changes_written_before_it() -> None:
     log = cluster_with_topic([[1, 2, 3]])
     # Kafka 4.1.1 writes the ISR changes first, the fencing record last, in one batch
     log.batch(change(0, isr=[1, 3]), fence(2, 2))
@@ -87,7 +87,7 @@ def test_a_fencing_batch_observes_the_partition_changes_written_before_it():
     )  # fmt: skip
 
 
-def test_a_cancelled_reassignment():
+def test_a_cancelled_reassignment() -> None:
     log = cluster_with_topic([[1, 2]])
     log.batch(change(0, replicas=[3, 1, 2], addingReplicas=[3], removingReplicas=[2]))
     log.batch(change(0, replicas=[1, 2], addingReplicas=[], removingReplicas=[]))
@@ -97,7 +97,7 @@ def test_a_cancelled_reassignment():
     assert cancelled["observed"]["partitions"][0]["replicas"] == [1, 2]
 
 
-def test_a_completed_reassignment_is_the_alter_partition_that_completed_it():
+def test_a_completed_reassignment_is_the_alter_partition_that_completed_it() -> None:
     log = cluster_with_topic([[1, 2]])
     log.batch(change(0, replicas=[3, 1, 2], addingReplicas=[3], removingReplicas=[2]))
     log.batch(
@@ -110,7 +110,7 @@ def test_a_completed_reassignment_is_the_alter_partition_that_completed_it():
     assert (row["replicas"], row["leader_epoch"], row["partition_epoch"]) == ([3, 1], 1, 2)
 
 
-def test_elections_preferred_and_unclean():
+def test_elections_preferred_and_unclean() -> None:
     log = cluster_with_topic([[1, 2], [2, 3], [3, 4]])
     log.batch(change(0, leader=2))  # a leader move away: nothing names it
     log.batch(change(0, leader=1), change(1, leader=3, isr=[3]))
@@ -124,7 +124,7 @@ def test_elections_preferred_and_unclean():
     assert log.model.counts.unexplained == 3
 
 
-def test_an_unclean_election():
+def test_an_unclean_election() -> None:
     log = cluster_with_topic([[1, 2]])
     log.batch(change(0, isr=[1]))
     log.batch(fence(1, 1), change(0, leader=-1))
@@ -133,7 +133,7 @@ def test_an_unclean_election():
     assert (election["type"], election["election"]) == ("leader_election", "unclean")
 
 
-def test_a_new_incarnation_of_an_unfenced_broker_is_a_failure_then_a_startup():
+def test_a_new_incarnation_of_an_unfenced_broker_is_a_failure_then_a_startup() -> None:
     log = cluster_with_topic([[1, 2]])
     log.batch(register(2, 50))
     log.batch(unfence(2, 50))
@@ -141,7 +141,7 @@ def test_a_new_incarnation_of_an_unfenced_broker_is_a_failure_then_a_startup():
     assert tail == [("broker_failure", 2), ("broker_startup", 2)]
 
 
-def test_a_deletion_with_a_replica_down_is_answered_when_its_broker_is_back():
+def test_a_deletion_with_a_replica_down_is_answered_when_its_broker_is_back() -> None:
     log = cluster_with_topic([[1, 2], [2, 3]])
     log.batch(fence(3, 3), change(1, isr=[2]))
     log.batch(("REMOVE_TOPIC_RECORD", {"topicId": TOPIC_ID}))
@@ -168,7 +168,7 @@ def config(name: str, value: str | None, resource: str = "t", kind: int = 2) -> 
 UNCLEAN = "unclean.leader.election.enable"
 
 
-def test_a_topics_configs_at_creation_then_changed_and_deleted():
+def test_a_topics_configs_at_creation_then_changed_and_deleted() -> None:
     """§16: the configs a topic is created with are its topic_creation's; a later change
     is a topic_config_change; a deleted unclean override falls back to the cluster's."""
     log = Log()
@@ -205,7 +205,7 @@ def test_a_topics_configs_at_creation_then_changed_and_deleted():
     assert "(the cluster default) set to true" in note and "--set" in note
 
 
-def test_a_config_change_that_elects_observes_its_whole_topic():
+def test_a_config_change_that_elects_observes_its_whole_topic() -> None:
     log = cluster_with_topic([[1, 2], [2, 3]])
     log.batch(change(0, isr=[1]))
     log.batch(fence(1, 1), change(0, leader=-1))
@@ -220,7 +220,7 @@ def test_a_config_change_that_elects_observes_its_whole_topic():
     )  # fmt: skip
 
 
-def test_a_snapshot_carries_a_topics_configs():
+def test_a_snapshot_carries_a_topics_configs() -> None:
     log = Log()
 
     def snap(kind: str, data: dict) -> None:
@@ -236,3 +236,48 @@ def test_a_snapshot_carries_a_topics_configs():
     creation = next(e for e in log.done() if e["type"] == "topic_creation")
     assert creation["configs"] == {UNCLEAN: "true"}
     assert len(log.model.notes) == 1
+
+
+def snapshot_log(partition: dict) -> Log:
+    """A log that starts at a snapshot ending at offset 10 (brokers 1-3, topic t)."""
+    log = Log()
+    log.offset = 10
+
+    def snap(kind: str, data: dict) -> None:
+        record = Record(Path("10-1.checkpoint"), 0, 10, 1, 1000, kind, 0, data, True)
+        log.events.extend(log.model.feed(record))
+
+    for broker in (1, 2, 3):  # a snapshot holds registrations as they stand: unfenced
+        kind, data = register(broker, broker)
+        snap(kind, data | {"fenced": False})
+    snap("TOPIC_RECORD", {"name": "t", "topicId": TOPIC_ID})
+    snap("PARTITION_RECORD", {"partitionId": 0, "topicId": TOPIC_ID, **partition})
+    return log
+
+
+def test_a_snapshots_events_and_the_first_batch_after_it_have_distinct_ids() -> None:
+    """The first segment batch after a snapshot starts at the snapshot's end offset: an
+    event of that batch must not take a snapshot event's id (a replay would reject it as
+    a duplicate and lose it)."""
+    state = {"replicas": [1, 2], "isr": [1, 2], "leader": 1, "leaderEpoch": 0,
+             "partitionEpoch": 0}  # fmt: skip
+    log = snapshot_log(state)
+    log.batch(register(4, 4), unfence(4, 4))
+    events = log.done()
+    ids = [e["event_id"] for e in events]
+    assert len(ids) == len(set(ids))
+    assert [e["broker"] for e in events if e["type"] == "broker_startup"] == [1, 2, 3, 4]
+
+
+def test_a_reassignment_in_flight_in_a_snapshot_is_requested_after_the_failover() -> None:
+    """SPEC §14: a snapshot's partition moving from [1, 2] to [3, 1] (adding 3, removing
+    2) loads with its full replica set and is requested again after the failover, as the
+    shadow's start does, so the completing change later finds kcsim reassigning too."""
+    state = {"replicas": [3, 1, 2], "isr": [1, 2], "leader": 1, "leaderEpoch": 1,
+             "partitionEpoch": 2, "addingReplicas": [3], "removingReplicas": [2]}  # fmt: skip
+    events = snapshot_log(state).done()
+    types = [e["type"] for e in events]
+    assert types[-2:] == ["controller_failover", "partition_reassignment"]
+    creation = next(e for e in events if e["type"] == "topic_creation")
+    assert creation["assignment"] == {"0": [3, 1, 2]}
+    assert events[-1]["replicas"] == [3, 1] and events[-1]["partition"] == 0

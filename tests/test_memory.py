@@ -15,7 +15,7 @@ from collections import Counter
 from itertools import islice
 
 from controller.config import Settings
-from controller.memory import LongLivedHeap
+from controller.memory import LongLivedHeap, frozen_heap_released
 from controller.simulator import RawEvent, Simulator
 from streaming.produce import ChaosGenerator, ClusterSpec
 
@@ -118,3 +118,25 @@ def _cyclic_garbage() -> int:
 
 class _Node:
     next: _Node | None = None
+
+
+class _Node:
+    def __init__(self) -> None:
+        self.me = self  # a reference cycle, as pandas and Arrow objects can make
+
+
+def test_a_one_shot_simulators_frozen_heap_goes_back_to_the_collector() -> None:
+    """The fleet's Python workers build a Simulator per cluster and call; what its load and
+    batch froze (and the caller's cycles made meanwhile) must be collectable afterwards,
+    or a long-lived worker keeps every such cycle for ever."""
+    gc.collect()
+    with frozen_heap_released():
+        cycle = _Node()
+        alive = weakref.ref(cycle)
+        simulator = Simulator.from_tables(Settings(), {})
+        simulator.apply(chaos_batches(Settings(), 20, 20)[0])  # freezes at the batch's end
+        del cycle, simulator
+        gc.collect()
+        assert alive() is not None  # frozen: no collection sees it
+    gc.collect()
+    assert alive() is None

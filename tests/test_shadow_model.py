@@ -728,3 +728,19 @@ def test_the_old_controllers_registration_read_after_the_new_controller():
     [failover] = model.flush()
     assert (failover["type"], failover["failed_brokers"]) == ("controller_failover", [1])
     assert observed(failover)["t", 0]["leader"] == 2
+
+
+def test_a_deletion_of_a_topic_with_a_partition_never_started_keeps_its_observed():
+    """SPEC §10 / §15.3: a partition created with every replica down has no state znode
+    (NewPartition); it is no sign that the deletion completed before its writes were read,
+    so the deletion still carries observed for the partitions that have state."""
+    model = started(
+        brokers=(1, 2, 3),
+        topics={"d": topic({0: [1, 2], 1: [7, 8]})},
+        states={("d", 0): state(1, 0, [1, 2], 0)},
+    )
+    model.apply([Change(0x200, "delete", "d", True)])
+    model.apply([Change(0x202, "state", ("d", 0), state(-1, 2, [2], 2))])
+    deletion, *_ = model.flush()
+    assert deletion["type"] == "topic_deletion"
+    assert observed(deletion)["d", 0]["leader_epoch"] == 2

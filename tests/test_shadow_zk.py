@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -18,9 +19,12 @@ from typing import Any
 import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
 from kazoo.client import KazooClient
+from kazoo.exceptions import AuthFailedError
+from kazoo.protocol.states import KeeperState
 
 from controller.config import Settings
 from controller.replay import replay
+from streaming.shadow import Shadow, open_sink
 
 pytestmark = pytest.mark.zk
 ROOT = Path(__file__).resolve().parents[1]
@@ -237,3 +241,34 @@ def test_garbage_znode_is_rejected_and_the_rest_goes_on(zk_cluster, tmp_path):
     assert "/brokers/ids/2" in rejected[0]["raw"]
     [row] = [json.loads(x) for x in (tmp_path / "tables/partition_state.jsonl").open()]
     assert (row["topic"], row["leader"], row["isr"]) == ("g", 1, [1])
+
+
+def test_a_refused_authentication_ends_the_running_shadow_with_an_error(zk_cluster, tmp_path):
+    """kazoo stops connecting for good when ZooKeeper refuses a session's authentication
+    (its state AUTH_FAILED, then LOST): a running shadow must end with AuthFailedError, not
+    wait for a reconnection that never comes. The refusal is driven through kazoo's own
+    session callback, the one its connection thread calls on an AUTH_FAILED answer."""
+    client = KazooClient(hosts=zk_cluster.zookeeper, read_only=True)
+    client.start(timeout=30)
+    sink, state = open_sink(f"file:{tmp_path / 'out'}", "real")
+    runner = Shadow(client, sink, state, "real")
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            runner.run(0.3, threading.Event())
+            outcome.append(None)
+        except BaseException as error:
+            outcome.append(error)
+
+    thread = threading.Thread(target=run, daemon=True)
+    try:
+        thread.start()
+        wait_for("the snapshot", lambda: events(tmp_path / "out"))
+        client._session_callback(KeeperState.AUTH_FAILED)
+        thread.join(DEADLINE_S)
+        assert not thread.is_alive(), "the shadow kept waiting after the refusal"
+        assert isinstance(outcome[0], AuthFailedError)
+    finally:
+        client.stop()
+        client.close()

@@ -31,9 +31,12 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 JOB_TIMEOUT_S = 600
 
 
-def fleet_args(cluster: Standalone, source: Path, lake: Path, *extra: str) -> list[str]:
+def fleet_args(
+    cluster: Standalone, source: Path, lake: Path, *extra: str, once: bool = True
+) -> list[str]:
     return [
-        "--source", f"file:{source}", "--lake", str(lake), "--fleet", "--once",
+        "--source", f"file:{source}", "--lake", str(lake), "--fleet",
+        *(["--once"] if once else []),
         "--master", cluster.url, "--max-files-per-trigger", "1",
         "--conf", f"spark.pyspark.python={cluster.python}",
         *extra,
@@ -131,20 +134,24 @@ def test_worker_killed_mid_batch_loses_and_doubles_nothing(
     source = fleet_stream(tmp_path / "events", clusters=24, partitions=60, files=5)
     lake = tmp_path / "lake"
     ui = free_port()
+    # not --once: the driver (and its REST API) stays up until the test has seen the loss
     job = JobProcess(
         fleet_args(
             standalone_cluster, source, lake,
             "--conf", "spark.ui.enabled=true", "--conf", f"spark.ui.port={ui}",
+            once=False,
         )
     )  # fmt: skip
     api = f"http://127.0.0.1:{ui}/api/v1/applications"
+    files = len(list(source.iterdir()))
     try:
         job.wait_batches(1, timeout=JOB_TIMEOUT_S)
         app, executor, finished = kill_a_busy_worker(job, standalone_cluster, api)
-        # the driver lost the executor and failed its running tasks (run again elsewhere)
+        # the driver lost the executor (its running task runs again elsewhere), and every
+        # batch completed
         job.wait_until(lambda: executor_lost(api, app, executor), JOB_TIMEOUT_S)
-        assert job.finish(JOB_TIMEOUT_S) == 0, job.tail()
-        assert finished < job.batches() == len(list(source.iterdir()))
+        job.wait_batches(files, timeout=JOB_TIMEOUT_S)
+        assert finished < job.batches() == files
     finally:
         job.kill()
         standalone_cluster.ensure_workers()
@@ -173,7 +180,9 @@ def kill_a_busy_worker(job: JobProcess, cluster: Standalone, api: str) -> tuple[
         time.sleep(0.05)
 
 
-RUNNING_S = 0.3
+# A task of the apply stage runs for seconds; one seen running this long is not about to
+# end before the kill lands (the status store lags the executors by up to ~0.1 s)
+RUNNING_S = 1.5
 
 
 def running_task_executors(api: str, app: str, at_least_s: float) -> list[str]:
@@ -191,8 +200,8 @@ def running_task_executors(api: str, app: str, at_least_s: float) -> list[str]:
 
 
 def executor_lost(api: str, app: str, executor: str) -> bool:
-    """The driver lists the executor as gone, and some stage has a failed task."""
+    """The driver lists the executor as gone. (Its running task is then re-run elsewhere;
+    the status API does not reliably count that task as failed, so this is not asked:
+    the batches completing with the replay's rows, each once, is what the test checks.)"""
     executors = _get(f"{api}/{app}/allexecutors") or []
-    gone = any(e["id"] == executor and not e["isActive"] for e in executors)
-    stages = _get(f"{api}/{app}/stages") or []
-    return gone and any(s.get("numFailedTasks", 0) > 0 for s in stages)
+    return any(e["id"] == executor and not e["isActive"] for e in executors)
