@@ -91,6 +91,35 @@ def produce(bootstrap: str, topic: str, config: Path | None, timeout: float = 30
     )  # fmt: skip
 
 
+class JobRun(NamedTuple):
+    written: Path  # every file the job wrote is under it
+    event_log: bytes  # Spark's event log
+    output: str  # the job's stdout and stderr
+
+
+def job_through(bootstrap: str, config: Path, prefix: str, tmp_path: Path) -> JobRun:
+    """The corpus produced, then `kcsim run --once` from that topic with the request sink on
+    another, both through `config`, Spark's event log on. The sink's records are read back
+    and checked."""
+    events, requests = (f"{prefix}-{name}-{uuid.uuid4().hex[:8]}" for name in ("ev", "req"))
+    assert produce(bootstrap, events, config).returncode == 0
+    written = tmp_path / "written"
+    event_log = written / "event-log"
+    event_log.mkdir(parents=True)
+    ran = kcsim(
+        "run", "--source", f"kafka:{bootstrap}/{events}",
+        "--sink", f"kafka:{bootstrap}/{requests}",
+        "--lake", str(written / "lake"), "--once", "--kafka-config", str(config),
+        "--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir={event_log}",
+        "--conf", "spark.eventLog.compress=false",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    records = [json.loads(v) for v in read_topic(bootstrap, config, requests)]
+    assert records and {r["type"] for r in records} >= {"UpdateMetadata", "LeaderAndIsr"}
+    log = b"".join(p.read_bytes() for p in event_log.rglob("*") if p.is_file())
+    return JobRun(written, log, ran.stdout + ran.stderr)
+
+
 def test_tls_broker_files_and_a_plaintext_client_is_refused(tls_kafka: TlsKafka) -> None:
     props = tls_kafka.config.read_text()
     assert "security.protocol=SSL\n" in props and "ssl.truststore.type=PEM\n" in props
@@ -131,26 +160,11 @@ def test_producer_over_tls_and_a_client_trusting_another_ca_fails_fast(
 def test_job_source_and_sink_over_tls_and_no_file_holds_the_keystore_password(
     tls_kafka: TlsKafka, tmp_path: Path
 ) -> None:
-    events, requests = (f"tls-{name}-{uuid.uuid4().hex[:8]}" for name in ("events", "requests"))
-    assert produce(tls_kafka.bootstrap, events, tls_kafka.config).returncode == 0
-    written = tmp_path / "written"
-    event_log = written / "event-log"
-    event_log.mkdir(parents=True)
-    ran = kcsim(
-        "run", "--source", f"kafka:{tls_kafka.bootstrap}/{events}",
-        "--sink", f"kafka:{tls_kafka.bootstrap}/{requests}",
-        "--lake", str(written / "lake"), "--once", "--kafka-config", str(tls_kafka.config),
-        "--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir={event_log}",
-        "--conf", "spark.eventLog.compress=false",
-    )  # fmt: skip
-    assert ran.returncode == 0, ran.stderr[-3000:]
-    records = [json.loads(v) for v in read_topic(tls_kafka.bootstrap, tls_kafka.config, requests)]
-    assert records and {r["type"] for r in records} >= {"UpdateMetadata", "LeaderAndIsr"}
+    run = job_through(tls_kafka.bootstrap, tls_kafka.config, "tls", tmp_path)
     # the sink's plan in the event log shows the Java client was given the PEM truststore
-    log_text = b"".join(p.read_bytes() for p in event_log.rglob("*") if p.is_file())
-    assert b"kafka.ssl.truststore.type=PEM" in log_text
-    assert files_holding(written, tls_kafka.keystore_password) == []
-    assert tls_kafka.keystore_password not in ran.stdout + ran.stderr
+    assert b"kafka.ssl.truststore.type=PEM" in run.event_log
+    assert files_holding(run.written, tls_kafka.keystore_password) == []
+    assert tls_kafka.keystore_password not in run.output
 
 
 @pytest.mark.spark
@@ -217,26 +231,11 @@ def test_job_over_sasl_ssl_and_no_file_holds_either_secret(
     sasl_ssl_kafka: SaslSslKafka, tmp_path: Path
 ) -> None:
     kafka = sasl_ssl_kafka
-    events, requests = (f"ss-{name}-{uuid.uuid4().hex[:8]}" for name in ("events", "requests"))
-    assert produce(kafka.bootstrap, events, kafka.config).returncode == 0
-    written = tmp_path / "written"
-    event_log = written / "event-log"
-    event_log.mkdir(parents=True)
-    ran = kcsim(
-        "run", "--source", f"kafka:{kafka.bootstrap}/{events}",
-        "--sink", f"kafka:{kafka.bootstrap}/{requests}",
-        "--lake", str(written / "lake"), "--once", "--kafka-config", str(kafka.config),
-        "--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir={event_log}",
-        "--conf", "spark.eventLog.compress=false",
-    )  # fmt: skip
-    assert ran.returncode == 0, ran.stderr[-3000:]
-    records = [json.loads(v) for v in read_topic(kafka.bootstrap, kafka.config, requests)]
-    assert records and {r["type"] for r in records} >= {"UpdateMetadata", "LeaderAndIsr"}
-    log_text = b"".join(p.read_bytes() for p in event_log.rglob("*") if p.is_file())
-    assert b"kafka.sasl.jaas.config=*********(redacted)" in log_text
+    run = job_through(kafka.bootstrap, kafka.config, "ss", tmp_path)
+    assert b"kafka.sasl.jaas.config=*********(redacted)" in run.event_log
     for secret in (kafka.password, kafka.keystore_password):
-        assert files_holding(written, secret) == []
-        assert secret not in ran.stdout + ran.stderr
+        assert files_holding(run.written, secret) == []
+        assert secret not in run.output
 
 
 def test_sasl_ssl_restart_keeps_the_ca_and_needs_the_user_again(
