@@ -122,5 +122,10 @@ def build_session(
     for key, value in {**defaults, **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN" if verbose else "ERROR")
+    # spark-submit turns spark.pyspark.python into the executors' interpreter, but a
+    # session started from Python takes it from PYSPARK_PYTHON only (SparkContext's
+    # pythonExec, which every Python function it ships names): set it from the setting.
+    context = spark.sparkContext
+    context.pythonExec = context.getConf().get("spark.pyspark.python", context.pythonExec)
+    context.setLogLevel("WARN" if verbose else "ERROR")
     return spark
