@@ -50,6 +50,7 @@ from typing import Any, NamedTuple
 from controller.config import UNCLEAN_KEY
 from controller.topic_configs import topic_config_error
 from streaming.kraft_log_decoder import Record
+from streaming.state_field import state_field
 
 Event = dict[str, Any]
 TP = tuple[str, int]
@@ -72,7 +73,7 @@ class PartitionState(NamedTuple):
     adding: tuple[int, ...]
     removing: tuple[int, ...]
     elr: tuple[int, ...]
-    recovery: str
+    leader_recovery_state: str
     controller_epoch: int
 
     def target(self) -> tuple[int, ...]:
@@ -480,7 +481,7 @@ class KraftLogModel:
         for topic in sorted(set(self.topics.values())):
             numbers = sorted(self.by_topic.get(topic, {}))
             assignment = {str(p): list(self.partitions[topic, p].replicas) for p in numbers}
-            state = {str(p): _state_field(self.partitions[topic, p]) for p in numbers}
+            state = {str(p): state_field(self.partitions[topic, p]) for p in numbers}
             event = {"type": "topic_creation", "topic": topic, "assignment": assignment}
             if self.configs.get(topic):
                 event["configs"] = dict(self.configs[topic])
@@ -586,7 +587,7 @@ def _partition_state(data: dict[str, Any], epoch: int) -> PartitionState:
         adding=_ints(data.get("addingReplicas")),
         removing=_ints(data.get("removingReplicas")),
         elr=_ints(data.get("eligibleLeaderReplicas")),
-        recovery=_RECOVERY.get(int(data.get("leaderRecoveryState", 0)), "RECOVERED"),
+        leader_recovery_state=_RECOVERY.get(int(data.get("leaderRecoveryState", 0)), "RECOVERED"),
         controller_epoch=epoch,
     )
 
@@ -609,7 +610,9 @@ def _merge(old: PartitionState, data: dict[str, Any], epoch: int) -> PartitionSt
         adding=given("addingReplicas", old.adding),
         removing=given("removingReplicas", old.removing),
         elr=given("eligibleLeaderReplicas", old.elr),
-        recovery=old.recovery if recovery < 0 else _RECOVERY.get(recovery, "RECOVERED"),
+        leader_recovery_state=(
+            old.leader_recovery_state if recovery < 0 else _RECOVERY.get(recovery, "RECOVERED")
+        ),
         controller_epoch=epoch,
     )
 
@@ -622,20 +625,9 @@ def _isr_change(tp: TP, isr: tuple[int, ...]) -> Event:
     return {"type": "isr_change", "topic": tp[0], "partition": tp[1], "isr": list(isr)}
 
 
-def _state_field(state: PartitionState) -> dict[str, Any]:
-    return {
-        "leader": state.leader,
-        "leader_epoch": state.leader_epoch,
-        "isr": list(state.isr),
-        "partition_epoch": state.partition_epoch,
-        "controller_epoch": state.controller_epoch,
-        "leader_recovery_state": state.recovery,
-    }
-
-
 def _observed(tp: TP, state: PartitionState) -> dict[str, Any]:
     row: dict[str, Any] = {"topic": tp[0], "partition": tp[1]}
-    row.update(_state_field(state))
+    row.update(state_field(state))
     row["replicas"] = list(state.replicas)
     return row
 

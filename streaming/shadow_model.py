@@ -37,6 +37,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from streaming.state_field import state_field
+
 Event = dict[str, Any]
 TP = tuple[str, int]
 
@@ -299,7 +301,7 @@ class ShadowModel:
             for p in sorted(info.assignment):
                 if (state := snap.states.get((topic, p))) is not None:
                     self.states[topic, p] = state[0]
-                    stored[str(p)] = _state_field(state[0])
+                    stored[str(p)] = state_field(state[0])
             if stored:
                 event["state"] = stored
             if configs := snap.configs.get(topic, ({}, 0))[0]:
@@ -981,17 +983,6 @@ def _reassignment(topic: str, partition: int, target: tuple[int, ...]) -> Event:
         "topic": topic,
         "partition": partition,
         "replicas": list(target),
-    }
-
-
-def _state_field(state: PartitionState) -> dict[str, Any]:
-    return {
-        "leader": state.leader,
-        "leader_epoch": state.leader_epoch,
-        "isr": list(state.isr),
-        "partition_epoch": state.partition_epoch,
-        "controller_epoch": state.controller_epoch,
-        "leader_recovery_state": state.leader_recovery_state,
     }
 
 

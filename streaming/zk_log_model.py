@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from streaming.state_field import state_field
 from streaming.zk_log_lines import KNOWN, Fact, State
 
 Event = dict[str, Any]
@@ -376,7 +377,7 @@ class ZkLogModel:
             "type": "partition_creation" if known_topic else "topic_creation",
             "topic": tp[0],
             "assignment": {str(tp[1]): list(replicas)},
-            "state": {str(tp[1]): _state_field(state)},
+            "state": {str(tp[1]): state_field(state)},
         }
         block.before.append(event)
 
@@ -437,20 +438,7 @@ class ZkLogModel:
 
     def _observed(self, tp: TP) -> dict[str, Any]:
         row: dict[str, Any] = {"topic": tp[0], "partition": tp[1]}
-        row.update(_state_field(self.states[tp]))
+        row.update(state_field(self.states[tp]))
         if tp in self.replicas:
             row["replicas"] = list(self.replicas[tp])
         return row
-
-
-def _state_field(state: State) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "leader": state.leader,
-        "leader_epoch": state.leader_epoch,
-        "isr": list(state.isr),
-    }
-    if state.partition_epoch is not None:
-        row["partition_epoch"] = state.partition_epoch
-    row["controller_epoch"] = state.controller_epoch
-    row["leader_recovery_state"] = state.leader_recovery_state
-    return row
