@@ -48,6 +48,7 @@ from streaming.local_process import (
     port_free,
     read_pid,
     read_properties,
+    read_user_password,
     terminate,
 )
 from streaming.local_tls import TlsFiles, ensure_tls, write_private
@@ -97,13 +98,7 @@ class ScramUser:
 
     @classmethod
     def read(cls, path: Path) -> ScramUser:
-        try:
-            text = path.read_text(encoding="utf-8").strip()
-        except OSError as error:
-            raise KafkaLocalError(f"cannot read --sasl-scram {path}: {error.strerror}") from None
-        username, sep, password = text.partition(":")
-        if not sep or not username or not password or "\n" in text:
-            raise KafkaLocalError(f"--sasl-scram {path} must hold one line USER:PASSWORD")
+        username, password = read_user_password(path, "--sasl-scram")
         for name, value in (("user", username), ("password", password)):
             # kafka-storage's [name=...,password=...] syntax and JAAS quoting
             if any(c in value for c in ',[]="\\'):

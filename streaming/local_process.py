@@ -88,6 +88,19 @@ def write_properties(path: Path, props: Mapping[str, object]) -> None:
     path.write_text("".join(f"{key}={value}\n" for key, value in props.items()))
 
 
+def read_user_password(path: Path, option: str) -> tuple[str, str]:
+    """The one line USER:PASSWORD of a local cluster's credentials file (`option` names
+    it in errors, which never quote the file)."""
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except OSError as error:
+        raise KafkaLocalError(f"cannot read {option} {path}: {error.strerror}") from None
+    username, sep, password = text.partition(":")
+    if not sep or not username or not password or "\n" in text:
+        raise KafkaLocalError(f"{option} {path} must hold one line USER:PASSWORD")
+    return username, password
+
+
 def java() -> str:
     java_home = os.environ.get("JAVA_HOME")
     if java_home and (Path(java_home) / "bin" / "java").is_file():

@@ -47,6 +47,7 @@ from streaming.local_process import (
     log_tail,
     port_free,
     read_properties,
+    read_user_password,
     running_pid,
     signal_group,
     terminate,
@@ -162,14 +163,8 @@ class SaslUser:
 
     @classmethod
     def read(cls, path: Path) -> SaslUser:
-        try:
-            text = path.read_text(encoding="utf-8").strip()
-        except OSError as error:
-            raise KafkaLocalError(f"cannot read --zk-sasl {path}: {error.strerror}") from None
-        username, sep, password = text.partition(":")
-        if not sep or not username or not password or "\n" in text:
-            raise KafkaLocalError(f"--zk-sasl {path} must hold one line USER:PASSWORD")
-        if any(c in text for c in '"\\ ;'):  # JAAS quoting; a user name is one token
+        username, password = read_user_password(path, "--zk-sasl")
+        if any(c in username + password for c in '"\\ ;'):  # JAAS quoting; one token each
             raise KafkaLocalError(
                 f'--zk-sasl {path}: the user and password may not hold " \\ ; or spaces'
             )
