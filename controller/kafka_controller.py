@@ -368,7 +368,9 @@ class KafkaController:
         if known is not None:
             added = {p: rs for p, rs in assignment.items() if p not in known.partitions}
             if added and not context.is_queued_for_deletion(body.topic):
-                self._create_partitions(body.topic, added, body.state)
+                # the existing partitions' stored states change nothing either
+                state = {p: s for p, s in (body.state or {}).items() if p in added}
+                self._create_partitions(body.topic, added, state)
             return
         context.add_topic(body.topic, body.configs or {})
         if body.deletion is not None:

@@ -167,6 +167,28 @@ def test_creation_of_existing_topic() -> None:
     assert [r["reason"] for r in out.rejected] == ["Topic 't' already exists."]
 
 
+def test_creation_of_existing_topic_with_stored_states() -> None:
+    """§10.1 / §7.2 step 4 / CONTRACT §4: a snapshot names a known topic again with `state`
+    for an existing partition and a new one. The existing partition's stored state changes
+    nothing (its own state stands); the new one is loaded from its stored state, as a
+    failover loads it: no election, no request."""
+    c = Cluster(brokers=[1, 2])
+    c.create("t", {0: [1]})
+    stored = {"leader": 2, "leader_epoch": 4, "isr": [2], "partition_epoch": 6,
+              "controller_epoch": 1}  # fmt: skip
+    out = c.send(
+        {
+            "type": "topic_creation",
+            "topic": "t",
+            "assignment": {"0": [2], "1": [2, 1]},
+            "state": {"0": stored, "1": stored},
+        }
+    )
+    assert out.rejected == [] and out.requests == [] and out.state_changes == []
+    assert c.state("t", 0) == ("OnlinePartition", 1, [1], 0, 0)
+    assert c.state("t", 1) == ("OnlinePartition", 2, [2], 4, 6)
+
+
 def test_creation_with_replication_factor_uses_live_brokers() -> None:
     """CONTRACT topic_creation: partitions + replication_factor -> Kafka's assignment over the
     registered brokers; every partition is Online with epochs 0."""
