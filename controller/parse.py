@@ -92,6 +92,9 @@ def show(value: object) -> str:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError):
         text = repr(value)
+    except RecursionError:
+        # the decoder took it a few frames up the stack; the encoder, deeper, cannot
+        text = f"(a {type(value).__name__} nested too deeply to show)"
     return _clip(displayable(text))
 
 

@@ -4,6 +4,7 @@ reason, nothing else changes, and the lines after it are processed as if it neve
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import pytest
@@ -377,6 +378,21 @@ def test_processing_goes_on_after_a_bad_line(bad: dict[str, Any] | str) -> None:
     out_with.appends["rejected_events"] = []
     assert without_source(out_with) == without_source(out_without)
     assert state(with_bad) == state(without)
+
+
+def test_values_nested_up_to_the_decoders_limit_are_rejected_not_raised() -> None:
+    """A field nested as deep as the JSON decoder goes: the reason quoting it must not
+    raise where the decoder did not (the encoder runs deeper in the stack). The depths
+    sweep the window between the two limits, wherever this stack puts it."""
+    limit = sys.getrecursionlimit()
+    lines = [
+        RawEvent('{"type":"broker_startup","broker":' + "[" * d + "]" * d + "}", f"deep:{d}")
+        for d in range(limit - 120, limit + 5)
+    ]
+    output = cluster().apply(lines)
+    reasons = [r["reason"] for r in output.appends["rejected_events"]]
+    assert len(reasons) == len(lines)
+    assert all("broker" in r or "nested too deeply" in r for r in reasons), set(reasons)
 
 
 def test_a_rejected_line_consumes_no_seq_and_no_event_id() -> None:
