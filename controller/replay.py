@@ -19,6 +19,7 @@ import io
 import json
 import sys
 import time
+import traceback
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import islice
@@ -131,9 +132,18 @@ def main(args: argparse.Namespace) -> int:
     if args.out.exists() and not args.out.is_dir():
         print(f"kcsim replay: --out must be a directory, {args.out} is a file", file=sys.stderr)
         return 2
-    summary = replay(
-        args.settings, source, args.out, args.batch_size, args.batch_output, args.compress
-    )
+    try:
+        summary = replay(
+            args.settings, source, args.out, args.batch_size, args.batch_output, args.compress
+        )
+    except (EventFileNameError, OSError) as error:
+        print(f"kcsim replay: {error}", file=sys.stderr)
+        return 2
+    except Exception:  # status 1 means "rejected events", not this
+        traceback.print_exc()
+        print("kcsim replay: internal error (a bug in kcsim: the traceback is above)",
+              file=sys.stderr)  # fmt: skip
+        return 3
     if not args.quiet:
         print(summary.line(args.out), file=sys.stderr)
     # the exit status says whether anything was rejected
@@ -214,29 +224,38 @@ def split_lines(content: bytes, name: str) -> Iterator[RawEvent]:
             yield RawEvent(line, f"{name}:{number}")
 
 
+class EventFileNameError(ValueError):
+    """An event file whose name is not UTF-8: Spark's file source does not list it, so
+    neither engine reads it (replay would, and its rows would differ from the job's)."""
+
+
 def event_files(path: Path) -> list[Path]:
     """`path` itself, or the visible files directly in the directory `path`, by name."""
     if not path.is_dir():
         return [path]
-    return sorted(
+    files = sorted(
         (p for p in path.iterdir() if p.is_file() and is_event_file(p.name)),
         key=lambda p: p.name,
     )
+    for file in files:
+        check_file_name(file.name)
+    return files
+
+
+def check_file_name(name: str) -> None:
+    """Refuse a file name that is not UTF-8 (`os` decodes such bytes as surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = name.encode("utf-8", "surrogateescape")
+        raise EventFileNameError(
+            f"event file name {shown!r} is not UTF-8: Spark's file source cannot list it, "
+            "so neither engine reads it; rename the file"
+        ) from None
 
 
 def is_event_file(name: str) -> bool:
     return not name.startswith(_HIDDEN_PREFIXES) and not name.endswith(_SKIPPED_SUFFIXES)
-
-
-def _batches(events: Iterable[RawEvent], size: int) -> Iterator[list[RawEvent]]:
-    batch: list[RawEvent] = []
-    for event in events:
-        batch.append(event)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 # ---------------------------------------------------------------------------- output

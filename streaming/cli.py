@@ -32,7 +32,9 @@ exit status:
   0  done; nothing was rejected (`replay`), or the job stopped cleanly (`run`)
   1  `replay`: done, but some events were rejected (see rejected_events.jsonl);
      other commands: the work failed (an error is printed)
-  2  bad usage or configuration: an unknown option or setting, a missing input
+  2  bad usage or configuration: an unknown option or setting, a missing input,
+     an output directory that cannot be written
+  3  `replay`: an internal error (a bug in kcsim; the traceback is printed)
 """
 
 

@@ -66,7 +66,7 @@ from pyspark.sql import functions as F
 
 from controller.config import Settings
 from controller.memory import cyclic_gc_paused, frozen_heap_released
-from controller.replay import is_event_file, split_lines
+from controller.replay import check_file_name, is_event_file, split_lines
 from controller.simulator import BatchOutput, RawEvent, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES
 from streaming.kafka_security import KafkaClientConfig
@@ -404,6 +404,7 @@ class FileSource:
 
     def events(self, batch: DataFrame) -> tuple[list[RawEvent], int]:
         """The batch's events in order, and how many event files it held."""
+        self.check_names()
         data = batch.select("path", "content").toArrow()
         files = sorted(
             (self.relative_name(path), content)
@@ -425,12 +426,22 @@ class FileSource:
 
     def known_files(self) -> int | None:
         """How many event files the directory holds now (local directories only)."""
+        names = self._local_names()
+        return None if names is None else len(names)
+
+    def check_names(self) -> None:
+        """Stop on an event file Spark's listing skips without a word (a name that is not
+        UTF-8; local directories only), as replay refuses it."""
+        for name in self._local_names() or ():
+            check_file_name(name)
+
+    def _local_names(self) -> list[str] | None:
         if urlparse(self.directory).scheme not in ("", "file"):
             return None
         local = _uri_path(self.directory)
         if not os.path.isdir(local):
             return None
-        return sum(1 for e in os.scandir(local) if e.is_file() and is_event_file(e.name))
+        return [e.name for e in os.scandir(local) if e.is_file() and is_event_file(e.name)]
 
 
 def _uri_path(path: str) -> str:

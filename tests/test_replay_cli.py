@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -395,3 +397,39 @@ def test_a_long_request_body_is_written_as_the_plain_json(tmp_path: Path) -> Non
     assert any(a != b for a, b in pairwise(entries))  # they changed
     for line in bodies:
         assert json.dumps(json.loads(line), ensure_ascii=False, separators=(",", ":")) == line
+
+
+def test_an_event_file_name_that_is_not_utf8_is_refused_by_both_engines(
+    tmp_path: Path, capsys
+) -> None:
+    """Spark's file source does not list such a file: replay refuses it too (status 2, the
+    name shown), and the job stops on it instead of reading the directory without it."""
+    from streaming.job import FileSource
+
+    events = tmp_path / "events"
+    events.mkdir()
+    (events / "a.jsonl").write_text(SCENARIO[0] + "\n", encoding="utf-8")
+    (events / os.fsdecode(b"\xff-b.jsonl")).write_text(SCENARIO[1] + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+
+    assert main(["replay", str(events), "--out", str(out), "--quiet"]) == 2
+    error = capsys.readouterr().err
+    assert "event file name b'\\xff-b.jsonl' is not UTF-8" in error
+    assert not out.exists()
+    with pytest.raises(replay.EventFileNameError, match="is not UTF-8"):
+        FileSource(str(events)).check_names()
+    (events / os.fsdecode(b"\xff-b.jsonl")).unlink()
+    FileSource(str(events)).check_names()
+    assert main(["replay", str(events), "--out", str(out), "--quiet"]) == 0
+
+
+def test_an_output_directory_that_cannot_be_written_is_status_2_not_a_traceback(
+    tmp_path: Path, capsys
+) -> None:
+    events = write_scenario(tmp_path, SCENARIO[:1])
+    blocked = tmp_path / "file"
+    blocked.write_text("", encoding="utf-8")
+
+    assert main(["replay", str(events), "--out", str(blocked / "out"), "--quiet"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("kcsim replay: [Errno 20] Not a directory") and "Traceback" not in error
