@@ -693,6 +693,8 @@ def parse_event(raw: str, source: str) -> Event | Rejection:
         cluster = _cluster(obj)
         event_type = _event_type(obj)
         common = _read_fields(obj, _HEADER_READERS, event_type)
+        if common.get("event_id") == "":  # an id must name the event, as a cluster must
+            raise FieldError("field 'event_id' must be a non-empty string, got \"\"")
         observed = obj.get("observed")
         if observed is not None:
             observed = observed_partitions("observed", observed)

@@ -209,12 +209,19 @@ class ClusterRunner:
                 f"the cluster's last applied seq is {last}, the largest int64: no seq follows it",
             )
         if event_id in self.seen_event_ids:
+            if header.event_id is None:  # the line gave none: its default collides
+                return _reject(
+                    cluster,
+                    header,
+                    f"the default event_id '{event_id}' (cluster:seq) is already taken by an "
+                    "applied event; give this event an event_id",
+                )
             return _reject(cluster, header, f"duplicate event_id '{event_id}': already applied")
         if last is not None and seq <= last:
             return _reject(
                 cluster,
                 header,
-                f"seq {seq} goes backwards: the cluster's last applied seq is {last}",
+                f"seq {seq} does not increase: the cluster's last applied seq is {last}",
             )
         try:
             self.controller.check(event.body)

@@ -327,14 +327,19 @@ BAD_LINES: list[tuple[str, dict[str, Any] | str, tuple[str, ...]]] = [
     ),
     ("seq backwards", {"type": "auto_rebalance_check", "seq": 50}, ("seq 50", "100")),
     (
+        "empty event_id",
+        {"type": "auto_rebalance_check", "event_id": ""},
+        ("field 'event_id' must be a non-empty string",),
+    ),
+    (
         "seq repeated",
         {"type": "auto_rebalance_check", "seq": 100, "event_id": "again"},
-        ("seq 100", "backwards"),
+        ("seq 100 does not increase", "last applied seq is 100"),
     ),
     (
         "seq repeated, implicit event_id",
         {"type": "auto_rebalance_check", "seq": 100},
-        ("duplicate event_id 'default:100'",),
+        ("the default event_id 'default:100' (cluster:seq) is already taken", "give this"),
     ),
 ]
 

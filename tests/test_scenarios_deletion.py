@@ -278,3 +278,25 @@ def test_broker_failure_of_deleting_topic_excludes_it_from_elections() -> None:
     assert out.of(LAI) == []
     # then §9.1 step 7: the broker-only UpdateMetadata
     assert out.sent() == [(SR, 1, False), (SR, 2, False), (UM, 3, True)]
+
+
+def test_a_response_for_a_replica_the_topic_lacks_changes_nothing_and_says_so() -> None:
+    """§15.4: the deletion manager moves the answering replica; for a partition the topic
+    lacks, or a broker that holds no replica of it, Kafka's replica state machine has no
+    replica to move and nothing changes. kcsim says so in event_results instead of
+    applying the event without a word."""
+    c = Cluster(brokers=[1, 2, 3])
+    c.create("t", {0: [1, 2]})
+    c.fail(2)
+    c.delete("t")
+    before = c.replicas("t", 0)
+    for partition, broker in ((9, 1), (0, 3)):
+        out = c.stop_replica_response("t", partition, broker)
+        assert out.rejected == [] and out.requests == [] and out.state_changes == []
+        assert [(r["topic"], r["partition"], r["error"], r["message"]) for r in out.results] == [
+            ("t", partition, None, f"ignored: partition t-{partition} has no replica on broker "
+             f"{broker}")
+        ]  # fmt: skip
+    assert c.replicas("t", 0) == before
+    out = c.stop_replica_response("t", 0, 1)
+    assert out.results == [] and c.replica("t", 0, 1) == "ReplicaDeletionSuccessful"
