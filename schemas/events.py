@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from schemas.types import INT, INT_LIST, LONG, STRING, ArrayOf, DataType, MapOf, StructOf
-
 
 class Kind(StrEnum):
     STRING = "string"
@@ -117,58 +115,3 @@ EVENT_FIELDS: dict[str, tuple[FieldSpec, ...]] = {
     ),
 }
 EVENT_TYPES: tuple[str, ...] = tuple(EVENT_FIELDS)
-
-# How each kind reads in Spark when the job wants typed columns (the raw text is kept
-# for validation, which the core does).
-SPARK_TYPES: dict[Kind, DataType] = {
-    Kind.STRING: STRING,
-    Kind.INT: INT,
-    Kind.LONG: LONG,
-    Kind.BROKER: INT,
-    Kind.TOPIC: STRING,
-    Kind.PARTITION: INT,
-    Kind.REPLICAS: INT_LIST,
-    Kind.REPLICAS_OR_NULL: INT_LIST,
-    Kind.BROKER_LIST: INT_LIST,
-    Kind.ASSIGNMENT: MapOf(STRING, INT_LIST),
-    Kind.CONFIGS: MapOf(STRING, STRING),
-    Kind.ELECTION: STRING,
-    Kind.PARTITION_REFS: ArrayOf(StructOf((("topic", STRING), ("partition", INT)))),
-    Kind.ERROR_OR_NULL: STRING,
-    Kind.TIMESTAMP: STRING,
-    Kind.DELETION: STRING,
-    Kind.PARTITION_STATES: MapOf(
-        STRING,
-        StructOf(
-            (
-                ("leader", INT),
-                ("leader_epoch", INT),
-                ("isr", INT_LIST),
-                ("partition_epoch", INT),
-                ("controller_epoch", INT),
-                ("leader_recovery_state", STRING),
-            )
-        ),
-    ),
-    Kind.OBSERVED: StructOf(
-        (
-            (
-                "partitions",
-                ArrayOf(
-                    StructOf(
-                        (
-                            ("topic", STRING),
-                            ("partition", INT),
-                            ("leader", INT),
-                            ("leader_epoch", INT),
-                            ("isr", INT_LIST),
-                            ("partition_epoch", INT),
-                            ("controller_epoch", INT),
-                            ("replicas", INT_LIST),
-                        )
-                    )
-                ),
-            ),
-        )
-    ),
-}
