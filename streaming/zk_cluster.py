@@ -440,6 +440,10 @@ def broker_config(
     }
     if layout.security.tls:
         props.update(_zookeeper_tls_client(layout))
+    if layout.security.sasl:
+        # as a secured production cluster runs: the znodes Kafka writes are writable by
+        # the brokers' SASL identity only (readers still see the non-sensitive ones)
+        props["zookeeper.set.acl"] = "true"
     props.update(overrides or {})
     return props
 

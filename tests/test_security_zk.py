@@ -25,6 +25,7 @@ from kafka import KafkaConsumer
 from kafka.admin import KafkaAdminClient, NewTopic
 from kazoo.client import KazooClient
 from kazoo.exceptions import SessionClosedRequireSaslError
+from kazoo.security import Permissions
 from test_security_kafka import REFUSED_WITHIN_S, files_holding, kcsim
 from test_security_tls import TlsKafka, tls_kafka  # noqa: F401
 
@@ -92,6 +93,12 @@ def test_zookeeper_requires_sasl_over_tls_and_the_broker_uses_the_chroot(
     try:
         assert client.get_children(f"{chroot}/brokers/ids") == ["1"]
         assert not client.exists("/brokers")  # the broker wrote under the chroot only
+        # zookeeper.set.acl: the brokers' identity may change what they wrote, others read
+        acls, _ = client.get_acls(f"{chroot}/brokers/ids/1")
+        assert {(a.id.scheme, a.id.id, a.perms) for a in acls} == {
+            ("sasl", "kcsim", Permissions.ALL),
+            ("world", "anyone", Permissions.READ),
+        }
     finally:
         client.stop()
         client.close()
