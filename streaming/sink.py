@@ -122,7 +122,15 @@ def _chunked(head: Row, entries: list[str], max_bytes: int) -> Iterator[SinkReco
     # the head at its longest: chunk numbers never exceed the entries' count
     widest = max(1, len(entries))
     probe = {**head, "record_id": record_id({**head, "chunk": widest}), "chunks": widest}
-    room = max_bytes - len(json.dumps(probe, separators=_COMPACT)) - len(_PARTITIONS_TAIL)
+    key = str(head["cluster"])
+    # the key counts against the topic's limit too (cluster names have no length limit);
+    # the value is ASCII (json.dumps escapes the rest), so its characters are its bytes
+    room = (
+        max_bytes
+        - len(key.encode("utf-8"))
+        - len(json.dumps(probe, separators=_COMPACT))
+        - len(_PARTITIONS_TAIL)
+    )
     groups: list[list[str]] = [[]]
     used = 0
     for entry in entries:
@@ -138,7 +146,6 @@ def _chunked(head: Row, entries: list[str], max_bytes: int) -> Iterator[SinkReco
             used, extra = 0, len(entry)
         groups[-1].append(entry)
         used += extra
-    key = str(head["cluster"])
     for chunk, group in enumerate(groups):
         fields = {**head, "chunk": chunk, "chunks": len(groups)}
         fields["record_id"] = record_id(fields)

@@ -63,7 +63,7 @@ def test_records_fit_and_rebuild_the_requests() -> None:
     requests, payloads = core_output(PARTITIONS)
     limit = 20_000
     records = payload_records(requests, payloads, limit)
-    assert all(len(r.value.encode()) <= limit for r in records)
+    assert all(len(r.key.encode()) + len(r.value.encode()) <= limit for r in records)
     parsed = [json.loads(r.value) for r in records]
     # a body is one record (chunk 0 of 1) unless it does not fit; the big ones are split
     chunked = [p for p in parsed if p["chunks"] > 1]
@@ -74,6 +74,26 @@ def test_records_fit_and_rebuild_the_requests() -> None:
     # an UpdateMetadata to every broker is one body: its recipients ride in each record
     fan_out = next(p for p in parsed if p["type"] == "UpdateMetadata" and p["partitions"])
     assert [r["broker"] for r in fan_out["recipients"]] == [1, 2, 3]
+
+
+def test_a_long_cluster_name_key_counts_against_the_limit() -> None:
+    """The record key (the cluster) is part of what the topic's max.message.bytes bounds:
+    a long name in UTF-8 shrinks the room for the value."""
+    cluster = "ü" * 300  # 600 bytes as the key (1,800 as JSON in the value)
+    lines = [
+        RawEvent(json.dumps({**e, "cluster": cluster}), f"sink:{i}")
+        for i, e in enumerate(events(PARTITIONS))
+    ]
+    output = Simulator(Settings()).apply(lines)
+    requests = list(output.appends["controller_requests"])
+    payloads = list(output.appends["request_payloads"])
+    limit = 20_000
+    records = payload_records(requests, payloads, limit)
+    assert {r.key for r in records} == {cluster}
+    assert all(len(r.key.encode()) + len(r.value.encode()) <= limit for r in records)
+    assert max(len(r.key.encode()) + len(r.value.encode()) for r in records) > limit - 1000
+    parsed = [json.loads(r.value) for r in records]
+    assert canonical(rebuild_requests(parsed)) == canonical(joined(requests, payloads))
 
 
 def test_a_missing_chunk_is_an_error_not_a_short_request() -> None:
