@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
@@ -100,6 +101,25 @@ _KEYS = {
     "kcsim.simulate.brokers": "simulate_brokers",
 }
 assert set(_KEYS.values()) == {f.name for f in fields(Settings)}
+
+
+_DOTTED_NAME = re.compile(r"[a-z][a-z0-9]*(?:[._-][a-z0-9]+)*\.[a-z0-9]+(?:[._-][a-z0-9]+)*")
+
+
+def shown_key(key: str, supported: Iterable[str]) -> str:
+    """How an error names an unknown key of a properties file that may hold secrets: a
+    dotted lower-case name (Kafka's form) is quoted, and so is a key close to a supported
+    one (with that one); anything else is not shown, since a secret wrapped onto a line
+    of its own (a continuation without its backslash) reads as a key."""
+    close = difflib.get_close_matches(key, list(supported), n=1, cutoff=0.6)
+    if close:
+        return f"{key!r} (did you mean {close[0]!r}?)"
+    if _DOTTED_NAME.fullmatch(key):
+        return repr(key)
+    return (
+        "in an entry that is no property name, not shown (a value on a line of its own? a "
+        "line continues only after a trailing backslash)"
+    )
 
 
 def read_properties(text: str) -> dict[str, str]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from controller.config import ConfigError, read_properties
+from controller.config import ConfigError, read_properties, shown_key
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -83,8 +83,9 @@ class KafkaClientConfig:
         props = dict(self.properties)
         unknown = sorted(set(props) - SUPPORTED_KEYS)
         if unknown:
+            shown = shown_key(unknown[0], SUPPORTED_KEYS)
             raise KafkaConfigError(
-                f"--kafka-config: unsupported key {unknown[0]!r} (supported: "
+                f"--kafka-config: unsupported key {shown} (supported: "
                 + ", ".join(sorted(SUPPORTED_KEYS))
                 + ")"
             )

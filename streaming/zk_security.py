@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from controller.config import ConfigError, read_properties
+from controller.config import ConfigError, read_properties, shown_key
 
 SASL_MECHANISMS = ("DIGEST-MD5", "GSSAPI")
 KEYS = frozenset(
@@ -79,7 +79,7 @@ class ZooKeeperClientConfig:
         unknown = sorted(set(props) - KEYS)
         if unknown:
             raise ZooKeeperConfigError(
-                f"--zookeeper-config: unsupported key {unknown[0]!r} (supported: "
+                f"--zookeeper-config: unsupported key {shown_key(unknown[0], KEYS)} (supported: "
                 + ", ".join(sorted(KEYS))
                 + ")"
             )

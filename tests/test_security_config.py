@@ -185,3 +185,26 @@ def test_a_java_store_for_kafka_python_says_what_to_give_instead() -> None:
         config.kafka_python()
     assert "give ssl.truststore.type=PEM" in str(refused.value)
     assert "keytool -exportcert -rfc" in str(refused.value)
+
+
+def test_a_secret_wrapped_onto_its_own_line_is_never_shown_as_a_key(tmp_path: Path) -> None:
+    """A continuation line without its trailing backslash makes the next line a key of its
+    own: the refusal must not quote it (it is the password)."""
+    kafka = write(
+        tmp_path,
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="alice" password=\n    Hunter2-S3cret;\n',
+    )
+    with pytest.raises(KafkaConfigError, match="no property name, not shown") as error:
+        KafkaClientConfig.load(kafka).kafka_python()
+    assert "Hunter2" not in str(error.value)
+    zookeeper = write(tmp_path, "digest=alice:\nHunter2-S3cret\n", "zk.properties")
+    with pytest.raises(ZooKeeperConfigError, match="no property name, not shown") as zk_error:
+        ZooKeeperClientConfig.load(zookeeper).kazoo_args()
+    assert "Hunter2" not in str(zk_error.value)
+    # a misspelt property name is still named, so the user can find it
+    typo = write(tmp_path, "security.protocl=SSL\n", "typo.properties")
+    expected = r"unsupported key 'security\.protocl' \(did you mean 'security\.protocol'\?\)"
+    with pytest.raises(KafkaConfigError, match=expected):
+        KafkaClientConfig.load(typo).kafka_python()
