@@ -49,6 +49,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -157,6 +158,9 @@ def main(args: argparse.Namespace) -> int:
         spark.stop()
 
 
+_FILE_NAME_ERROR = re.compile(r"EventFileNameError: (.+)")
+
+
 def query_failure(error: Exception) -> str:
     """The first line of a failed query's cause, with what an authentication failure
     means for kcsim (Spark's text holds the Kafka client's exception, never its config)."""
@@ -168,6 +172,8 @@ def query_failure(error: Exception) -> str:
         )
     if "SSLHandshakeException" in text or "SslAuthenticationException" in text:
         return "the TLS handshake with Kafka failed (check --kafka-config's ssl.* settings)"
+    if found := _FILE_NAME_ERROR.search(text):  # raised in the batch, under Spark's text
+        return found.group(1)
     return text.strip().splitlines()[0] if text.strip() else type(error).__name__
 
 

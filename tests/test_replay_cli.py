@@ -404,7 +404,7 @@ def test_an_event_file_name_that_is_not_utf8_is_refused_by_both_engines(
 ) -> None:
     """Spark's file source does not list such a file: replay refuses it too (status 2, the
     name shown), and the job stops on it instead of reading the directory without it."""
-    from streaming.job import FileSource
+    from streaming.job import FileSource, query_failure
 
     events = tmp_path / "events"
     events.mkdir()
@@ -416,8 +416,15 @@ def test_an_event_file_name_that_is_not_utf8_is_refused_by_both_engines(
     error = capsys.readouterr().err
     assert "event file name b'\\xff-b.jsonl' is not UTF-8" in error
     assert not out.exists()
-    with pytest.raises(replay.EventFileNameError, match="is not UTF-8"):
+    with pytest.raises(replay.EventFileNameError, match="is not UTF-8") as raised:
         FileSource(str(events)).check_names()
+    # the job's last line names it, not the first line of Spark's wrapping text
+    spark_text = (
+        "[STREAM_FAILED] Query terminated with exception: [FOREACH_BATCH_USER_FUNCTION_ERROR]"
+        f" ... Traceback (most recent call last):\n  ...\ncontroller.replay.EventFileNameError:"
+        f" {raised.value}\n"
+    )
+    assert query_failure(RuntimeError(spark_text)) == str(raised.value)
     (events / os.fsdecode(b"\xff-b.jsonl")).unlink()
     FileSource(str(events)).check_names()
     assert main(["replay", str(events), "--out", str(out), "--quiet"]) == 0
