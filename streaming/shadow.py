@@ -7,13 +7,15 @@ controller's writes to settle, and writes the events out:
 
 * `--out file:DIR`: one JSON-lines file per flush, written under a hidden temporary name
   and renamed, named by its first `seq` so name order is event order;
-* `--out kafka:BOOTSTRAP/TOPIC`: a kafka-python producer, keyed by cluster, acks=all,
-  idempotent.
+* `--out kafka:BOOTSTRAP/TOPIC`: `streaming/shadow_kafka.py`, a kafka-python producer
+  keyed by cluster, acks=all, idempotent; an event counts as written once acknowledged.
 
 Restart: the model's view of the cluster is saved after every flush (`--state`, by
 default a hidden file in the output directory), after the events are out. A restarted
 shadow loads it, re-reads ZooKeeper, emits the differences, and skips any event whose
 `seq` is not above the last one written (an output that got ahead of the saved state).
+The first start saves the model with its bootstrap's events before writing them, so a
+restart after a stop in between writes the rest of that bootstrap, each event once.
 A lost connection or ZooKeeper session is handled the same way: kazoo reconnects (for as
 long as it takes), and once connected the shadow re-reads everything, re-arming its watches
 (kazoo forgets them on a disconnection; a new session never had them), and emits what
@@ -48,6 +50,7 @@ from kazoo.protocol.states import KeeperState, ZnodeStat
 
 from controller.config import ConfigError
 from streaming.kafka_security import ClientFailures, KafkaClientConfig
+from streaming.shadow_kafka import KafkaSink, OutputError
 from streaming.shadow_model import (
     REGISTRATION_VERSION,
     BadZnode,
@@ -359,59 +362,6 @@ class FileSink:
         pass
 
 
-class KafkaSink:
-    def __init__(self, bootstrap: str, topic: str, cluster: str, client: KafkaClientConfig) -> None:
-        from kafka import KafkaProducer
-
-        self.bootstrap, self.topic, self.cluster = bootstrap, topic, cluster
-        self.security = client.kafka_python()
-        self.producer = KafkaProducer(
-            bootstrap_servers=bootstrap,
-            acks="all",
-            enable_idempotence=True,
-            linger_ms=5,
-            **self.security,
-        )
-
-    def last_seq(self, cluster: str) -> int:
-        """The highest `seq` of the cluster among the topic's last records."""
-        from kafka import KafkaConsumer, TopicPartition
-
-        consumer = KafkaConsumer(
-            bootstrap_servers=self.bootstrap, enable_auto_commit=False, **self.security
-        )
-        try:
-            parts = consumer.partitions_for_topic(self.topic) or set()
-            tps = [TopicPartition(self.topic, p) for p in parts]
-            if not tps:
-                return 0
-            consumer.assign(tps)
-            ends = consumer.end_offsets(tps)
-            for tp in tps:
-                consumer.seek(tp, max(0, ends[tp] - 1000))
-            best, remaining = 0, {tp for tp in tps if ends[tp] > 0}
-            deadline = time.monotonic() + 30
-            while remaining and time.monotonic() < deadline:
-                for tp, records in consumer.poll(timeout_ms=500).items():
-                    for record in records:
-                        if record.key == cluster.encode():
-                            best = max(best, json.loads(record.value).get("seq") or 0)
-                        if record.offset >= ends[tp] - 1:
-                            remaining.discard(tp)
-            return best
-        finally:
-            consumer.close()
-
-    def write(self, events: list[Event]) -> None:
-        for event in events:
-            value = json.dumps(event, separators=(",", ":")).encode()
-            self.producer.send(self.topic, key=self.cluster.encode(), value=value)
-        self.producer.flush()
-
-    def close(self) -> None:
-        self.producer.close()
-
-
 def open_sink(out: str, cluster: str, client: KafkaClientConfig | None = None) -> tuple[Sink, Path]:
     """The sink and the default place of the saved state."""
     if out.startswith("file:"):
@@ -425,9 +375,14 @@ def open_sink(out: str, cluster: str, client: KafkaClientConfig | None = None) -
     raise ValueError(f"--out must be file:DIR or kafka:BOOTSTRAP/TOPIC, got {out!r}")
 
 
-def save_state(path: Path, model: ShadowModel) -> None:
+def save_state(path: Path, model: ShadowModel, unwritten: list[Event] | None = None) -> None:
+    """The model's view, with the events that must be out before it holds (`unwritten`:
+    the bootstrap's, saved before they are written)."""
+    saved = model.to_json()
+    if unwritten:
+        saved["unwritten"] = unwritten
     temp = path.with_name(f".{path.name}.tmp")
-    temp.write_text(json.dumps(model.to_json(), separators=(",", ":")), encoding="utf-8")
+    temp.write_text(json.dumps(saved, separators=(",", ":")), encoding="utf-8")
     os.replace(temp, path)
 
 
@@ -440,12 +395,16 @@ class Shadow:
         self.fired: queue.Queue[str] = queue.Queue()
         self.reader = Reader(client, self._on_watch)
         self.written_seq = sink.last_seq(cluster)
+        # the bootstrap's events, when a start was stopped before it had written them all
+        self.unwritten: list[Event] = []
         self.model = self._load()
         self.emitted = 0
 
     def _load(self) -> ShadowModel:
         if self.state_path.exists():
-            return ShadowModel.from_json(json.loads(self.state_path.read_text(encoding="utf-8")))
+            saved = json.loads(self.state_path.read_text(encoding="utf-8"))
+            self.unwritten = saved.get("unwritten", [])
+            return ShadowModel.from_json(saved)
         if self.written_seq:
             raise RuntimeError(
                 f"the output already holds events of cluster {self.cluster!r} "
@@ -494,12 +453,21 @@ class Shadow:
         """Read everything (arming watches with `watch`). The first start writes the
         snapshot at once; later, what changed since the model's view (a restart, a
         reconnection) joins the pending causes, written by the next flush."""
+        if self.unwritten:
+            # a start stopped while writing its bootstrap: what the output lacks of it first
+            self._write(self.unwritten)
+            self.unwritten = []
         reader = self.reader if watch else Reader(self.client, None)
         snap = reader.snapshot()
         for warning in version_warnings(snap):
             print(f"kcsim shadow: warning: {warning}", file=sys.stderr)
         if not self.model.started:
-            self._write(self.model.bootstrap(snap))
+            # Saved with its events before they are written: a shadow stopped before the
+            # save after them writes, at its restart, those the output does not hold (by
+            # seq), rather than a second bootstrap of a cluster that may have changed.
+            events = self.model.bootstrap(snap)
+            save_state(self.state_path, self.model, unwritten=events)
+            self._write(events)
         else:
             self.model.apply(self.model.diff(snap))
 
@@ -586,6 +554,10 @@ def main(args: argparse.Namespace) -> int:
             return 1
         try:
             return _run(args, sink, default_state, zookeeper_client)
+        except OutputError as error:
+            why = f" ({failures.explain(error.cause)})" if error.cause is not None else ""
+            print(f"kcsim shadow: Kafka output failed: {error}{why}", file=sys.stderr)
+            return 1
         except KafkaError as error:
             print(f"kcsim shadow: Kafka output failed: {failures.explain(error)}", file=sys.stderr)
             return 1

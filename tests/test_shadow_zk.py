@@ -21,10 +21,12 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from kazoo.client import KazooClient
 from kazoo.exceptions import AuthFailedError
 from kazoo.protocol.states import KeeperState
+from planted_cluster import plant_topic, planted
 
 from controller.config import Settings
 from controller.replay import replay
-from streaming.shadow import Shadow, open_sink
+from streaming.shadow import FileSink, Shadow, open_sink
+from streaming.shadow_model import Event
 
 pytestmark = pytest.mark.zk
 ROOT = Path(__file__).resolve().parents[1]
@@ -272,3 +274,76 @@ def test_a_refused_authentication_ends_the_running_shadow_with_an_error(zk_clust
     finally:
         client.stop()
         client.close()
+
+
+class Stopped(BaseException):
+    """Where a SIGKILL would end the shadow."""
+
+
+class StopsAfterWriting:
+    """A file output that stops the shadow once it has written the first `kept` events of
+    a flush (all of them with None): the state save after the write never happens."""
+
+    def __init__(self, out: FileSink, kept: int | None) -> None:
+        self.out, self.kept = out, kept
+
+    def last_seq(self, cluster: str) -> int:
+        return self.out.last_seq(cluster)
+
+    def write(self, events: list[Event]) -> None:
+        if written := events[: self.kept]:
+            self.out.write(written)
+        raise Stopped
+
+    def close(self) -> None:
+        pass
+
+
+def shadow_once(zookeeper: str, sink: Any, state: Path) -> Shadow:
+    client = KazooClient(hosts=zookeeper, read_only=True)
+    client.start(timeout=30)
+    try:
+        runner = Shadow(client, sink, state, "planted")
+        runner.once()
+        return runner
+    finally:
+        client.stop()
+        client.close()
+
+
+@pytest.mark.parametrize("kept", [0, 2, None], ids=["none", "some", "all"])
+def test_a_shadow_stopped_between_its_bootstrap_and_its_first_save_restarts_once(
+    zk_cluster, tmp_path, kept
+):
+    """The kill point of a first start: its bootstrap written (none, some or all of it),
+    the state never saved after it. The restart writes the rest of that bootstrap, each
+    event once, then what changed meanwhile (a topic created while it was down)."""
+    with planted(zk_cluster.zookeeper, [1, 2]) as (chroot, writer):
+        plant_topic(writer, chroot, "a", [[1, 2], [2, 1], [1, 2]])
+        address = zk_cluster.zookeeper + chroot
+        reference = tmp_path / "reference"
+        reference.mkdir()
+        shadow_once(address, FileSink(reference), reference / "state.json")
+        bootstrap = events(reference)
+        assert [e["type"] for e in bootstrap] == [
+            "broker_startup",
+            "broker_startup",
+            "topic_creation",
+            "controller_failover",
+        ]
+        out, state = tmp_path / "events", tmp_path / "state.json"
+        out.mkdir()
+        with pytest.raises(Stopped):
+            shadow_once(address, StopsAfterWriting(FileSink(out), kept), state)
+        assert events(out) == bootstrap[:kept]
+        plant_topic(writer, chroot, "b", [[2, 1]])  # while the shadow is down
+        restarted = shadow_once(address, FileSink(out), state)
+    emitted = events(out)
+    assert emitted[: len(bootstrap)] == bootstrap  # the stopped start's, each once
+    assert restarted.emitted == len(emitted) - len(bootstrap[:kept])
+    [creation] = emitted[len(bootstrap) :]
+    assert (creation["type"], creation["topic"]) == ("topic_creation", "b")
+    assert creation["assignment"] == {"0": [2, 1]}
+    assert creation["seq"] > bootstrap[-1]["seq"]
+    saved = json.loads(state.read_text())
+    assert "unwritten" not in saved and saved["last_seq"] == creation["seq"]
