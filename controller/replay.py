@@ -41,8 +41,9 @@ _BYTES_PER_WRITE = 16 << 20  # (characters) and of a table of large rows
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _LIST_SLICE = 10_000  # items of a long list column encoded at a time
 _LONG_LIST = 1_000  # a row with a list longer than this is written in pieces (EntryTexts)
-# partitions whose request entry text is kept for the next body that names them unchanged
-# (~0.65 KB each: 130 MB at most; a cluster with more has its first ones kept)
+# request entries whose text is kept for the next body that names them unchanged (~0.4 KB
+# each, the entry itself being held by the core anyway: 80 MB at most; a cluster with
+# more has its first ones kept)
 _ENTRY_TEXTS = 200_000
 # Hadoop/Spark treat names starting with "." or "_" as hidden (checksums, _SUCCESS,
 # _delta_log) and "._COPYING_" as a file still being written; the file source skips them.
@@ -376,45 +377,52 @@ def _json_pieces(columns: tuple[str, ...], row: Row, texts: EntryTexts) -> Itera
 
 
 class EntryTexts:
-    """The JSON text of long lists' entries, a partition's kept while its entry is
-    unchanged: each new broker's UpdateMetadata names every partition, mostly as the last
-    one did (10M entries in a 100-broker rolling restart of 100k partitions), and an entry
-    encoded again costs ~5x a lookup and a compare.
+    """The JSON text of long lists' entries, kept with the entry it was made from.
 
-    The text is reused only when the entry has the same keys in the same order and equal
-    values, so it is what `_dumps` would give: equal values encode alike, but for 1 ==
-    True == 1.0, which a typed struct field never mixes (a field holds int or bool or
-    float, or null). Entries that are not dicts with a "topic" and a "partition" are
-    encoded as they come."""
+    Each new broker's UpdateMetadata names every partition (10M entries in a 100-broker
+    rolling restart of 100k partitions), and the core hands out the same dict for a
+    partition whose entry is unchanged (controller.metadata_entries): its text is found
+    by the entry's identity, and only changed entries are encoded again (~20x a lookup).
+    A text is kept while its entry is alive in the table (the table holds it), per
+    partition and request kind: a partition's UpdateMetadata entry (with its offline
+    replicas) apart from its LeaderAndIsr or StopReplica one, so a large LeaderAndIsr does
+    not push out the text the next UpdateMetadata reuses. Entries that are not dicts with
+    a "topic" and a "partition" are encoded as they come."""
 
-    __slots__ = ("_keys", "_texts")
+    __slots__ = ("_by_partition", "_texts")
 
     def __init__(self) -> None:
-        # (topic, partition) -> (keys, values, text)
-        self._texts: dict[tuple[object, object], tuple[tuple, tuple, str]] = {}
-        self._keys: dict[tuple, tuple] = {}  # one tuple per key order, shared
+        self._texts: dict[int, tuple[object, str]] = {}  # id(entry) -> (entry, text)
+        # (topic, partition, is UpdateMetadata) -> the id of its entry kept in _texts
+        self._by_partition: dict[tuple[object, object, bool], int] = {}
 
     def encode(self, items: list) -> str:
         """`_dumps(items)` without its brackets."""
+        if not items or type(items[0]) is not dict:
+            return _dumps(items)[1:-1]  # (a list's text is its items' texts, joined)
         texts = self._texts
-        room = len(texts) < _ENTRY_TEXTS
         out: list[str] = []
+        append = out.append
         for item in items:
-            if type(item) is not dict or "partition" not in item or "topic" not in item:
-                out.append(_dumps(item))
-                continue
-            keys, values = tuple(item), tuple(item.values())
-            key = (item["topic"], item["partition"])
-            kept = texts.get(key)
-            if kept is not None and kept[1] == values and kept[0] == keys:
-                out.append(kept[2])
+            kept = texts.get(id(item))
+            if kept is not None and kept[0] is item:
+                append(kept[1])
                 continue
             text = _dumps(item)
-            if kept is not None or room:
-                texts[key] = (self._keys.setdefault(keys, keys), values, text)
-                room = len(texts) < _ENTRY_TEXTS
-            out.append(text)
+            append(text)
+            if type(item) is dict and "partition" in item and "topic" in item:
+                self._keep(item, text)
         return ",".join(out)
+
+    def _keep(self, item: dict, text: str) -> None:
+        key = (item["topic"], item["partition"], item.get("offline_replicas") is not None)
+        replaced = self._by_partition.get(key)
+        if replaced is not None:
+            del self._texts[replaced]
+        elif len(self._texts) >= _ENTRY_TEXTS:
+            return  # full: a cluster with more partitions has its first ones kept
+        self._texts[id(item)] = (item, text)
+        self._by_partition[key] = id(item)
 
 
 def _dumps(value: object) -> str:
