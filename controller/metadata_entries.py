@@ -2,12 +2,13 @@
 
 Every broker startup sends the new broker an UpdateMetadata naming every partition with a
 leader (SPEC §8.2): a rolling restart of a 100k-partition cluster names 10M entries, ~1% of
-them changed since the last body. An entry is a function of the partition's leadership
-(a frozen value, replaced on every change), its replica set, which of those replicas are
-offline and whether its topic is queued for deletion; while the four are the same objects
-as when it was built, the entry built then is the entry now, so the same dict is handed out
-again. Request rows are never changed once built, which makes the sharing safe; the
-writers find a shared entry's JSON text by identity (`controller.replay.EntryTexts`).
+them changed since the last body. An entry is a function of the partition's leadership (a
+frozen value, replaced on every change), its replica set, which of those replicas are
+offline and whether its topic is queued for deletion. While the leadership and the replica
+set are the same objects as when it was built and the rest are equal, the entry built then
+is the entry now, so the same dict is handed out again. Request rows are never changed
+once built, which makes the sharing safe; the replay writer finds a shared entry's JSON
+text by identity (`controller.replay.EntryTexts`).
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from controller.model import LEADER_DURING_DELETE, LeaderAndIsr, TopicPartition
 Row = dict[str, Any]
 Ints = tuple[int, ...]
 
-# distinct int lists kept for sharing (ISRs, replica sets, offline sets: tens of thousands
-# in a 1M-partition cluster); past this the table starts afresh, which costs one rebuild of
-# the entries holding the old lists, never a wrong entry
-_MAX_LISTS = 200_000
+# the table of shared lists starts afresh once it holds this many per entry kept (up to
+# three distinct tuples per partition: its ISR, replica set and offline replicas), so the
+# values no entry holds any more (old ISRs) do not pile up
+_LISTS_PER_ENTRY = 4
 
 
 class MetadataEntries:
@@ -33,8 +34,7 @@ class MetadataEntries:
         # tp -> (leadership, replicas, offline list, deleting, entry): the entry and what it
         # was built from
         self._entries: dict[TopicPartition, tuple[LeaderAndIsr, Ints, list[int], bool, Row]] = {}
-        # one list per distinct tuple of broker ids, shared by every entry holding it: one
-        # object per value is also what lets an unchanged offline set be told by identity
+        # one list per distinct tuple of broker ids, shared by the entries holding it
         self._lists: dict[Ints, list[int]] = {}
         # each replica set's offline replicas, for the live brokers `_live`
         self._offline: dict[Ints, list[int]] = {}
@@ -61,8 +61,8 @@ class MetadataEntries:
             kept is not None
             and kept[0] is leadership
             and kept[1] is replicas
-            and kept[2] is offline
             and kept[3] is deleting
+            and kept[2] == offline
         ):
             return kept[4]
         # in batch._request_partition's key order
@@ -102,8 +102,7 @@ class MetadataEntries:
     def _list(self, values: Ints) -> list[int]:
         shared = self._lists.get(values)
         if shared is None:
-            if len(self._lists) >= _MAX_LISTS:
+            if len(self._lists) > _LISTS_PER_ENTRY * len(self._entries) + 1024:
                 self._lists = {}
-                self._offline = {}
             shared = self._lists[values] = list(values)
         return shared

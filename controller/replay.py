@@ -19,16 +19,17 @@ import io
 import json
 import sys
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import islice
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import IO
 
 from controller.config import Settings
 from controller.simulator import RawEvent, Row, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES, TABLES, Table
-from schemas.types import ArrayOf
+from schemas.types import ArrayOf, StructOf
 
 DEFAULT_BATCH_SIZE = 10_000
 # a batch's output held at once, in rows and request-body partition entries (~0.5-1 KB
@@ -331,19 +332,28 @@ def _write_rows(
     from a row is written as null, as Delta would store it. A chunk is cut at
     _BYTES_PER_WRITE as well, and a row with a long list (a new broker's UpdateMetadata
     names every partition: ~290 MB of JSON at 1M partitions) is written a slice at a
-    time, never held whole as text."""
+    time, never held whole as text. Lists of structs (request entries) are encoded
+    through `texts`: an entry shared by several bodies (a LeaderAndIsr's recipients, an
+    unchanged UpdateMetadata entry) is encoded once."""
     columns = table.column_names
     lists = tuple(c.name for c in table.columns if isinstance(c.type, ArrayOf))
+    has_entries = any(
+        isinstance(c.type, ArrayOf) and isinstance(c.type.element, StructOf) for c in table.columns
+    )
+    texts = texts or EntryTexts()
     chunk: list[str] = []
     size = 0
     for row in rows:
         if any(len(row.get(c) or ()) > _LONG_LIST for c in lists):
             handle.write("".join(chunk))
             chunk, size = [], 0
-            for piece in _json_pieces(columns, row, texts or EntryTexts()):
+            for piece in _json_pieces(columns, row, texts):
                 handle.write(piece)
             continue
-        line = _json_line(columns, row)
+        if has_entries:
+            line = "".join(_json_pieces(columns, row, texts))
+        else:
+            line = _json_line(columns, row)
         chunk.append(line)
         size += len(line)
         if len(chunk) == _ROWS_PER_WRITE or size >= _BYTES_PER_WRITE:
@@ -359,13 +369,14 @@ def _json_line(columns: tuple[str, ...], row: Row) -> str:
 
 
 def _json_pieces(columns: tuple[str, ...], row: Row, texts: EntryTexts) -> Iterator[str]:
-    """_json_line's text in pieces: a long list is encoded _LIST_SLICE items at a time."""
+    """_json_line's text in pieces: a list is encoded _LIST_SLICE items at a time, through
+    `texts`."""
     separator = "{"
     for column in columns:
         value = row.get(column)
         yield f"{separator}{_dumps(column)}:"
         separator = ","
-        if isinstance(value, list) and len(value) > _LONG_LIST:
+        if isinstance(value, list):
             yield "["
             for start in range(0, len(value), _LIST_SLICE):
                 items = texts.encode(value[start : start + _LIST_SLICE])
@@ -425,5 +436,25 @@ class EntryTexts:
         self._by_partition[key] = id(item)
 
 
-def _dumps(value: object) -> str:
-    return _ENCODER.encode(value)
+def _make_dumps() -> Callable[[object], str]:
+    """`_ENCODER.encode`, with its C encoder made once: `JSONEncoder.encode` makes one per
+    call, which costs as much as encoding a request entry. Circular references are not
+    checked (rows hold none); the text is the same (a test compares them)."""
+    if c_make_encoder is None:  # an interpreter without the C accelerator
+        return _ENCODER.encode
+    encoder = c_make_encoder(
+        None,  # markers: no circular-reference check
+        _ENCODER.default,
+        encode_basestring,  # ensure_ascii=False
+        None,  # indent
+        _ENCODER.key_separator,
+        _ENCODER.item_separator,
+        False,  # sort_keys
+        False,  # skipkeys
+        True,  # allow_nan
+    )
+    join = "".join
+    return lambda value: join(encoder(value, 0))
+
+
+_dumps = _make_dumps()
