@@ -116,12 +116,9 @@ class RequestBatch:
             per_broker[tp] = entry
         # any LeaderAndIsr implies an UpdateMetadata of the partition to every registered broker
         self._update_metadata_all_registered = True
-        context = self._context
-        record = context.partition(tp)
+        record = self._context.partition(tp)
         if record is not None:
-            self._add_metadata_entry(
-                record, tp.topic in context.topics_to_be_deleted, context.live_broker_set()
-            )
+            self.add_update_metadata_records((record,))
 
     def add_stop_replica(self, brokers: Iterable[int], tp: TopicPartition, delete: bool) -> None:
         leader_epoch = self._context.leader_epoch_for_stop_replica(tp)
@@ -154,18 +151,13 @@ class RequestBatch:
         """add_update_metadata for partitions given by their records (recipients added
         apart): a new broker's UpdateMetadata walks every record, so no lookup by name."""
         context = self._context
-        # looked up here, not per partition: a new broker's UpdateMetadata holds them all
-        live = context.live_broker_set()
-        queued = context.topics_to_be_deleted
-        add = self._add_metadata_entry
-        for record in records:
-            add(record, record.tp.topic in queued, live)  # deleting: is_queued_for_deletion
+        self._entries.add_to(
+            self._update_metadata_partitions,
+            records,
+            context.topics_to_be_deleted,  # is_queued_for_deletion
+            context.live_broker_set(),
+        )
         self._entries.prune(context.topics)
-
-    def _add_metadata_entry(self, record: Partition, deleting: bool, live: frozenset[int]) -> None:
-        entry = self._entries.entry(record, deleting, live)
-        if entry is not None:  # None: "Leader not yet assigned", nothing to say about it
-            self._update_metadata_partitions[record.tp] = entry
 
     def send(self) -> None:
         """sendRequestsToBrokers: flush every accumulator, in Kafka's order."""

@@ -13,6 +13,7 @@ text by identity (`controller.replay.EntryTexts`).
 
 from __future__ import annotations
 
+from collections.abc import Container, Iterable
 from typing import Any
 
 from controller.context import Partition
@@ -41,30 +42,55 @@ class MetadataEntries:
         self._live: frozenset[int] = frozenset()
         self._pruned_at = 0  # the number of entries after the last prune
 
-    def entry(self, record: Partition, deleting: bool, live: frozenset[int]) -> Row | None:
-        """The partition's UpdateMetadata entry (None: no leader assigned yet). `live` is
+    def add_to(
+        self,
+        out: dict[TopicPartition, Row],
+        records: Iterable[Partition],
+        deleting: Container[str],
+        live: frozenset[int],
+    ) -> None:
+        """Put each record's UpdateMetadata entry in `out` by partition (none for a record
+        with no leader assigned yet). `deleting`: the topics queued for deletion; `live`:
         the context's live broker set, which is replaced, never changed, on a change."""
-        leadership = record.leadership
-        if leadership is None:
-            return None
         if live is not self._live:
             self._live = live
             self._offline = {}
-        replicas = record.assignment.replicas
-        offline = self._offline.get(replicas)
-        if offline is None:
-            offline = self._list(tuple(r for r in replicas if r not in live))
-            self._offline[replicas] = offline
+        offline_of = self._offline
+        entries = self._entries
+        # one loop, no call per record: a new broker's UpdateMetadata walks them all
+        for record in records:
+            leadership = record.leadership
+            if leadership is None:
+                continue
+            replicas = record.assignment.replicas
+            offline = offline_of.get(replicas)
+            if offline is None:
+                offline = offline_of[replicas] = self._list(
+                    tuple(r for r in replicas if r not in live)
+                )
+            tp = record.tp
+            queued = tp.topic in deleting
+            kept = entries.get(tp)
+            if (
+                kept is not None
+                and kept[0] is leadership
+                and kept[1] is replicas
+                and kept[3] is queued
+                and kept[2] == offline
+            ):
+                out[tp] = kept[4]
+            else:
+                out[tp] = self._build(record, leadership, replicas, offline, queued)
+
+    def _build(
+        self,
+        record: Partition,
+        leadership: LeaderAndIsr,
+        replicas: Ints,
+        offline: list[int],
+        deleting: bool,
+    ) -> Row:
         tp = record.tp
-        kept = self._entries.get(tp)
-        if (
-            kept is not None
-            and kept[0] is leadership
-            and kept[1] is replicas
-            and kept[3] is deleting
-            and kept[2] == offline
-        ):
-            return kept[4]
         # in batch._request_partition's key order
         entry = {
             "topic": tp.topic,

@@ -364,8 +364,9 @@ def _write_rows(
 
 
 def _json_line(columns: tuple[str, ...], row: Row) -> str:
-    ordered = {c: row.get(c) for c in columns}
-    return _dumps(ordered) + "\n"
+    if tuple(row) != columns:  # the core's rows come in column order: no copy for them
+        row = {c: row.get(c) for c in columns}
+    return _dumps(row) + "\n"
 
 
 def _json_pieces(columns: tuple[str, ...], row: Row, texts: EntryTexts) -> Iterator[str]:
