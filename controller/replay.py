@@ -277,6 +277,7 @@ class _AppendFiles:
         if table not in self._tables:
             raise ValueError(f"the simulator appended rows to {table!r}, not an append table")
         _write_rows(self._handles[table], self._tables[table], rows, self._texts)
+        self._texts.end_batch()
 
 
 def table_file(directory: Path, name: str) -> Path:
@@ -389,52 +390,65 @@ def _json_pieces(columns: tuple[str, ...], row: Row, texts: EntryTexts) -> Itera
 
 
 class EntryTexts:
-    """The JSON text of long lists' entries, kept with the entry it was made from.
+    """The JSON text of request entries, kept with the entry it was made from and found by
+    the entry's identity (request rows are never changed once built).
 
     Each new broker's UpdateMetadata names every partition (10M entries in a 100-broker
     rolling restart of 100k partitions), and the core hands out the same dict for a
-    partition whose entry is unchanged (controller.metadata_entries): its text is found
-    by the entry's identity, and only changed entries are encoded again (~20x a lookup).
-    A text is kept while its entry is alive in the table (the table holds it), per
-    partition and request kind: a partition's UpdateMetadata entry (with its offline
-    replicas) apart from its LeaderAndIsr or StopReplica one, so a large LeaderAndIsr does
-    not push out the text the next UpdateMetadata reuses. Entries that are not dicts with
-    a "topic" and a "partition" are encoded as they come."""
+    partition whose entry is unchanged (controller.metadata_entries): only changed
+    entries are encoded again (~50x a lookup). An UpdateMetadata entry (the one kind with
+    offline replicas) keeps its text while it is its partition's latest, across batches,
+    for the first _ENTRY_TEXTS partitions. Other entries (LeaderAndIsr, StopReplica) are
+    shared only by the requests of one batch (a LeaderAndIsr's recipients): their texts
+    are kept until `end_batch`. Entries that are not dicts with a "topic" and a
+    "partition" are encoded as they come."""
 
-    __slots__ = ("_by_partition", "_texts")
+    __slots__ = ("_batch", "_by_partition", "_latest")
 
     def __init__(self) -> None:
-        self._texts: dict[int, tuple[object, str]] = {}  # id(entry) -> (entry, text)
-        # (topic, partition, is UpdateMetadata) -> the id of its entry kept in _texts
-        self._by_partition: dict[tuple[object, object, bool], int] = {}
+        # id(entry) -> (entry, text), the entry held so that its id stays its own
+        self._latest: dict[int, tuple[object, str]] = {}
+        self._by_partition: dict[tuple[object, object], int] = {}  # -> its id in _latest
+        self._batch: dict[int, tuple[object, str]] = {}  # the batch's other entries
 
     def encode(self, items: list) -> str:
         """`_dumps(items)` without its brackets."""
         if not items or type(items[0]) is not dict:
             return _dumps(items)[1:-1]  # (a list's text is its items' texts, joined)
-        texts = self._texts
+        latest = self._latest
+        batch = self._batch
         out: list[str] = []
         append = out.append
         for item in items:
-            kept = texts.get(id(item))
+            key = id(item)
+            kept = latest.get(key) or batch.get(key)
             if kept is not None and kept[0] is item:
                 append(kept[1])
                 continue
             text = _dumps(item)
             append(text)
-            if type(item) is dict and "partition" in item and "topic" in item:
-                self._keep(item, text)
+            if type(item) is not dict or "partition" not in item or "topic" not in item:
+                continue
+            if item.get("offline_replicas") is None:
+                batch[key] = (item, text)
+            else:
+                self._keep_latest(item, text)
         return ",".join(out)
 
-    def _keep(self, item: dict, text: str) -> None:
-        key = (item["topic"], item["partition"], item.get("offline_replicas") is not None)
-        replaced = self._by_partition.get(key)
+    def end_batch(self) -> None:
+        """The batch's rows are written: its LeaderAndIsr and StopReplica entries are not
+        met again."""
+        self._batch.clear()
+
+    def _keep_latest(self, item: dict, text: str) -> None:
+        partition = (item["topic"], item["partition"])
+        replaced = self._by_partition.get(partition)
         if replaced is not None:
-            del self._texts[replaced]
-        elif len(self._texts) >= _ENTRY_TEXTS:
+            del self._latest[replaced]
+        elif len(self._latest) >= _ENTRY_TEXTS:
             return  # full: a cluster with more partitions has its first ones kept
-        self._texts[id(item)] = (item, text)
-        self._by_partition[key] = id(item)
+        self._latest[id(item)] = (item, text)
+        self._by_partition[partition] = id(item)
 
 
 def _make_dumps() -> Callable[[object], str]:
