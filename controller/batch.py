@@ -157,7 +157,7 @@ class RequestBatch:
             context.topics_to_be_deleted,  # is_queued_for_deletion
             context.live_broker_set(),
         )
-        self._entries.prune(context.topics)
+        self._entries.prune(context.partition)
 
     def send(self) -> None:
         """sendRequestsToBrokers: flush every accumulator, in Kafka's order."""

@@ -13,7 +13,8 @@ text by identity (`controller.replay.EntryTexts`).
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable
+from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from controller.context import Partition
@@ -21,6 +22,7 @@ from controller.model import LEADER_DURING_DELETE, LeaderAndIsr, TopicPartition
 
 Row = dict[str, Any]
 Ints = tuple[int, ...]
+_Kept = tuple[Partition, LeaderAndIsr, Ints, list[int], bool, Row]
 
 # the table of shared lists starts afresh once it holds this many per entry kept (up to
 # three distinct tuples per partition: its ISR, replica set and offline replicas), so the
@@ -32,9 +34,10 @@ class MetadataEntries:
     __slots__ = ("_entries", "_lists", "_live", "_offline", "_pruned_at")
 
     def __init__(self) -> None:
-        # tp -> (leadership, replicas, offline list, deleting, entry): the entry and what it
-        # was built from
-        self._entries: dict[TopicPartition, tuple[LeaderAndIsr, Ints, list[int], bool, Row]] = {}
+        # id(record) -> (record, leadership, replicas, offline list, deleting, entry): the
+        # entry and what it was built from (the record held, so that its id stays its own;
+        # an id hashes faster than a (topic, partition) pair)
+        self._entries: dict[int, _Kept] = {}
         # one list per distinct tuple of broker ids, shared by the entries holding it
         self._lists: dict[Ints, list[int]] = {}
         # each replica set's offline replicas, for the live brokers `_live`
@@ -46,7 +49,7 @@ class MetadataEntries:
         self,
         out: dict[TopicPartition, Row],
         records: Iterable[Partition],
-        deleting: Container[str],
+        deleting: AbstractSet[str],
         live: frozenset[int],
     ) -> None:
         """Put each record's UpdateMetadata entry in `out` by partition (none for a record
@@ -68,19 +71,19 @@ class MetadataEntries:
                 offline = offline_of[replicas] = self._list(
                     tuple(r for r in replicas if r not in live)
                 )
-            tp = record.tp
-            queued = tp.topic in deleting
-            kept = entries.get(tp)
+            queued = bool(deleting) and record.tp.topic in deleting
+            kept = entries.get(id(record))
             if (
                 kept is not None
-                and kept[0] is leadership
-                and kept[1] is replicas
-                and kept[3] is queued
-                and kept[2] == offline
+                and kept[1] is leadership
+                and kept[2] is replicas
+                and kept[4] is queued
+                and kept[3] == offline
+                and kept[0] is record
             ):
-                out[tp] = kept[4]
+                out[record.tp] = kept[5]
             else:
-                out[tp] = self._build(record, leadership, replicas, offline, queued)
+                out[record.tp] = self._build(record, leadership, replicas, offline, queued)
 
     def _build(
         self,
@@ -108,18 +111,19 @@ class MetadataEntries:
             "is_new": None,
             "delete_partition": None,
         }
-        self._entries[tp] = (leadership, replicas, offline, deleting, entry)
+        self._entries[id(record)] = (record, leadership, replicas, offline, deleting, entry)
         return entry
 
-    def prune(self, exists: dict[str, Any]) -> None:
-        """Forget entries of partitions whose topic is gone (`exists`: the context's topics
-        by name), once the table has doubled since the last prune: a walk over it costs no
-        more than the entries added since."""
+    def prune(self, current: Callable[[TopicPartition], Partition | None]) -> None:
+        """Forget the entries of records that are no longer their partition's (`current`:
+        the context's record of a partition; a deleted topic's are gone), once the table
+        has doubled since the last prune: a walk over it costs no more than the entries
+        added since."""
         entries = self._entries
         if len(entries) <= 2 * self._pruned_at + 1024:
             return
-        for tp in [tp for tp in entries if tp.topic not in exists]:
-            del entries[tp]
+        for key in [k for k, kept in entries.items() if current(kept[0].tp) is not kept[0]]:
+            del entries[key]
         self._pruned_at = len(entries)
 
     def __len__(self) -> int:
