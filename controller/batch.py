@@ -3,6 +3,11 @@
 One flush sends, in order, one LeaderAndIsr, then one UpdateMetadata, then one
 StopReplica per broker. Brokers without a registration at send time are kept as rows
 with `delivered = false` (Kafka drops them).
+
+A request entry (a dict of `schemas.tables.REQUEST_PARTITION`) is never changed once
+built: one entry is shared by every recipient of a LeaderAndIsr add, an unchanged
+partition's UpdateMetadata entry by every body naming it (`MetadataEntries`), and the
+replay writer finds an entry's text by its identity (`controller.replay.EntryTexts`).
 """
 
 from __future__ import annotations
