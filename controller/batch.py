@@ -3,6 +3,11 @@
 One flush sends, in order, one LeaderAndIsr, then one UpdateMetadata, then one
 StopReplica per broker. Brokers without a registration at send time are kept as rows
 with `delivered = false` (Kafka drops them).
+
+A request entry (a dict of `schemas.tables.REQUEST_PARTITION`) is never changed once
+built: one entry is shared by every recipient of a LeaderAndIsr add, an unchanged
+partition's UpdateMetadata entry by every body naming it (`MetadataEntries`), and the
+replay writer finds an entry's text by its identity (`controller.replay.EntryTexts`).
 """
 
 from __future__ import annotations
@@ -10,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from controller.context import ControllerContext
+from controller.context import ControllerContext, Partition
 from controller.journal import Journal
-from controller.model import EPOCH_DURING_DELETE, LEADER_DURING_DELETE, LeaderAndIsr, TopicPartition
+from controller.metadata_entries import MetadataEntries
+from controller.model import EPOCH_DURING_DELETE, LeaderAndIsr, TopicPartition
 from controller.model import ReplicaAssignment as Assignment
 
 Row = dict[str, Any]
@@ -20,6 +26,28 @@ Row = dict[str, Any]
 LEADER_AND_ISR = "LeaderAndIsr"
 UPDATE_METADATA = "UpdateMetadata"
 STOP_REPLICA = "StopReplica"
+
+
+def _leader_and_isr_entry(
+    tp: TopicPartition, leadership: LeaderAndIsr, assignment: Assignment, is_new: bool
+) -> Row:
+    # one literal, in _request_partition's key order
+    return {
+        "topic": tp.topic,
+        "partition": tp.partition,
+        "controller_epoch": leadership.controller_epoch,
+        "leader": leadership.leader,
+        "leader_epoch": leadership.leader_epoch,
+        "isr": list(leadership.isr),
+        "partition_epoch": leadership.partition_epoch,
+        "replicas": list(assignment.replicas),
+        "adding_replicas": list(assignment.adding),
+        "removing_replicas": list(assignment.removing),
+        "leader_recovery_state": str(leadership.recovery),
+        "offline_replicas": None,
+        "is_new": is_new,
+        "delete_partition": None,
+    }
 
 
 def _request_partition(tp: TopicPartition) -> Row:
@@ -52,6 +80,7 @@ class RequestBatch:
         # change while a batch is open, so this equals adding them one by one
         self._update_metadata_all_registered = False
         self._update_metadata_partitions: dict[TopicPartition, Row] = {}
+        self._entries = MetadataEntries()  # kept across batches: entries reused unchanged
         # StopReplica(delete=true) deliveries for topics whose deletion has started: the
         # brokers' answers become TopicDeletionStopReplicaResponseReceived events
         self.deletion_deliveries: list[tuple[int, list[TopicPartition]]] = []
@@ -77,33 +106,24 @@ class RequestBatch:
         assignment: Assignment,
         is_new: bool,
     ) -> None:
+        entry: Row | None = None  # one entry for every recipient that has no sticky isNew
         for broker in brokers:
             if broker < 0:
                 continue
             per_broker = self._leader_and_isr.setdefault(broker, {})
             previous = per_broker.get(tp)
-            # one literal, in _request_partition's key order
-            per_broker[tp] = {
-                "topic": tp.topic,
-                "partition": tp.partition,
-                "controller_epoch": leadership.controller_epoch,
-                "leader": leadership.leader,
-                "leader_epoch": leadership.leader_epoch,
-                "isr": list(leadership.isr),
-                "partition_epoch": leadership.partition_epoch,
-                "replicas": list(assignment.replicas),
-                "adding_replicas": list(assignment.adding),
-                "removing_replicas": list(assignment.removing),
-                "leader_recovery_state": str(leadership.recovery),
-                "offline_replicas": None,
-                # isNew is sticky within a batch: a later add for the same broker cannot
-                # clear it
-                "is_new": is_new or (previous is not None and previous["is_new"]),
-                "delete_partition": None,
-            }
+            # isNew is sticky within a batch: a later add for the same broker cannot clear it
+            if previous is not None and previous["is_new"] and not is_new:
+                per_broker[tp] = _leader_and_isr_entry(tp, leadership, assignment, True)
+                continue
+            if entry is None:
+                entry = _leader_and_isr_entry(tp, leadership, assignment, is_new)
+            per_broker[tp] = entry
         # any LeaderAndIsr implies an UpdateMetadata of the partition to every registered broker
         self._update_metadata_all_registered = True
-        self.add_update_metadata((), (tp,))
+        record = self._context.partition(tp)
+        if record is not None:
+            self.add_update_metadata_records((record,))
 
     def add_stop_replica(self, brokers: Iterable[int], tp: TopicPartition, delete: bool) -> None:
         leader_epoch = self._context.leader_epoch_for_stop_replica(tp)
@@ -124,49 +144,25 @@ class RequestBatch:
     ) -> None:
         self._update_metadata_brokers.update(filter((0).__le__, brokers))  # ids >= 0
         context = self._context
-        live = context.live_broker_set()
-        # looked up here, not per partition: a new broker's UpdateMetadata holds them all
         topics = context.topics
-        queued = context.topics_to_be_deleted
-        # one list per distinct replica set or ISR, shared by the entries that have it (a
-        # few tens of thousands in a 1M-partition cluster): a new broker's UpdateMetadata
-        # names every partition, and their own lists were ~0.2 KB per partition held
-        # until written. Request rows are never changed once built.
-        lists: dict[tuple[int, ...], list[int]] = {}
-        no_offline: list[int] = []
-        for tp in partitions:
-            topic = topics.get(tp.topic)
-            record = None if topic is None else topic.partitions.get(tp.partition)
-            if record is None or record.leadership is None:
-                continue  # "Leader not yet assigned": nothing to say about it
-            leadership = record.leadership
-            replicas = record.assignment.replicas
-            deleting = tp.topic in queued  # is_queued_for_deletion
-            isr = lists.get(leadership.isr)
-            if isr is None:
-                isr = lists[leadership.isr] = list(leadership.isr)
-            replica_list = lists.get(replicas)
-            if replica_list is None:
-                replica_list = lists[replicas] = list(replicas)
-            offline = [r for r in replicas if r not in live] or no_offline
-            # one literal, in _request_partition's key order: this runs for every
-            # partition an UpdateMetadata carries
-            self._update_metadata_partitions[tp] = {
-                "topic": tp.topic,
-                "partition": tp.partition,
-                "controller_epoch": leadership.controller_epoch,
-                "leader": LEADER_DURING_DELETE if deleting else leadership.leader,
-                "leader_epoch": 0 if deleting else leadership.leader_epoch,
-                "isr": isr,
-                "partition_epoch": 0 if deleting else leadership.partition_epoch,
-                "replicas": replica_list,
-                "adding_replicas": None,
-                "removing_replicas": None,
-                "leader_recovery_state": None,
-                "offline_replicas": offline,
-                "is_new": None,
-                "delete_partition": None,
-            }
+        self.add_update_metadata_records(
+            record
+            for tp in partitions
+            if (topic := topics.get(tp.topic)) is not None
+            and (record := topic.partitions.get(tp.partition)) is not None
+        )
+
+    def add_update_metadata_records(self, records: Iterable[Partition]) -> None:
+        """add_update_metadata for partitions given by their records (recipients added
+        apart): a new broker's UpdateMetadata walks every record, so no lookup by name."""
+        context = self._context
+        self._entries.add_to(
+            self._update_metadata_partitions,
+            records,
+            context.topics_to_be_deleted,  # is_queued_for_deletion
+            context.live_broker_set(),
+        )
+        self._entries.prune(context.partition)
 
     def send(self) -> None:
         """sendRequestsToBrokers: flush every accumulator, in Kafka's order."""

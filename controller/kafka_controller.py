@@ -207,7 +207,7 @@ class KafkaController:
         new = set(new_brokers)
         existing = [b for b in context.registered_broker_ids() if b not in new]
         parts.send_update_metadata(existing)
-        parts.send_update_metadata(new_brokers, context.partitions_with_leaders())
+        parts.send_full_update_metadata(new_brokers)
         replicas = context.replicas_on_brokers(new_brokers)
         parts.replicas.handle_state_changes(replicas, RS.ONLINE)
         self._trigger_online_partition_state_change()

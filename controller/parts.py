@@ -48,6 +48,15 @@ class ControllerParts:
     ) -> None:
         send_update_metadata_request(self.context, self.batch, brokers, tps)
 
+    def send_full_update_metadata(self, brokers: Iterable[int]) -> None:
+        """sendUpdateMetadataRequest(brokers, every partition with a leader): what a new
+        broker is sent, walking the records rather than looking each partition up."""
+        batch = self.batch
+        batch.new_batch()
+        batch.add_update_metadata(brokers)
+        batch.add_update_metadata_records(self.context.records_with_leaders())
+        batch.send()
+
 
 def send_update_metadata_request(
     context: ControllerContext,

@@ -20,16 +20,17 @@ import json
 import sys
 import time
 import traceback
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import islice
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import IO
 
 from controller.config import Settings
 from controller.simulator import RawEvent, Row, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES, TABLES, Table
-from schemas.types import ArrayOf
+from schemas.types import ArrayOf, StructOf
 
 DEFAULT_BATCH_SIZE = 10_000
 # a batch's output held at once, in rows and request-body partition entries (~0.5-1 KB
@@ -42,8 +43,9 @@ _BYTES_PER_WRITE = 16 << 20  # (characters) and of a table of large rows
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _LIST_SLICE = 10_000  # items of a long list column encoded at a time
 _LONG_LIST = 1_000  # a row with a list longer than this is written in pieces (EntryTexts)
-# partitions whose request entry text is kept for the next body that names them unchanged
-# (~0.65 KB each: 130 MB at most; a cluster with more has its first ones kept)
+# request entries whose text is kept for the next body that names them unchanged (~0.4 KB
+# each, the entry itself being held by the core anyway: 80 MB at most; a cluster with
+# more has its first ones kept)
 _ENTRY_TEXTS = 200_000
 # Hadoop/Spark treat names starting with "." or "_" as hidden (checksums, _SUCCESS,
 # _delta_log) and "._COPYING_" as a file still being written; the file source skips them.
@@ -294,6 +296,7 @@ class _AppendFiles:
         if table not in self._tables:
             raise ValueError(f"the simulator appended rows to {table!r}, not an append table")
         _write_rows(self._handles[table], self._tables[table], rows, self._texts)
+        self._texts.end_batch()
 
 
 def table_file(directory: Path, name: str) -> Path:
@@ -349,19 +352,28 @@ def _write_rows(
     from a row is written as null, as Delta would store it. A chunk is cut at
     _BYTES_PER_WRITE as well, and a row with a long list (a new broker's UpdateMetadata
     names every partition: ~290 MB of JSON at 1M partitions) is written a slice at a
-    time, never held whole as text."""
+    time, never held whole as text. Lists of structs (request entries) are encoded
+    through `texts`: an entry shared by several bodies (a LeaderAndIsr's recipients, an
+    unchanged UpdateMetadata entry) is encoded once."""
     columns = table.column_names
     lists = tuple(c.name for c in table.columns if isinstance(c.type, ArrayOf))
+    has_entries = any(
+        isinstance(c.type, ArrayOf) and isinstance(c.type.element, StructOf) for c in table.columns
+    )
+    texts = texts or EntryTexts()
     chunk: list[str] = []
     size = 0
     for row in rows:
         if any(len(row.get(c) or ()) > _LONG_LIST for c in lists):
             handle.write("".join(chunk))
             chunk, size = [], 0
-            for piece in _json_pieces(columns, row, texts or EntryTexts()):
+            for piece in _json_pieces(columns, row, texts):
                 handle.write(piece)
             continue
-        line = _json_line(columns, row)
+        if has_entries:
+            line = "".join(_json_pieces(columns, row, texts))
+        else:
+            line = _json_line(columns, row)
         chunk.append(line)
         size += len(line)
         if len(chunk) == _ROWS_PER_WRITE or size >= _BYTES_PER_WRITE:
@@ -372,18 +384,20 @@ def _write_rows(
 
 
 def _json_line(columns: tuple[str, ...], row: Row) -> str:
-    ordered = {c: row.get(c) for c in columns}
-    return _dumps(ordered) + "\n"
+    if tuple(row) != columns:  # the core's rows come in column order: no copy for them
+        row = {c: row.get(c) for c in columns}
+    return _dumps(row) + "\n"
 
 
 def _json_pieces(columns: tuple[str, ...], row: Row, texts: EntryTexts) -> Iterator[str]:
-    """_json_line's text in pieces: a long list is encoded _LIST_SLICE items at a time."""
+    """_json_line's text in pieces: a list is encoded _LIST_SLICE items at a time, through
+    `texts`."""
     separator = "{"
     for column in columns:
         value = row.get(column)
         yield f"{separator}{_dumps(column)}:"
         separator = ","
-        if isinstance(value, list) and len(value) > _LONG_LIST:
+        if isinstance(value, list):
             yield "["
             for start in range(0, len(value), _LIST_SLICE):
                 items = texts.encode(value[start : start + _LIST_SLICE])
@@ -395,46 +409,86 @@ def _json_pieces(columns: tuple[str, ...], row: Row, texts: EntryTexts) -> Itera
 
 
 class EntryTexts:
-    """The JSON text of long lists' entries, a partition's kept while its entry is
-    unchanged: each new broker's UpdateMetadata names every partition, mostly as the last
-    one did (10M entries in a 100-broker rolling restart of 100k partitions), and an entry
-    encoded again costs ~5x a lookup and a compare.
+    """The JSON text of request entries, kept with the entry it was made from and found by
+    the entry's identity (request rows are never changed once built).
 
-    The text is reused only when the entry has the same keys in the same order and equal
-    values, so it is what `_dumps` would give: equal values encode alike, but for 1 ==
-    True == 1.0, which a typed struct field never mixes (a field holds int or bool or
-    float, or null). Entries that are not dicts with a "topic" and a "partition" are
-    encoded as they come."""
+    Each new broker's UpdateMetadata names every partition (10M entries in a 100-broker
+    rolling restart of 100k partitions), and the core hands out the same dict for a
+    partition whose entry is unchanged (controller.metadata_entries): only changed
+    entries are encoded again (~50x a lookup). An UpdateMetadata entry (the one kind with
+    offline replicas) keeps its text while it is its partition's latest, across batches,
+    for the first _ENTRY_TEXTS partitions. Other entries (LeaderAndIsr, StopReplica) are
+    shared only by the requests of one batch (a LeaderAndIsr's recipients): their texts
+    are kept until `end_batch`. Entries that are not dicts with a "topic" and a
+    "partition" are encoded as they come."""
 
-    __slots__ = ("_keys", "_texts")
+    __slots__ = ("_batch", "_by_partition", "_latest")
 
     def __init__(self) -> None:
-        # (topic, partition) -> (keys, values, text)
-        self._texts: dict[tuple[object, object], tuple[tuple, tuple, str]] = {}
-        self._keys: dict[tuple, tuple] = {}  # one tuple per key order, shared
+        # id(entry) -> (entry, text), the entry held so that its id stays its own
+        self._latest: dict[int, tuple[object, str]] = {}
+        self._by_partition: dict[tuple[object, object], int] = {}  # -> its id in _latest
+        self._batch: dict[int, tuple[object, str]] = {}  # the batch's other entries
 
     def encode(self, items: list) -> str:
         """`_dumps(items)` without its brackets."""
-        texts = self._texts
-        room = len(texts) < _ENTRY_TEXTS
+        if not items or type(items[0]) is not dict:
+            return _dumps(items)[1:-1]  # (a list's text is its items' texts, joined)
+        latest = self._latest
+        batch = self._batch
         out: list[str] = []
+        append = out.append
         for item in items:
-            if type(item) is not dict or "partition" not in item or "topic" not in item:
-                out.append(_dumps(item))
-                continue
-            keys, values = tuple(item), tuple(item.values())
-            key = (item["topic"], item["partition"])
-            kept = texts.get(key)
-            if kept is not None and kept[1] == values and kept[0] == keys:
-                out.append(kept[2])
+            key = id(item)
+            kept = latest.get(key) or batch.get(key)
+            if kept is not None and kept[0] is item:
+                append(kept[1])
                 continue
             text = _dumps(item)
-            if kept is not None or room:
-                texts[key] = (self._keys.setdefault(keys, keys), values, text)
-                room = len(texts) < _ENTRY_TEXTS
-            out.append(text)
+            append(text)
+            if type(item) is not dict or "partition" not in item or "topic" not in item:
+                continue
+            if item.get("offline_replicas") is None:
+                batch[key] = (item, text)
+            else:
+                self._keep_latest(item, text)
         return ",".join(out)
 
+    def end_batch(self) -> None:
+        """The batch's rows are written: its LeaderAndIsr and StopReplica entries are not
+        met again."""
+        self._batch.clear()
 
-def _dumps(value: object) -> str:
-    return _ENCODER.encode(value)
+    def _keep_latest(self, item: dict, text: str) -> None:
+        partition = (item["topic"], item["partition"])
+        replaced = self._by_partition.get(partition)
+        if replaced is not None:
+            del self._latest[replaced]
+        elif len(self._latest) >= _ENTRY_TEXTS:
+            return  # full: a cluster with more partitions has its first ones kept
+        self._latest[id(item)] = (item, text)
+        self._by_partition[partition] = id(item)
+
+
+def _make_dumps() -> Callable[[object], str]:
+    """`_ENCODER.encode`, with its C encoder made once: `JSONEncoder.encode` makes one per
+    call, which costs as much as encoding a request entry. Circular references are not
+    checked (rows hold none); the text is the same (a test compares them)."""
+    if c_make_encoder is None:  # an interpreter without the C accelerator
+        return _ENCODER.encode
+    encoder = c_make_encoder(
+        None,  # markers: no circular-reference check
+        _ENCODER.default,
+        encode_basestring,  # ensure_ascii=False
+        None,  # indent
+        _ENCODER.key_separator,
+        _ENCODER.item_separator,
+        False,  # sort_keys
+        False,  # skipkeys
+        True,  # allow_nan
+    )
+    join = "".join
+    return lambda value: join(encoder(value, 0))
+
+
+_dumps = _make_dumps()

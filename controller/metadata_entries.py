@@ -1,0 +1,138 @@
+"""The UpdateMetadata entry of each partition, built once and reused while unchanged.
+
+Every broker startup sends the new broker an UpdateMetadata naming every partition with a
+leader (SPEC §8.2): a rolling restart of a 100k-partition cluster names 10M entries, ~1% of
+them changed since the last body. An entry is a function of the partition's leadership (a
+frozen value, replaced on every change), its replica set, which of those replicas are
+offline and whether its topic is queued for deletion. While the leadership and the replica
+set are the same objects as when it was built and the rest are equal, the entry built then
+is the entry now, so the same dict is handed out again. Request rows are never changed
+once built, which makes the sharing safe; the replay writer finds a shared entry's JSON
+text by identity (`controller.replay.EntryTexts`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
+from typing import Any
+
+from controller.context import Partition
+from controller.model import LEADER_DURING_DELETE, LeaderAndIsr, TopicPartition
+
+Row = dict[str, Any]
+Ints = tuple[int, ...]
+_Kept = tuple[Partition, LeaderAndIsr, Ints, list[int], bool, Row]
+
+# the table of shared lists starts afresh once it holds this many per entry kept (up to
+# three distinct tuples per partition: its ISR, replica set and offline replicas), so the
+# values no entry holds any more (old ISRs) do not pile up
+_LISTS_PER_ENTRY = 4
+
+
+class MetadataEntries:
+    __slots__ = ("_entries", "_lists", "_live", "_offline", "_pruned_at")
+
+    def __init__(self) -> None:
+        # id(record) -> (record, leadership, replicas, offline list, deleting, entry): the
+        # entry and what it was built from (the record held, so that its id stays its own;
+        # an id hashes faster than a (topic, partition) pair)
+        self._entries: dict[int, _Kept] = {}
+        # one list per distinct tuple of broker ids, shared by the entries holding it
+        self._lists: dict[Ints, list[int]] = {}
+        # each replica set's offline replicas, for the live brokers `_live`
+        self._offline: dict[Ints, list[int]] = {}
+        self._live: frozenset[int] = frozenset()
+        self._pruned_at = 0  # the number of entries after the last prune
+
+    def add_to(
+        self,
+        out: dict[TopicPartition, Row],
+        records: Iterable[Partition],
+        deleting: AbstractSet[str],
+        live: frozenset[int],
+    ) -> None:
+        """Put each record's UpdateMetadata entry in `out` by partition (none for a record
+        with no leader assigned yet). `deleting`: the topics queued for deletion; `live`:
+        the context's live broker set, which is replaced, never changed, on a change."""
+        if live is not self._live:
+            self._live = live
+            self._offline = {}
+        offline_of = self._offline
+        entries = self._entries
+        # one loop, no call per record: a new broker's UpdateMetadata walks them all
+        for record in records:
+            leadership = record.leadership
+            if leadership is None:
+                continue
+            replicas = record.assignment.replicas
+            offline = offline_of.get(replicas)
+            if offline is None:
+                offline = offline_of[replicas] = self._list(
+                    tuple(r for r in replicas if r not in live)
+                )
+            queued = bool(deleting) and record.tp.topic in deleting
+            kept = entries.get(id(record))
+            if (
+                kept is not None
+                and kept[1] is leadership
+                and kept[2] is replicas
+                and kept[4] is queued
+                and kept[3] == offline
+                and kept[0] is record
+            ):
+                out[record.tp] = kept[5]
+            else:
+                out[record.tp] = self._build(record, leadership, replicas, offline, queued)
+
+    def _build(
+        self,
+        record: Partition,
+        leadership: LeaderAndIsr,
+        replicas: Ints,
+        offline: list[int],
+        deleting: bool,
+    ) -> Row:
+        tp = record.tp
+        # in batch._request_partition's key order
+        entry = {
+            "topic": tp.topic,
+            "partition": tp.partition,
+            "controller_epoch": leadership.controller_epoch,
+            "leader": LEADER_DURING_DELETE if deleting else leadership.leader,
+            "leader_epoch": 0 if deleting else leadership.leader_epoch,
+            "isr": self._list(leadership.isr),
+            "partition_epoch": 0 if deleting else leadership.partition_epoch,
+            "replicas": self._list(replicas),
+            "adding_replicas": None,
+            "removing_replicas": None,
+            "leader_recovery_state": None,
+            "offline_replicas": offline,
+            "is_new": None,
+            "delete_partition": None,
+        }
+        self._entries[id(record)] = (record, leadership, replicas, offline, deleting, entry)
+        return entry
+
+    def prune(self, current: Callable[[TopicPartition], Partition | None]) -> None:
+        """Forget the entries of records that are no longer their partition's (`current`:
+        the context's record of a partition; a deleted topic's are gone), once the table
+        has doubled since the last prune: a walk over it costs no more than the entries
+        added since."""
+        entries = self._entries
+        if len(entries) <= 2 * self._pruned_at + 1024:
+            return
+        for key in [k for k, kept in entries.items() if current(kept[0].tp) is not kept[0]]:
+            del entries[key]
+        self._pruned_at = len(entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _list(self, values: Ints) -> list[int]:
+        shared = self._lists.get(values)
+        if shared is None:
+            if len(self._lists) > _LISTS_PER_ENTRY * len(self._entries) + 1024:
+                self._lists = {}
+            shared = self._lists[values] = list(values)
+        return shared

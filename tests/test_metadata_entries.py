@@ -1,0 +1,203 @@
+"""UpdateMetadata entries reused while unchanged (controller.metadata_entries), their JSON
+texts found by identity (controller.replay.EntryTexts), and the request batch that shares
+them (SPEC §3.2, §3.4, §8.2)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from controller import replay
+from controller.config import Settings
+from controller.context import ControllerContext, Partition
+from controller.metadata_entries import MetadataEntries
+from controller.model import (
+    BrokerStatus,
+    LeaderAndIsr,
+    PartitionState,
+    ReplicaAssignment,
+    TopicPartition,
+)
+from tests.scenario import Cluster
+from tests.test_state_machines import Machines, lai
+
+Row = dict[str, Any]
+TP = TopicPartition("t", 0)
+
+
+def _context(brokers: tuple[int, ...] = (1, 2, 3)) -> tuple[ControllerContext, Partition]:
+    context = ControllerContext("c")
+    for broker in brokers:
+        context.register_broker(broker, None, 100 + broker)
+    context.add_topic("t", {})
+    record = context.add_partition(TP, ReplicaAssignment((1, 2, 3)))
+    context.set_leadership(record, LeaderAndIsr(1, 0, (1, 2, 3), 0))
+    return context, record
+
+
+def _entry(entries: MetadataEntries, context: ControllerContext, record: Partition) -> Row:
+    out: dict[TopicPartition, Row] = {}
+    entries.add_to(out, [record], context.topics_to_be_deleted, context.live_broker_set())
+    return out[TP]
+
+
+def test_an_unchanged_partition_gets_the_same_entry_and_every_input_change_a_new_one() -> None:
+    """§3.4: an entry says the partition's leadership, replicas, offline replicas and
+    deletion as they are at add time. A kept entry is handed out again only while none of
+    them changed; each change below must show in the next entry, and an entry handed out
+    before keeps what it said."""
+    context, record = _context()
+    entries = MetadataEntries()
+    first = _entry(entries, context, record)
+    assert (first["leader"], first["isr"], first["offline_replicas"]) == (1, [1, 2, 3], [])
+    assert _entry(entries, context, record) is first
+
+    context.set_leadership(record, LeaderAndIsr(2, 1, (2, 3), 1))  # a new leader
+    led = _entry(entries, context, record)
+    assert (led["leader"], led["leader_epoch"], led["isr"], led["partition_epoch"]) == (
+        2,
+        1,
+        [2, 3],
+        1,
+    )
+    assert (first["leader"], first["isr"]) == (1, [1, 2, 3])  # never changed once built
+
+    context.set_broker_status(3, BrokerStatus.DEAD)  # a replica goes offline
+    offline = _entry(entries, context, record)
+    assert offline["offline_replicas"] == [3]
+    assert offline is not led
+
+    context.register_broker(4, None, 104)  # the live set is replaced, not this partition's
+    assert _entry(entries, context, record) is offline
+
+    context.set_assignment(record, ReplicaAssignment((2, 3, 4)))  # reassigned
+    moved = _entry(entries, context, record)
+    assert (moved["replicas"], moved["offline_replicas"]) == ([2, 3, 4], [3])
+
+    context.topics_to_be_deleted.add("t")  # queued for deletion: leader -2, epochs 0
+    deleting = _entry(entries, context, record)
+    assert (deleting["leader"], deleting["leader_epoch"], deleting["partition_epoch"]) == (
+        -2,
+        0,
+        0,
+    )
+    context.topics_to_be_deleted.discard("t")
+    assert _entry(entries, context, record)["leader"] == 2
+
+
+def test_a_recreated_partition_gets_its_own_entry_and_deleted_ones_are_forgotten() -> None:
+    """A topic deleted and created again has new records: none gets the old topic's entry.
+    The entries of records no longer in the context go once the table has doubled."""
+    context, _ = _context()
+    entries = MetadataEntries()
+    records = []
+    for partition in range(1, 1100):
+        record = context.add_partition(TopicPartition("t", partition), ReplicaAssignment((1,)))
+        context.set_leadership(record, LeaderAndIsr(1, 5, (1,), 5))
+        records.append(record)
+    out: dict[TopicPartition, Row] = {}
+    entries.add_to(out, records, set(), context.live_broker_set())
+    old = out[TopicPartition("t", 1)]
+    context.remove_topic("t")
+    context.add_topic("t", {})
+    again = context.add_partition(TopicPartition("t", 1), ReplicaAssignment((2,)))
+    context.set_leadership(again, LeaderAndIsr(2, 0, (2,), 0))
+    out = {}
+    entries.add_to(out, [again], set(), context.live_broker_set())
+    assert out[TopicPartition("t", 1)] is not old
+    assert out[TopicPartition("t", 1)]["leader"] == 2
+    assert len(entries) == 1100
+    entries.prune(context.partition)
+    assert len(entries) == 1  # only the recreated partition's
+
+
+def test_new_brokers_get_every_partition_as_it_is_after_a_rolling_restart() -> None:
+    """§8.2: each broker startup sends the new broker an UpdateMetadata of every partition
+    with a leader. Across a rolling restart (§11 controlled shutdown, §8.3 failure, §8.2
+    startup) the entries of one body are reused in the next where unchanged: every entry
+    must still say the partition's state at send time, and what the earlier body said is
+    left as it was."""
+    # brokers let restarted replicas back into the ISR (§13.1)
+    cluster = Cluster(Settings(simulate_brokers=True), brokers=(1, 2, 3, 4))
+    pairs = [[1, 2], [3, 4], [4, 3]]
+    for topic in ("a", "b"):
+        cluster.create(topic, {p: pairs[p % 3] for p in range(6)})
+    bodies: list[list[Row]] = []
+    snapshots: list[str] = []
+    for broker in (1, 2, 3, 4):
+        cluster.shutdown(broker)
+        cluster.fail(broker)
+        # the body is the first thing the startup sends: the state as the failure left it
+        before = {(t, p): cluster.state(t, p)[1:] for t in ("a", "b") for p in range(6)}
+        out = cluster.start(broker)
+        (request,) = [r for r in out.of("UpdateMetadata", broker) if len(r["partitions"]) == 12]
+        for entry in request["partitions"]:
+            leader, isr, epoch, partition_epoch = before[entry["topic"], entry["partition"]]
+            assert (entry["leader"], entry["isr"], entry["leader_epoch"]) == (leader, isr, epoch)
+            assert entry["partition_epoch"] == partition_epoch
+            assert entry["offline_replicas"] == []  # every broker is live again
+        bodies.append(request["partitions"])
+        snapshots.append(json.dumps(request["partitions"]))
+    for body, text in zip(bodies, snapshots, strict=True):
+        assert json.dumps(body) == text  # a later body changed no entry of an earlier one
+    # between the startups of 3 and 4 the partitions on 1 and 2 did not change: their
+    # entries are the ones sent before; the others' are new
+    unchanged = [(a is b) == (a["replicas"] == [1, 2]) for a, b in zip(*bodies[2:], strict=True)]
+    assert all(unchanged)
+
+
+def test_a_leader_and_isr_entry_is_shared_by_its_recipients_but_is_new_stays_sticky() -> None:
+    """§3.2: recipients of one add share its entry; a broker that already had an isNew
+    entry for the partition in this batch keeps isNew = true."""
+    m = Machines()
+    record = m.add(leadership=lai(1, 0, (1,), 0), state=PartitionState.ONLINE)
+    m.batch.new_batch()
+    m.batch.add_leader_and_isr([2], TP, lai(1, 0, (1,), 0), record.assignment, is_new=True)
+    m.batch.add_leader_and_isr([2, 3], TP, lai(1, 1, (1, 2), 1), record.assignment, False)
+    m.batch.send()
+    assert m.entry("LeaderAndIsr", 2)["is_new"] is True
+    assert m.entry("LeaderAndIsr", 3)["is_new"] is False
+    assert m.entry("LeaderAndIsr", 2)["leader_epoch"] == m.entry("LeaderAndIsr", 3)["leader_epoch"]
+
+
+def _um(topic: str, partition: int, leader: int) -> Row:
+    return {"topic": topic, "partition": partition, "leader": leader, "offline_replicas": []}
+
+
+def test_entry_texts_keep_one_update_metadata_text_per_partition_and_batch_texts_till_its_end() -> (
+    None
+):
+    """The kept texts stay bounded: an UpdateMetadata entry's text replaces its partition's
+    previous one; other entries' texts go with their batch. An entry equal to a kept one
+    but not the same object is encoded on its own."""
+    texts = replay.EntryTexts()
+    versions = [_um("t", 0, leader) for leader in range(5)]
+    for version in versions:
+        assert texts.encode([version]) == json.dumps(version, separators=(",", ":"))
+    assert len(texts._latest) == len(texts._by_partition) == 1
+    assert texts.encode([versions[-1]]) == json.dumps(versions[-1], separators=(",", ":"))
+    leader_and_isr = {"topic": "t", "partition": 0, "is_new": True, "offline_replicas": None}
+    texts.encode([leader_and_isr, leader_and_isr])
+    assert len(texts._batch) == 1
+    texts.end_batch()
+    assert len(texts._batch) == 0
+    assert len(texts._latest) == 1  # the UpdateMetadata text outlives the batch
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(_JSON)
+def test_the_writers_encoder_gives_json_dumps_text(value: object) -> None:
+    """The replay writer's encoder (one C encoder made once) writes what json.dumps with
+    the writer's options writes, lone surrogates and non-finite floats included."""
+    expected = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    assert replay._dumps(value) == expected
+    assert replay._dumps("\udcff") == json.dumps("\udcff", ensure_ascii=False)
