@@ -28,12 +28,17 @@ _Kept = tuple[Partition, LeaderAndIsr, Ints, list[int], bool, Row]
 # three distinct tuples per partition: its ISR, replica set and offline replicas), so the
 # values no entry holds any more (old ISRs) do not pile up
 _LISTS_PER_ENTRY = 4
+# Entries kept at most (~0.8 KB each: ~100 MiB): a cluster this large or smaller reuses
+# every unchanged entry; a larger one reuses this many and builds the rest per body, as
+# before, so the driver's memory per partition stays within its bound at 1M partitions.
+MAX_KEPT = 131_072
 
 
 class MetadataEntries:
-    __slots__ = ("_entries", "_lists", "_live", "_offline", "_pruned_at")
+    __slots__ = ("_entries", "_lists", "_live", "_max_kept", "_offline", "_pruned_at")
 
-    def __init__(self) -> None:
+    def __init__(self, max_kept: int = MAX_KEPT) -> None:
+        self._max_kept = max_kept
         # id(record) -> (record, leadership, replicas, offline list, deleting, entry): the
         # entry and what it was built from (the record held, so that its id stays its own;
         # an id hashes faster than a (topic, partition) pair)
@@ -111,7 +116,10 @@ class MetadataEntries:
             "is_new": None,
             "delete_partition": None,
         }
-        self._entries[id(record)] = (record, leadership, replicas, offline, deleting, entry)
+        entries = self._entries
+        key = id(record)
+        if key in entries or len(entries) < self._max_kept:
+            entries[key] = (record, leadership, replicas, offline, deleting, entry)
         return entry
 
     def prune(self, current: Callable[[TopicPartition], Partition | None]) -> None:

@@ -201,3 +201,24 @@ def test_the_writers_encoder_gives_json_dumps_text(value: object) -> None:
     expected = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     assert replay._dumps(value) == expected
     assert replay._dumps("\udcff") == json.dumps("\udcff", ensure_ascii=False)
+
+
+def test_entries_kept_are_bounded_and_those_beyond_are_built_each_time_alike() -> None:
+    """Past `max_kept` entries an entry is built afresh for every body (as before reuse),
+    so a cluster larger than the bound costs no memory beyond it; what is handed out is
+    the same either way."""
+    context, _ = _context()
+    records = []
+    for partition in range(1, 21):
+        record = context.add_partition(TopicPartition("t", partition), ReplicaAssignment((1,)))
+        context.set_leadership(record, LeaderAndIsr(1, 3, (1,), 4))
+        records.append(record)
+    entries = MetadataEntries(max_kept=10)
+    first: dict[TopicPartition, Row] = {}
+    entries.add_to(first, records, set(), context.live_broker_set())
+    second: dict[TopicPartition, Row] = {}
+    entries.add_to(second, records, set(), context.live_broker_set())
+    assert len(entries) == 10
+    reused = [r.tp for r in records if second[r.tp] is first[r.tp]]
+    assert reused == [r.tp for r in records[:10]]
+    assert second == first  # equal entries, built again or not
