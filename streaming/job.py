@@ -261,6 +261,9 @@ def run(spark: SparkSession, options: Options, log: Callable[[str], None] | None
         query.awaitTermination()
     except KeyboardInterrupt:
         query.stop()
+    finally:
+        if options.sink is not None:
+            options.sink.close()
     return 0
 
 
@@ -330,7 +333,7 @@ class BatchRunner:
         requests = output.appends.get("controller_requests") or []
         payloads = output.appends.get("request_payloads") or []
         sent_before = "controller_requests" in skip or "request_payloads" in skip
-        held = self.options.sink.send(self.spark, requests, payloads, may_be_rerun=sent_before)
+        held = self.options.sink.send(requests, payloads, may_be_rerun=sent_before)
         if held:
             self.log(f"batch {batch_id}: re-run; {held} request records already in the sink")
 
