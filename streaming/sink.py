@@ -27,7 +27,10 @@ written after it) first reads back the tail of each partition of the topic and p
 only the records not found there. The tail is as long as the batch has records: a
 batch's earlier records are the last ones of each partition, as long as this job is the
 topic's only producer. The producer is idempotent, so what an interrupted send left is
-a prefix of each partition's share, and the rest follows it in order.
+a prefix of each partition's share, and the rest follows it in order. (A record the
+topic refuses is different: the batch fails, but the producer goes on with a new epoch,
+so records queued behind it may be written; the re-run sends the ones missing, after
+them.)
 """
 
 from __future__ import annotations
