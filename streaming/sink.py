@@ -27,10 +27,8 @@ written after it) first reads back the tail of each partition of the topic and p
 only the records not found there. The tail is as long as the batch has records: a
 batch's earlier records are the last ones of each partition, as long as this job is the
 topic's only producer. The producer is idempotent, so what an interrupted send left is
-a prefix of each partition's share, and the rest follows it in order. (A record the
-topic refuses is different: the batch fails, but the producer goes on with a new epoch,
-so records queued behind it may be written; the re-run sends the ones missing, after
-them.)
+a prefix of each partition's share, and the rest follows it in order. So is what a
+refused record leaves: the batch fails, and the producer refuses every record after it.
 """
 
 from __future__ import annotations
@@ -286,8 +284,9 @@ class KafkaSink:
         if refused is not None:
             failed.append((records[len(futures)], refused))
         if failed:
-            # after a refused record, kafka-python 3.0's idempotent producer refused every
-            # later one with the same error: a next batch gets a new producer
+            # a record the broker refused puts kafka-python's idempotent producer in a fatal
+            # state (every later record refused with the same error): a next batch gets a
+            # new producer
             self.close()
             # the records never handed over (after a refused one) were not written either
             raise self._failure(failed, unsent=len(records) - len(futures), total=len(records))
