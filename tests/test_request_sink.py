@@ -21,6 +21,7 @@ import re
 import subprocess
 import sys
 import time
+import traceback
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -41,6 +42,7 @@ from spark_session import spark  # noqa: F401  (the session-scoped fixture)
 from controller.config import Settings
 from controller.request_log import joined
 from controller.simulator import RawEvent, Simulator
+from streaming.job import query_failure
 from streaming.sink import (
     RECORD_OVERHEAD,
     KafkaSink,
@@ -133,6 +135,25 @@ def test_a_partition_larger_than_a_record_is_refused() -> None:
     requests, payloads = core_output(4)
     with pytest.raises(ValueError, match="more than a record"):
         payload_records(requests, payloads, 600)
+
+
+def test_a_failed_sink_is_what_the_job_says_of_its_failed_query() -> None:
+    """`kcsim run` prints `query_failure` of the query's exception: for a SinkError raised
+    in foreachBatch, Spark's text is a generic header and the Python traceback."""
+    try:
+        raise SinkError("sink topic 't' refused a record as too large: record c:e:1:0 of 9 bytes")
+    except SinkError as error:
+        trace = "".join(traceback.format_exception(error))
+    spark_text = (
+        "[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: "
+        "[FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred in the user provided function "
+        "in foreach batch sink. Reason: An exception was raised by the Python Proxy. Return "
+        f"Message: {trace}\n\tat org.apache.spark.sql.execution.streaming.StreamExecution\n"
+    )
+    assert query_failure(RuntimeError(spark_text)) == (
+        "the request sink failed: sink topic 't' refused a record as too large: record "
+        "c:e:1:0 of 9 bytes"
+    )
 
 
 # --------------------------------------------------------------------- a real broker
