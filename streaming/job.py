@@ -72,7 +72,7 @@ from controller.simulator import BatchOutput, RawEvent, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES
 from streaming.kafka_security import KafkaClientConfig
 from streaming.lake import RESTORE_TABLES, Lake
-from streaming.sink import KafkaSink
+from streaming.sink import KafkaSink, SinkError
 
 DEFAULT_TRIGGER_SECONDS = 5
 # As controller.replay: JSON's own whitespace (a line of only these holds no event), and
@@ -159,12 +159,18 @@ def main(args: argparse.Namespace) -> int:
 
 
 _FILE_NAME_ERROR = re.compile(r"EventFileNameError: (.+)")
+# how a SinkError raised in foreachBatch reads in the query's exception
+SINK_ERROR = f"{SinkError.__module__}.{SinkError.__qualname__}"
 
 
 def query_failure(error: Exception) -> str:
     """The first line of a failed query's cause, with what an authentication failure
-    means for kcsim (Spark's text holds the Kafka client's exception, never its config)."""
+    means for kcsim (Spark's text holds the Kafka client's exception, never its config),
+    or the request sink's own error (the last line of the Python traceback in it)."""
     text = str(error)
+    sink = re.search(rf"^{re.escape(SINK_ERROR)}: (.+)$", text, re.MULTILINE)
+    if sink:
+        return f"the request sink failed: {sink.group(1)}"
     if "SaslAuthenticationException" in text or "Authentication failed" in text:
         return (
             "Kafka refused the SASL credentials (authentication failed: check the user and "
@@ -267,6 +273,9 @@ def run(spark: SparkSession, options: Options, log: Callable[[str], None] | None
         query.awaitTermination()
     except KeyboardInterrupt:
         query.stop()
+    finally:
+        if options.sink is not None:
+            options.sink.close()
     return 0
 
 
@@ -336,7 +345,7 @@ class BatchRunner:
         requests = output.appends.get("controller_requests") or []
         payloads = output.appends.get("request_payloads") or []
         sent_before = "controller_requests" in skip or "request_payloads" in skip
-        held = self.options.sink.send(self.spark, requests, payloads, may_be_rerun=sent_before)
+        held = self.options.sink.send(requests, payloads, may_be_rerun=sent_before)
         if held:
             self.log(f"batch {batch_id}: re-run; {held} request records already in the sink")
 

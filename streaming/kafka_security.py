@@ -1,5 +1,6 @@
 """`--kafka-config FILE`: a Kafka client properties file (as Kafka's tools take
-`--command-config`), for the Spark source and sink and for the kafka-python clients.
+`--command-config`), for the Spark source and for the kafka-python clients (the sink's
+among them).
 
 Spark's Kafka connector takes the properties as they are, each as a `kafka.`-prefixed
 option. kafka-python has its own argument names, so the properties it understands are
@@ -75,7 +76,7 @@ class KafkaClientConfig:
         return config
 
     def spark_options(self) -> dict[str, str]:
-        """The properties as options of Spark's Kafka source and sink."""
+        """The properties as options of Spark's Kafka source."""
         return {f"kafka.{key}": value for key, value in self.properties.items()}
 
     def kafka_python(self) -> dict[str, Any]:

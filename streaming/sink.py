@@ -10,18 +10,25 @@ producer's `max.request.size`): a body too big for one record has its `partition
 into `chunks` records, `chunk` 0 to `chunks - 1`, each carrying everything else; a
 consumer concatenates their partitions in chunk order (`rebuild_requests`).
 
-Effectively once across restarts. Spark's Kafka writer has no transactions, and a batch
-re-run after a crash may already have produced some or all of its records (the crash
-came after the Delta commits, during or after the send). Every record carries its
+Exactly once across Spark's task retries, effectively once across restarts. The records
+are built in the driver (from the batch's rows, which the driver holds anyway), and the
+driver produces them itself with one idempotent kafka-python producer (acks=all, at most
+5 requests in flight, so a retried request cannot overtake a later one), waiting for
+every record's acknowledgement: a refused record fails the batch, none is dropped. No
+Spark task produces anything, so a retried task cannot produce a record twice (Spark's
+Kafka writer is at-least-once: a retried attempt re-sends what the failed one sent).
+
+A batch re-run after a crash may already have produced some or all of its records (the
+crash came after the Delta commits, during or after the send). Every record carries its
 `cluster`, `event_id`, `payload` and `chunk` (and `record_id`, the four joined by ':'),
 which together identify it and are stable across re-runs (an event id is applied once
 per cluster). So a re-run batch whose requests already reached the lake (the sink is
 written after it) first reads back the tail of each partition of the topic and produces
 only the records not found there. The tail is as long as the batch has records: a
 batch's earlier records are the last ones of each partition, as long as this job is the
-topic's only producer. The writer's producer is idempotent (the Kafka client's default),
-so what an interrupted send left is a prefix of each partition's share, and the rest
-follows it in order.
+topic's only producer. The producer is idempotent, so what an interrupted send left is
+a prefix of each partition's share, and the rest follows it in order. So is what a
+refused record leaves: the batch fails, and the producer refuses every record after it.
 """
 
 from __future__ import annotations
@@ -32,18 +39,26 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-import pyarrow as pa
-from kafka import KafkaConsumer, TopicPartition
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
-from pyspark.sql import SparkSession
+from kafka.errors import KafkaError, MessageSizeTooLargeError, RecordListTooLargeError
+from kafka.producer.future import FutureRecordMetadata
 
 from streaming.kafka_security import KafkaClientConfig
 
 READ_BACK_SECONDS = 60.0
-# What a record may weigh when the topic does not say (Kafka's message.max.bytes default),
-# and the producer's own limit (max.request.size, set on the writer so it is known).
-DEFAULT_MAX_MESSAGE_BYTES = 1_048_588
+# The producer's own limit (max.request.size, set on it so it is known).
 PRODUCER_MAX_REQUEST_SIZE = 1_048_576
+# Requests in flight to a broker: at most 5 keeps an idempotent producer's order per
+# partition through retries (the broker refuses a batch out of sequence).
+MAX_IN_FLIGHT = 5
+# How many bytes of records a produce request carries per partition (Kafka's default of
+# 16 KiB makes a request of every few records); capped by the topic's limit so a batch
+# is not refused as too large and split.
+BATCH_BYTES = 256 * 1024
+# How long the records may take to be acknowledged after the last is handed over (the
+# producer itself gives up on a record after its delivery timeout, 2 minutes).
+ACK_SECONDS = 180.0
 # Room for what Kafka adds around a value: a record batch's header (61 bytes) and the
 # record's framing (lengths, offsets, timestamp: under 30 bytes), with some to spare.
 RECORD_OVERHEAD = 512
@@ -189,6 +204,10 @@ def rebuild_requests(records: Iterable[Row]) -> list[Row]:
     return requests
 
 
+class SinkError(RuntimeError):
+    """The sink topic did not take every record of a batch."""
+
+
 @dataclass(frozen=True, slots=True)
 class KafkaSink:
     bootstrap: str
@@ -196,17 +215,13 @@ class KafkaSink:
     client: KafkaClientConfig = field(default_factory=KafkaClientConfig)
     # the topic's record limit once read (it is read again while the topic is missing)
     _limit: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    # the producer, opened by the first batch with records and closed by `close`
+    _producer: dict[str, KafkaProducer] = field(default_factory=dict, compare=False, repr=False)
 
-    def send(
-        self,
-        spark: SparkSession,
-        requests: Sequence[Row],
-        payloads: Sequence[Row],
-        may_be_rerun: bool,
-    ) -> int:
+    def send(self, requests: Sequence[Row], payloads: Sequence[Row], may_be_rerun: bool) -> int:
         """Produce the records of a batch's `requests` and their `payloads` (in order); with
         `may_be_rerun`, skip those an earlier run of the batch already produced. Returns
-        how many records were skipped."""
+        how many records were skipped. Raises SinkError when a record was not taken."""
         if not payloads:
             return 0
         records = payload_records(requests, payloads, self.max_record_bytes())
@@ -217,34 +232,104 @@ class KafkaSink:
             skipped = len(records) - len(kept)
             records = kept
         if records:
-            self._write(spark, records)
+            self._write(records)
         return skipped
 
+    def close(self) -> None:
+        """Close the producer (once the job ends); a later batch would open another."""
+        producer = self._producer.pop("producer", None)
+        if producer is not None:
+            producer.close(timeout=ACK_SECONDS)
+
     def max_record_bytes(self) -> int:
-        """The largest record value the topic and the producer take, less Kafka's framing."""
+        """The largest record (key and value) the topic and the producer take, less
+        Kafka's framing."""
+        return min(self.message_max_bytes(), PRODUCER_MAX_REQUEST_SIZE) - RECORD_OVERHEAD
+
+    def message_max_bytes(self) -> int:
+        """The topic's `max.message.bytes`; while the topic does not exist, the brokers'
+        `message.max.bytes`, which a topic created by the first record takes."""
         if "topic" not in self._limit:
             found = topic_max_message_bytes(self.bootstrap, self.topic, self.client)
             if found is None:
-                return min(DEFAULT_MAX_MESSAGE_BYTES, PRODUCER_MAX_REQUEST_SIZE) - RECORD_OVERHEAD
+                return broker_message_max_bytes(self.bootstrap, self.client)
             self._limit["topic"] = found
-        return min(self._limit["topic"], PRODUCER_MAX_REQUEST_SIZE) - RECORD_OVERHEAD
+        return self._limit["topic"]
 
-    def _write(self, spark: SparkSession, records: Sequence[SinkRecord]) -> None:
-        data = pa.table(
-            {
-                "key": pa.array([r.key for r in records], pa.string()),
-                "value": pa.array([r.value for r in records], pa.string()),
-            }
-        )
-        (
-            spark.createDataFrame(data)
-            .coalesce(1)  # one producer, so each partition gets its records in order
-            .write.format("kafka")
-            .option("kafka.bootstrap.servers", self.bootstrap)
-            .option("kafka.max.request.size", str(PRODUCER_MAX_REQUEST_SIZE))
-            .options(**self.client.spark_options())
-            .option("topic", self.topic)
-            .save()
+    def _write(self, records: Sequence[SinkRecord]) -> None:
+        """Produce `records` in order and wait until every one is acknowledged; raise
+        SinkError naming the first that was not (and how many were not)."""
+        producer = self._open_producer()
+        futures: list[FutureRecordMetadata] = []
+        refused: KafkaError | None = None
+        for record in records:
+            try:
+                futures.append(
+                    producer.send(
+                        self.topic,
+                        key=record.key.encode("utf-8"),
+                        value=record.value.encode("utf-8"),
+                    )
+                )
+            except KafkaError as error:  # refused before sending (too big, no metadata)
+                refused = error
+                break
+        producer.flush(timeout=ACK_SECONDS)
+        failed: list[tuple[SinkRecord, KafkaError]] = []
+        for record, future in zip(records, futures, strict=False):
+            try:
+                future.get(timeout=ACK_SECONDS)
+            except KafkaError as error:
+                failed.append((record, error))
+        if refused is not None:
+            failed.append((records[len(futures)], refused))
+        if failed:
+            # a record the broker refused puts kafka-python's idempotent producer in a fatal
+            # state (every later record refused with the same error): a next batch gets a
+            # new producer
+            self.close()
+            # the records never handed over (after a refused one) were not written either
+            raise self._failure(failed, unsent=len(records) - len(futures), total=len(records))
+
+    def _open_producer(self) -> KafkaProducer:
+        if "producer" not in self._producer:
+            self._producer["producer"] = KafkaProducer(
+                bootstrap_servers=self.bootstrap,
+                client_id="kcsim-sink",
+                acks="all",
+                enable_idempotence=True,
+                max_in_flight_requests_per_connection=MAX_IN_FLIGHT,
+                max_request_size=PRODUCER_MAX_REQUEST_SIZE,
+                batch_size=min(BATCH_BYTES, self.message_max_bytes() - RECORD_OVERHEAD),
+                **self.client.kafka_python(),
+            )
+        return self._producer["producer"]
+
+    def _failure(
+        self, failed: list[tuple[SinkRecord, KafkaError]], unsent: int, total: int
+    ) -> SinkError:
+        lost = len(failed) + max(0, unsent - 1)
+        too_large = [
+            record
+            for record, error in failed
+            if isinstance(error, MessageSizeTooLargeError | RecordListTooLargeError)
+        ]
+        if too_large:
+            # the limit may have been lowered since it was read: read it again
+            self._limit.clear()
+            limit = self.message_max_bytes()
+            largest = max(too_large, key=_record_bytes)
+            return SinkError(
+                f"sink topic {self.topic!r} refused a record as too large: record "
+                f"{record_id(dict(zip(_IDENT, largest.ident, strict=True)))} of "
+                f"{_record_bytes(largest)} bytes over the topic's max.message.bytes {limit} "
+                f"(with Kafka's framing); {lost} of the batch's {total} records not written"
+            )
+        record, error = failed[0]
+        return SinkError(
+            f"sink topic {self.topic!r}: {lost} of the batch's {total} records not written; "
+            f"the first, record {record_id(dict(zip(_IDENT, record.ident, strict=True)))}: "
+            f"{type(error).__name__}: {error}"
         )
 
     def produced_keys(self, window: int) -> set[RecordKey]:
@@ -314,6 +399,13 @@ def _record_key_of(value: bytes | None) -> RecordKey | None:
     return None
 
 
+_IDENT = ("cluster", "event_id", "payload", "chunk")
+
+
+def _record_bytes(record: SinkRecord) -> int:
+    return len(record.key.encode("utf-8")) + len(record.value.encode("utf-8"))
+
+
 def topic_max_message_bytes(
     bootstrap: str, topic: str, client: KafkaClientConfig | None = None
 ) -> int | None:
@@ -331,3 +423,24 @@ def topic_max_message_bytes(
         admin.close()
     entry = found.get("topic", {}).get(topic, {}).get("max.message.bytes")
     return None if entry is None else int(entry["value"])
+
+
+def broker_message_max_bytes(bootstrap: str, client: KafkaClientConfig | None = None) -> int:
+    """The brokers' `message.max.bytes` (the least, should they differ): the
+    `max.message.bytes` of a topic created with the brokers' defaults."""
+    admin = KafkaAdminClient(
+        bootstrap_servers=bootstrap,
+        client_id="kcsim-sink-limits",
+        **(client or KafkaClientConfig()).kafka_python(),
+    )
+    try:
+        brokers = [str(b["broker_id"]) for b in admin.describe_cluster()["brokers"]]
+        resources = [
+            ConfigResource(ConfigResourceType.BROKER, b, {"message.max.bytes": None})
+            for b in brokers
+        ]
+        found = admin.describe_configs(resources, config_filter="all")
+    finally:
+        admin.close()
+    described = found.get("broker", {})
+    return min(int(described[b]["message.max.bytes"]["value"]) for b in brokers)
