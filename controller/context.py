@@ -356,7 +356,7 @@ class ControllerContext:
             self._led_by.setdefault(leadership.leader, set()).add(record.tp)
         if leadership is not None and leadership.is_restamped:
             self.restamped_partitions.add(record.tp)
-        else:
+        elif self.restamped_partitions:  # mostly empty: no hash of the partition then
             self.restamped_partitions.discard(record.tp)
         record.leadership = leadership
         self._touch(record)
