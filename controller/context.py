@@ -113,6 +113,10 @@ class ControllerContext:
         self._replicas_on_broker: dict[int, set[TopicPartition]] = {}
         self._led_by: dict[int, set[TopicPartition]] = {}
         self._new_or_offline: set[TopicPartition] = set()
+        # one object per distinct assignment (immutable): most partitions share theirs with
+        # many others (a million partitions on 300 brokers have ~45k distinct replica
+        # lists), so a partition does not hold its own (~140 bytes with its tuple)
+        self._assignments: dict[ReplicaAssignment, ReplicaAssignment] = {}
         # rows changed since the last drain, for the batch's table output
         self.dirty_partitions: set[TopicPartition] = set()
         self.dirty_replicas: set[tuple[TopicPartition, int]] = set()
@@ -283,7 +287,7 @@ class ControllerContext:
         """A partition read back from the tables, new to the context: what add_partition,
         set_leadership and set_partition_state leave, without their checks of a previous
         value and without marking it dirty (a load costs what it reads)."""
-        record = Partition(tp, assignment, leadership, state, {}, last_event_id)
+        record = Partition(tp, self._shared(assignment), leadership, state, {}, last_event_id)
         self.topics[tp.topic].partitions[tp.partition] = record
         hosted = self._replicas_on_broker
         for broker in assignment.replicas:
@@ -335,8 +339,14 @@ class ControllerContext:
                     self._unindex_replica(record.tp, broker)
             for broker in new:
                 self._replicas_on_broker.setdefault(broker, set()).add(record.tp)
-        record.assignment = assignment
+        record.assignment = self._shared(assignment)
         self._touch(record)
+
+    def _shared(self, assignment: ReplicaAssignment) -> ReplicaAssignment:
+        shared = self._assignments
+        if len(shared) >= _MAX_SHARED_ASSIGNMENTS:
+            shared.clear()  # old values no partition holds any more cannot pile up
+        return shared.setdefault(assignment, assignment)
 
     def _unindex_replica(self, tp: TopicPartition, broker: int) -> None:
         hosted = self._replicas_on_broker.get(broker)
@@ -476,6 +486,9 @@ class ControllerContext:
             for broker in record.assignment.replicas:
                 yield record, broker
 
+
+# distinct assignments kept for sharing: ~15 MB at most; past it, sharing starts over
+_MAX_SHARED_ASSIGNMENTS = 1 << 17
 
 _PARTITION = itemgetter(1)  # a TopicPartition's partition, in C
 

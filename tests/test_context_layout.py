@@ -98,3 +98,17 @@ def test_records_of_finds_what_partition_finds() -> None:
     assert all(record is None or record.tp == tp for tp, record in found), (
         "a record for another partition"
     )
+
+
+def test_equal_assignments_are_one_object_and_stay_per_partition() -> None:
+    context = ControllerContext("c")
+    context.add_topic("t", {})
+    one, two = TopicPartition("t", 0), TopicPartition("t", 1)
+    first = context.add_partition(one, ReplicaAssignment((1, 2, 3)))
+    second = context.add_partition(two, ReplicaAssignment(tuple([1, 2, 3])))
+    assert first.assignment is second.assignment  # shared, not copied
+    context.set_assignment(first, first.assignment.reassign_to((4, 5, 6)))
+    assert first.assignment == ReplicaAssignment((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3))
+    assert second.assignment == ReplicaAssignment((1, 2, 3))  # the other keeps its own
+    assert context.partitions_on_broker(4) == [one]
+    assert context.partitions_on_broker(1) == [one, two]
