@@ -358,8 +358,9 @@ def main() -> None:
     parser.add_argument("--brokers", type=int, default=300)
     parser.add_argument("--restarts", type=int, default=6, help="brokers a rolling restart bounces")
     parser.add_argument(
-        "--repeats", type=int, default=5,
-        help="runs of each single-event workload (broker failure, controlled shutdown)",
+        "--repeats", type=int, default=20,
+        help="runs of each single-event workload (broker failure, controlled shutdown); at "
+        "25k partitions 5 runs were 0.04 s of CPU, and the ratios moved ±15%% between runs",
     )  # fmt: skip
     parser.add_argument(
         "--workloads", nargs="+", choices=[w.name for w in WORKLOADS],

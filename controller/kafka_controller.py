@@ -274,15 +274,21 @@ class KafkaController:
             )
             return
         context.set_broker_status(broker, BrokerStatus.SHUTTING_DOWN)
-        to_act_on = [
-            tp
-            for tp in context.partitions_on_broker(broker)
-            if len(context.assignment(tp).replicas) > 1
-            and context.leadership(tp) is not None
-            and not context.is_queued_for_deletion(tp.topic)
-        ]
-        led = [tp for tp in to_act_on if context.leadership(tp).leader == broker]  # type: ignore[union-attr]
-        followed = [tp for tp in to_act_on if context.leadership(tp).leader != broker]  # type: ignore[union-attr]
+        # each record looked up once (not per test): at a million partitions every lookup
+        # is a cache miss
+        led: list[TopicPartition] = []
+        followed: list[TopicPartition] = []
+        queued = context.topics_to_be_deleted
+        for tp in context.partitions_on_broker(broker):
+            record = context.partition(tp)
+            if (
+                record is None
+                or record.leadership is None
+                or len(record.assignment.replicas) <= 1
+                or tp.topic in queued  # is_queued_for_deletion
+            ):
+                continue
+            (led if record.leadership.leader == broker else followed).append(tp)
         self.parts.partitions.handle_state_changes(led, PS.ONLINE, CONTROLLED_SHUTDOWN)
         batch = self.parts.batch
         batch.new_batch()

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from controller import divergence, invariants, snapshot
 from controller.config import Settings
-from controller.context import ControllerContext
+from controller.context import ControllerContext, sorted_partitions, sorted_replicas
 from controller.events import ControllerFailover, Event, Header, ObservedEvent, Rejection
 from controller.health import HealthTracker
 from controller.journal import Journal
@@ -329,16 +329,18 @@ class ClusterRunner:
         output.appends["violations"].extend(self._violations)
         self._violations = []
 
-        for tp in sorted(context.dirty_partitions):
-            record = context.partition(tp)
+        partition_upserts = output.upserts["partition_state"]
+        for tp, record in context.records_of(sorted_partitions(context.dirty_partitions)):
             if record is None:
                 output.deletes["partition_state"].append(
                     {"cluster": cluster, "topic": tp.topic, "partition": tp.partition}
                 )
             else:
-                output.upserts["partition_state"].append(snapshot.partition_row(cluster, record))
-        for tp, broker in sorted(context.dirty_replicas):
-            record = context.partition(tp)
+                partition_upserts.append(snapshot.partition_row(cluster, record))
+        replica_upserts = output.upserts["replica_state"]
+        replicas = sorted_replicas(context.dirty_replicas)
+        records = context.records_of(tp for tp, _ in replicas)
+        for (tp, broker), (_, record) in zip(replicas, records, strict=True):
             if record is None or broker not in record.replica_states:
                 output.deletes["replica_state"].append(
                     {
@@ -349,9 +351,7 @@ class ClusterRunner:
                     }
                 )
             else:
-                output.upserts["replica_state"].append(
-                    snapshot.replica_row(cluster, record, broker)
-                )
+                replica_upserts.append(snapshot.replica_row(cluster, record, broker))
         for broker in sorted(context.dirty_brokers):
             output.upserts["brokers"].append(snapshot.broker_row(context, broker))
         statuses = _deletion_statuses(context)

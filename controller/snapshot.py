@@ -38,12 +38,13 @@ def partition_row(cluster: str, record: Partition) -> Row:
         "cluster": cluster,
         "topic": record.tp.topic,
         "partition": record.tp.partition,
-        "state": record.state.value,
+        # _value_, not value: the same str without enum's property call (every row)
+        "state": record.state._value_,
         "leader": -1 if leadership is None else leadership.leader,
         "leader_epoch": None if leadership is None else leadership.leader_epoch,
         "isr": None if leadership is None else list(leadership.isr),
         "partition_epoch": None if leadership is None else leadership.partition_epoch,
-        "leader_recovery_state": None if leadership is None else leadership.recovery.value,
+        "leader_recovery_state": None if leadership is None else leadership.recovery._value_,
         # ZooKeeper's, not the cache's: they differ after a no-write ISR removal (SPEC §6.3)
         "controller_epoch": None if leadership is None else leadership.stored_controller_epoch,
         "replicas": list(assignment.replicas),
@@ -59,7 +60,7 @@ def replica_row(cluster: str, record: Partition, broker: int) -> Row:
         "topic": record.tp.topic,
         "partition": record.tp.partition,
         "broker": broker,
-        "state": record.replica_states[broker].value,
+        "state": record.replica_states[broker]._value_,
         "last_event_id": record.replica_event_id(broker),
     }
 
@@ -194,8 +195,9 @@ def load(cluster: str, tables: Mapping[str, Iterable[Mapping[str, Any]]]) -> Con
         if row["deletion"] == INELIGIBLE:
             context.topics_ineligible_for_deletion.add(row["topic"])
     records: dict[tuple[str, int], Partition] = {}
+    shared: dict[object, Any] = {}
     for row in sorted(rows("partition_state"), key=itemgetter("topic", "partition")):
-        _load_partition(context, row, restamped, records)
+        _load_partition(context, row, restamped, records, shared)
     for row in rows("replica_state"):
         record = records.get((row["topic"], row["partition"]))
         if record is not None:
@@ -210,25 +212,32 @@ def _load_partition(
     row: Mapping[str, Any],
     restamped: set[TopicPartition],
     records: dict[tuple[str, int], Partition],
+    shared: dict[object, Any],
 ) -> None:
+    """`shared` holds one object per distinct partition number and replica or ISR tuple
+    seen so far: rows bring their own copies, which would be kept once per partition
+    (~150 bytes, and a cache miss more per partition touched at a million partitions)."""
     topic, partition = row["topic"], row["partition"]
+    partition = shared.setdefault(partition, partition)
     info = context.topics.get(topic)
     if info is None:
         return
     # the topic's own name object: every row brings a copy of it (at 1M partitions, ~60 MB
     # of equal strings, and sorting partitions compared their characters)
     tp = TopicPartition(info.name, partition)
+    replicas = tuple(row["replicas"])
     assignment = ReplicaAssignment(
-        tuple(row["replicas"]),
+        shared.setdefault(replicas, replicas),
         tuple(row["adding_replicas"] or ()),
         tuple(row["removing_replicas"] or ()),
     )
     leadership = None
     if row["leader_epoch"] is not None:
+        isr = tuple(row["isr"])
         leadership = LeaderAndIsr(
             row["leader"],
             row["leader_epoch"],
-            tuple(row["isr"]),
+            shared.setdefault(isr, isr),
             row["partition_epoch"],
             _RECOVERY_STATES[row["leader_recovery_state"]],
             row["controller_epoch"],

@@ -4,7 +4,7 @@ depend on it)."""
 
 from __future__ import annotations
 
-from controller.context import Partition
+from controller.context import ControllerContext, Partition, sorted_partitions, sorted_replicas
 from controller.model import ReplicaAssignment, ReplicaState, TopicPartition
 
 RS = ReplicaState
@@ -42,3 +42,73 @@ def test_a_first_replica_takes_its_event_id_whatever_the_partition_held() -> Non
     record.remove_replica(1)
     record.set_replica(2, RS.NEW, "e5")
     assert record.replica_event_ids == "e5"
+
+
+# ---- ordering and lookups in bulk --------------------------------------------------------
+
+# topics whose order as strings differs from their order by length or by number, names
+# sharing a prefix, and partition numbers whose order differs from their digits' order
+_TOPICS = ("b", "a.b", "a_b", "a", "topic-10", "topic-9", "topic-1", "Z", "é", "ab")
+_PARTITIONS = (0, 1, 2, 9, 10, 11, 100, 257, 1000, 99999)
+
+
+def _mixed_partitions() -> list[TopicPartition]:
+    # equal values as distinct objects too (rows bring their own copies of names)
+    return [
+        TopicPartition("".join(list(topic)), int(str(p)))
+        for i, topic in enumerate(_TOPICS)
+        for p in _PARTITIONS[i % 3 :: 2]
+    ]
+
+
+def test_sorted_partitions_is_sorted() -> None:
+    tps = _mixed_partitions()
+    for order in (tps, tps[::-1], tps[3:] + tps[:3]):
+        assert sorted_partitions(order) == sorted(tps)
+        assert sorted_partitions(set(order)) == sorted(tps)
+    assert sorted_partitions([]) == []
+
+
+def test_sorted_replicas_is_sorted() -> None:
+    replicas = [(tp, b) for tp in _mixed_partitions() for b in (3, 1, 300, 2)]
+    for order in (replicas, replicas[::-1]):
+        assert sorted_replicas(order) == sorted(replicas)
+        assert sorted_replicas(set(order)) == sorted(replicas)
+
+
+def test_records_of_finds_what_partition_finds() -> None:
+    context = ControllerContext("c")
+    for topic in ("a", "b"):
+        context.add_topic(topic, {})
+        for p in (0, 1, 2):
+            context.add_partition(TopicPartition(topic, p), ReplicaAssignment((1, 2)))
+    asked = [
+        TopicPartition("a", 0),
+        TopicPartition("a", 0),  # the same partition again, as an equal object
+        TopicPartition("a", 2),
+        TopicPartition("a", 7),  # no such partition
+        TopicPartition("b", 1),
+        TopicPartition("gone", 0),  # no such topic
+        TopicPartition("b", 2),
+        TopicPartition("a", 1),  # a topic seen before, again after another
+    ]
+    found = list(context.records_of(asked))
+    assert [tp for tp, _ in found] == asked
+    assert [record for _, record in found] == [context.partition(tp) for tp in asked]
+    assert all(record is None or record.tp == tp for tp, record in found), (
+        "a record for another partition"
+    )
+
+
+def test_equal_assignments_are_one_object_and_stay_per_partition() -> None:
+    context = ControllerContext("c")
+    context.add_topic("t", {})
+    one, two = TopicPartition("t", 0), TopicPartition("t", 1)
+    first = context.add_partition(one, ReplicaAssignment((1, 2, 3)))
+    second = context.add_partition(two, ReplicaAssignment(tuple([1, 2, 3])))
+    assert first.assignment is second.assignment  # shared, not copied
+    context.set_assignment(first, first.assignment.reassign_to((4, 5, 6)))
+    assert first.assignment == ReplicaAssignment((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3))
+    assert second.assignment == ReplicaAssignment((1, 2, 3))  # the other keeps its own
+    assert context.partitions_on_broker(4) == [one]
+    assert context.partitions_on_broker(1) == [one, two]
