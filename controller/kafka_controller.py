@@ -499,17 +499,6 @@ class KafkaController:
 
     def _stop_replica_response(self, body: ev.StopReplicaResponse) -> None:
         tp = TopicPartition(body.topic, body.partition)
-        if body.broker not in self.context.assignment(tp).replicas:
-            # Kafka's replica state machine holds no such replica: its transition fails
-            # and nothing changes. Said in event_results, so the no-op is not silent.
-            self.journal.result(
-                tp.topic,
-                tp.partition,
-                None,
-                f"ignored: partition {tp.topic}-{tp.partition} has no replica on broker "
-                f"{body.broker}",
-            )
-            return
         self._on_stop_replica_response(body.broker, ((tp, body.error),))
 
     def _on_stop_replica_response(

@@ -280,23 +280,30 @@ def test_broker_failure_of_deleting_topic_excludes_it_from_elections() -> None:
     assert out.sent() == [(SR, 1, False), (SR, 2, False), (UM, 3, True)]
 
 
-def test_a_response_for_a_replica_the_topic_lacks_changes_nothing_and_says_so() -> None:
-    """§15.4: the deletion manager moves the answering replica; for a partition the topic
-    lacks, or a broker that holds no replica of it, Kafka's replica state machine has no
-    replica to move and nothing changes. kcsim says so in event_results instead of
-    applying the event without a word."""
+def test_a_response_for_a_replica_the_state_machine_lacks_is_an_invalid_transition() -> None:
+    """§15.4 / §6.2: the deletion manager hands a response's replica to the replica state
+    machine, which records a replica it does not hold as NonExistentReplica first, so a
+    partition the topic lacks, or a broker with no replica of it, is Kafka's invalid
+    transition (a failed state_changes row) and nothing else changes. For a topic not
+    queued for deletion the deletion manager drops the response without a word, as
+    Kafka's does."""
     c = Cluster(brokers=[1, 2, 3])
     c.create("t", {0: [1, 2]})
+    c.create("u", {0: [1]})
     c.fail(2)
     c.delete("t")
     before = c.replicas("t", 0)
     for partition, broker in ((9, 1), (0, 3)):
-        out = c.stop_replica_response("t", partition, broker)
-        assert out.rejected == [] and out.requests == [] and out.state_changes == []
-        assert [(r["topic"], r["partition"], r["error"], r["message"]) for r in out.results] == [
-            ("t", partition, None, f"ignored: partition t-{partition} has no replica on broker "
-             f"{broker}")
-        ]  # fmt: skip
+        out = c.stop_replica_response("t", partition, broker, error="KAFKA_STORAGE_ERROR")
+        assert out.rejected == [] and out.requests == [] and out.results == []
+        (row,) = out.state_changes
+        assert (row["partition"], row["broker"], row["ok"]) == (partition, broker, False)
+        assert row["error"] == (
+            f"Replica {broker} for partition t-{partition} cannot move to "
+            "ReplicaDeletionIneligible state. It should be in one of OfflineReplica,"
+            "ReplicaDeletionStarted states. Instead it is in NonExistentReplica state"
+        )
     assert c.replicas("t", 0) == before
-    out = c.stop_replica_response("t", 0, 1)
-    assert out.results == [] and c.replica("t", 0, 1) == "ReplicaDeletionSuccessful"
+    out = c.stop_replica_response("u", 0, 1)
+    assert (out.rejected, out.requests, out.state_changes, out.results) == ([], [], [], [])
+    assert c.replica("u", 0, 1) == "OnlineReplica"
