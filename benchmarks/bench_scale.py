@@ -49,6 +49,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -59,7 +60,6 @@ from controller.config import Settings
 from controller.replay import (
     DEFAULT_BATCH_SIZE,
     _AppendFiles,
-    _batches,
     read_events,
     write_tables,
 )
@@ -343,7 +343,8 @@ def replay_unencoded(events: Path, out: Path, batch_size: int) -> None:
     discarded = {p.stem for p in out.iterdir() if p.is_symlink()}
     simulator = Simulator(Settings())
     with _AppendFiles(out, [t for t in APPEND_TABLES if t.name not in discarded]) as appends:
-        for batch in _batches(read_events(events), batch_size):
+        lines = read_events(events)
+        while batch := list(islice(lines, batch_size)):
             output = simulator.apply(batch)
             for table, rows in output.appends.items():
                 if table not in discarded:

@@ -60,19 +60,20 @@ def describe(event: Event) -> str:
 class KafkaSink:
     def __init__(self, bootstrap: str, topic: str, cluster: str, client: KafkaClientConfig) -> None:
         # the request sink's reading of the limit, shared (imported here: it loads pyspark)
-        from streaming.sink import DEFAULT_MAX_MESSAGE_BYTES, topic_max_message_bytes
+        from streaming.sink import broker_message_max_bytes, topic_max_message_bytes
 
         self.bootstrap, self.topic, self.cluster = bootstrap, topic, cluster
         self.key = cluster.encode("utf-8")
         self.security = client.kafka_python()
         found = topic_max_message_bytes(bootstrap, topic, client)
-        # a topic created by this output gets the brokers' default (Kafka's, 1048588)
-        self.limit = DEFAULT_MAX_MESSAGE_BYTES if found is None else found
-        self.limit_source = (
-            f"the max.message.bytes of topic {topic!r}"
-            if found is not None
-            else f"Kafka's default max.message.bytes (topic {topic!r} does not exist yet)"
-        )
+        if found is not None:
+            self.limit = found
+            self.limit_source = f"the max.message.bytes of topic {topic!r}"
+        else:  # a topic this output creates gets the brokers' message.max.bytes
+            self.limit = broker_message_max_bytes(bootstrap, client)
+            self.limit_source = (
+                f"the brokers' message.max.bytes (topic {topic!r} does not exist yet)"
+            )
         self.producer = KafkaProducer(
             bootstrap_servers=bootstrap,
             acks="all",

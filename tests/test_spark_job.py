@@ -282,7 +282,6 @@ def test_kafka_source_and_request_sink(spark, kafka_bootstrap: str, tmp_path: Pa
 
 @pytest.mark.kafka
 def test_sink_rerun_produces_only_what_an_interrupted_send_left_out(
-    spark,  # noqa: F811
     kafka_bootstrap: str,
 ) -> None:
     """A batch re-run after a crash in the middle of its send (issue #3 item 4: no request
@@ -309,11 +308,13 @@ def test_sink_rerun_produces_only_what_an_interrupted_send_left_out(
     batch = (list(output["controller_requests"]), list(output["request_payloads"]))
     assert len(earlier[1]) > 5 and len(batch[1]) > 5
     sink = KafkaSink(kafka_bootstrap, topic)
-
-    assert sink.send(spark, *earlier, may_be_rerun=True) == 0  # nothing there yet
-    cut = len(batch[1]) // 3
-    assert sink.send(spark, batch[0], batch[1][:cut], may_be_rerun=False) == 0  # the crash
-    assert sink.send(spark, *batch, may_be_rerun=True) == cut  # the re-run
+    try:
+        assert sink.send(*earlier, may_be_rerun=True) == 0  # nothing there yet
+        cut = len(batch[1]) // 3
+        assert sink.send(batch[0], batch[1][:cut], may_be_rerun=False) == 0  # the crash
+        assert sink.send(*batch, may_be_rerun=True) == cut  # the re-run
+    finally:
+        sink.close()
 
     consumer = KafkaConsumer(
         topic,
