@@ -8,9 +8,11 @@ KCSIM_KAFKA_BOOTSTRAP=HOST:PORT to use a broker that is already running instead.
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator
 
 import pytest
+from kafka.admin import ConfigResource, KafkaAdminClient, NewTopic
 
 from streaming import kafka_local
 
@@ -27,3 +29,22 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield bootstrap
     finally:
         kafka_local.stop(data_dir)
+
+
+def create_topic(bootstrap: str, prefix: str, partitions: int = 1, **configs: str) -> str:
+    """A new topic named `prefix-<random>` with these topic configs; its name."""
+    topic = f"{prefix}-{uuid.uuid4().hex[:10]}"
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(topic, partitions, 1, topic_configs=configs)])
+    finally:
+        admin.close()
+    return topic
+
+
+def alter_configs(bootstrap: str, resources: list[ConfigResource]) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.alter_configs(resources)
+    finally:
+        admin.close()

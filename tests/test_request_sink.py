@@ -36,6 +36,7 @@ from kafka.admin import (
     KafkaAdminClient,
     NewTopic,
 )
+from kafka_broker import alter_configs, create_topic
 from lake_tables import canonical, lake_rows
 from spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
@@ -168,24 +169,6 @@ def wait_for(condition: Callable[[], bool], what: str) -> None:
         time.sleep(0.2)
 
 
-def create_topic(bootstrap: str, partitions: int, **configs: str) -> str:
-    topic = f"kcsim-sink-{uuid.uuid4().hex[:10]}"
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        admin.create_topics([NewTopic(topic, partitions, 1, topic_configs=configs)])
-    finally:
-        admin.close()
-    return topic
-
-
-def alter(bootstrap: str, resources: list[ConfigResource]) -> None:
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        admin.alter_configs(resources)
-    finally:
-        admin.close()
-
-
 def partition_values(bootstrap: str, topic: str) -> dict[int, list[bytes]]:
     """Every record value of every partition of the topic, each in offset order."""
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
@@ -223,7 +206,7 @@ def sink_for() -> Iterator[Callable[[str, str], KafkaSink]]:
 def test_sink_produces_every_record_once_in_order_and_a_rerun_none_again(
     kafka_bootstrap: str, sink_for: Callable[[str, str], KafkaSink]
 ) -> None:
-    topic = create_topic(kafka_bootstrap, 3)
+    topic = create_topic(kafka_bootstrap, "kcsim-sink", 3)
     sink = sink_for(kafka_bootstrap, topic)
     requests, payloads = core_output(300, clusters=("east", "west", "north", "south"))
     expected = payload_records(requests, payloads, sink.max_record_bytes())
@@ -252,13 +235,13 @@ def test_a_record_over_a_lowered_topic_limit_fails_the_batch_naming_sizes(
     """The topic's max.message.bytes lowered after the sink read it: the batch's big
     records are refused, the batch fails with the record's size and the limit read again,
     every record not written is counted; the re-run (what a restart does) completes it."""
-    topic = create_topic(kafka_bootstrap, 1)
+    topic = create_topic(kafka_bootstrap, "kcsim-sink")
     sink = sink_for(kafka_bootstrap, topic)
     first = core_output(4, clusters=("first",))
     assert sink.send(*first, may_be_rerun=False) == 0
     before = len(partition_values(kafka_bootstrap, topic)[0])
 
-    alter(kafka_bootstrap, [ConfigResource(
+    alter_configs(kafka_bootstrap, [ConfigResource(
         ConfigResourceType.TOPIC, topic, {"max.message.bytes": str(SMALL_MESSAGE_BYTES)}
     )])  # fmt: skip
     wait_for(
@@ -318,7 +301,7 @@ def test_a_topic_the_sink_creates_takes_the_brokers_message_max_bytes(
 
     def set_limit(value: str | None) -> None:
         op = (AlterConfigOp.SET, value) if value else (AlterConfigOp.DELETE, None)
-        alter(kafka_bootstrap, [
+        alter_configs(kafka_bootstrap, [
             ConfigResource(ConfigResourceType.BROKER, b, {"message.max.bytes": op})
             for b in brokers
         ])  # fmt: skip

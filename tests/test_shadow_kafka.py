@@ -12,12 +12,12 @@ import re
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
+from kafka.admin import ConfigResource, ConfigResourceType
+from kafka_broker import alter_configs, create_topic
 from planted_cluster import plant_topic, planted
 
 from streaming.kafka_security import KafkaClientConfig
@@ -30,25 +30,14 @@ DEADLINE_S = 90
 
 
 def new_topic(bootstrap: str, partitions: int = 1, max_message_bytes: int | None = None) -> str:
-    topic = f"shadow-out-{uuid.uuid4().hex[:8]}"
     configs = {} if max_message_bytes is None else {"max.message.bytes": str(max_message_bytes)}
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        admin.create_topics([NewTopic(topic, partitions, 1, topic_configs=configs)])
-    finally:
-        admin.close()
-    return topic
+    return create_topic(bootstrap, "shadow-out", partitions, **configs)
 
 
 def set_max_message_bytes(bootstrap: str, topic: str, limit: int) -> None:
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        resource = ConfigResource(
-            ConfigResourceType.TOPIC, topic, configs={"max.message.bytes": str(limit)}
-        )
-        admin.alter_configs([resource])
-    finally:
-        admin.close()
+    alter_configs(bootstrap, [
+        ConfigResource(ConfigResourceType.TOPIC, topic, configs={"max.message.bytes": str(limit)})
+    ])  # fmt: skip
     deadline = time.monotonic() + DEADLINE_S
     while topic_max_message_bytes(bootstrap, topic) != limit:
         assert time.monotonic() < deadline, f"{topic}'s max.message.bytes never became {limit}"
