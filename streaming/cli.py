@@ -79,10 +79,26 @@ def build_parser(argv: list[str]) -> tuple[argparse.ArgumentParser, str | None]:
     return parser, chosen if chosen in COMMANDS else None
 
 
+def take_loose_words(
+    parser: argparse.ArgumentParser, chosen: str | None, args: argparse.Namespace, extras: list[str]
+) -> None:
+    """Words argparse left over. argparse fills a list positional from the first run of
+    words only, so a command whose positional words may also follow its options (whatif's
+    EVENTS) names that list in `LOOSE_POSITIONAL` and gets them there; anything else, or
+    an unknown option, is argparse's own error."""
+    module = importlib.import_module(COMMANDS[chosen][0]) if chosen is not None else None
+    name = getattr(module, "LOOSE_POSITIONAL", None)
+    if name is None or any(word.startswith("-") for word in extras):
+        parser.error(f"unrecognized arguments: {' '.join(extras)}")
+    getattr(args, name).extend(extras)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser, chosen = build_parser(argv)
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        take_loose_words(parser, chosen, args, extras)
     if chosen is None:
         parser.print_help()
         return 2

@@ -1,8 +1,9 @@
 """`kcsim whatif EVENTS --set k=v --vs k=v [--vs ...]`: the same events under two or more
 settings, side by side (CONTRACT §3).
 
-Run 0 takes the command's settings (`--config`, `--set`); each `--vs KEY=VALUE ...` is one
-more run, those settings over run 0's. Every run is a `kcsim replay` of the events (the
+Run 0 takes the command's settings (`--config`, `--set`); each `--vs KEY=VALUE[,KEY=VALUE]`
+is one more run, those settings over run 0's. `--vs` takes one argument, so EVENTS may come
+before, between or after the options. Every run is a `kcsim replay` of the events (the
 core alone, no Spark) into its own directory, one run per process, as many at once as
 there are cores. Then: each run's totals from its `health` rows, the partitions whose
 final leaders (`partition_state`) differ between runs, and with `--report` one HTML page
@@ -36,20 +37,59 @@ NONE_LEADER = "none"  # leader -1
 ABSENT = "absent"  # the partition does not exist in that run
 
 
+# the positional list the CLI extends with words that follow options (streaming/cli.py)
+LOOSE_POSITIONAL = "events"
+USAGE = "kcsim whatif EVENTS [--set KEY=VALUE] --vs KEY=VALUE[,KEY=VALUE...] [--vs ...]"
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("events", type=Path, help="JSON-lines file or a directory of them")
+    parser.usage = f"{USAGE} [options]"
+    # Zero or more here (and words after the options join them, LOOSE_POSITIONAL), so a
+    # missing or stray word is named by `positional_events`, which wants exactly one.
+    parser.add_argument(
+        "events", nargs="*", metavar="EVENTS", help="JSON-lines file or a directory of them"
+    )
     parser.add_argument(
         "--vs",
         action="append",
-        nargs="+",
+        type=vs_settings,
         required=True,
-        metavar="KEY=VALUE",
-        help="one more run: these settings over the --config/--set ones (repeatable)",
+        metavar="KEY=VALUE[,KEY=VALUE...]",
+        help="one more run: these settings over the --config/--set ones (repeatable); "
+        "a run that changes several settings lists them comma-separated",
     )
     parser.add_argument("--report", type=Path, help="also write the runs' timelines here")
     parser.add_argument(
         "--keep", type=Path, help="keep each run's tables in DIR/run-N (default: discarded)"
     )
+
+
+def vs_settings(text: str) -> list[str]:
+    """One `--vs` argument: one run's settings, KEY=VALUE, comma-separated (no setting's
+    value holds a comma: they are booleans and integers)."""
+    items = [item.strip() for item in text.split(",")]
+    if not all("=" in item and item.split("=", 1)[0].strip() for item in items):
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE[,KEY=VALUE...], got {text!r}")
+    return items
+
+
+class UsageError(Exception):
+    """The command line names no EVENTS, or more than one thing where EVENTS goes."""
+
+
+def positional_events(words: Sequence[str]) -> Path:
+    """The one EVENTS among the command's positional words."""
+    settings = [w for w in words if "=" in w and not Path(w).exists()]
+    if settings:
+        raise UsageError(
+            f"{settings[0]!r} is not EVENTS: each --vs takes one argument, one run; a run "
+            "that changes several settings lists them comma-separated (--vs K1=V1,K2=V2)"
+        )
+    if not words:
+        raise UsageError(f"missing EVENTS (a JSON-lines file or a directory of them): {USAGE}")
+    if len(words) > 1:
+        raise UsageError(f"one EVENTS, got {len(words)}: {' '.join(words)}")
+    return Path(words[0])
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +111,13 @@ Key = tuple[str, str, int]  # cluster, topic, partition
 
 
 def main(args: argparse.Namespace) -> int:
-    if not args.events.exists():
-        print(f"kcsim whatif: no such file or directory: {args.events}", file=sys.stderr)
+    try:
+        events = positional_events(args.events)
+    except UsageError as error:
+        print(f"kcsim whatif: {error}", file=sys.stderr)
+        return 2
+    if not events.exists():
+        print(f"kcsim whatif: no such file or directory: {events}", file=sys.stderr)
         return 2
     try:
         runs = build_runs(args.config, args.overrides, args.vs)
@@ -81,7 +126,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
     with tempfile.TemporaryDirectory(prefix="kcsim-whatif-") as scratch:
         root = args.keep if args.keep is not None else Path(scratch)
-        directories = run_all(runs, args.events, root)
+        directories = run_all(runs, events, root)
         try:
             tables = [read_replay(d) for d in directories]
         except ReportInputError as error:

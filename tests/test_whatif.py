@@ -81,3 +81,97 @@ def test_bad_setting_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> Non
     argv = ["whatif", str(WHATIF / "rebalance.jsonl"), "--vs", "no.such.key=1"]
     assert main(argv) == 2
     assert "no.such.key" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "order",
+    [
+        ["EVENTS", "--set", "SET", "--vs", "VS"],
+        ["--vs", "VS", "EVENTS", "--set", "SET"],
+        ["--set", "SET", "--vs", "VS", "EVENTS"],
+    ],
+    ids=["events-first", "events-between", "events-last"],
+)
+def test_events_may_come_before_between_or_after_the_options(
+    capsys: pytest.CaptureFixture[str], order: list[str]
+) -> None:
+    """`--vs` takes one argument, so EVENTS after it is EVENTS, not a setting (SPEC §12.3:
+    the run at 25 % leaves ledger-7 on broker 3)."""
+    words = {
+        "EVENTS": str(WHATIF / "rebalance.jsonl"),
+        "SET": "leader.imbalance.per.broker.percentage=10",
+        "VS": "leader.imbalance.per.broker.percentage=25",
+    }
+    lines = run(capsys, *(words.get(w, w) for w in order))
+    assert lines[1].split()[:2] == ["0", "leader.imbalance.per.broker.percentage=10"]
+    assert lines[2].split()[:2] == ["1", "leader.imbalance.per.broker.percentage=25"]
+    assert lines[6].split() == ["default", "ledger", "7", "1", "3"]
+
+
+def test_one_vs_changes_several_settings_comma_separated(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Run 1 turns the rebalance off and raises the threshold: the totals of a run without
+    rebalance (no check acts, SPEC §12.3), not those of the 25 % run."""
+    lines = run(
+        capsys,
+        "--vs",
+        "auto.leader.rebalance.enable=false,leader.imbalance.per.broker.percentage=25",
+        str(WHATIF / "rebalance.jsonl"),
+        "--vs",
+        "auto.leader.rebalance.enable=false",
+    )
+    assert lines[2].split()[1:3] == [
+        "auto.leader.rebalance.enable=false",
+        "leader.imbalance.per.broker.percentage=25",
+    ]
+    assert lines[2].split()[-5:] == lines[3].split()[-5:]
+    assert lines[1].split()[-5:] == ["0", "0", "24", "86", "0"]
+    assert lines[2].split()[-5:] != lines[1].split()[-5:]
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (["--vs", "unclean.leader.election.enable=true"], "kcsim whatif: missing EVENTS"),
+        (
+            ["--vs", "unclean.leader.election.enable=true", "--set", "delete.topic.enable=true"],
+            "kcsim whatif: missing EVENTS",
+        ),
+        (
+            [
+                str(WHATIF / "rebalance.jsonl"),
+                "--vs",
+                "auto.leader.rebalance.enable=false",
+                "leader.imbalance.per.broker.percentage=25",
+            ],
+            "'leader.imbalance.per.broker.percentage=25' is not EVENTS: each --vs takes one "
+            "argument",
+        ),
+        (
+            [
+                str(WHATIF / "rebalance.jsonl"),
+                "--vs",
+                "auto.leader.rebalance.enable=false",
+                str(WHATIF / "two-broker-failure.jsonl"),
+            ],
+            "kcsim whatif: one EVENTS, got 2",
+        ),
+    ],
+    ids=["no-events", "no-events-after-set", "two-settings-after-one-vs", "two-events"],
+)
+def test_a_missing_or_stray_events_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], argv: list[str], error: str
+) -> None:
+    assert main(["whatif", *argv]) == 2
+    captured = capsys.readouterr()
+    assert error in captured.err and captured.out == ""
+
+
+def test_a_vs_without_key_value_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_status:
+        main(["whatif", str(WHATIF / "rebalance.jsonl"), "--vs", "unclean"])
+    assert exit_status.value.code == 2
+    assert "argument --vs: expected KEY=VALUE[,KEY=VALUE...], got 'unclean'" in (
+        capsys.readouterr().err
+    )
