@@ -243,7 +243,9 @@ def changes_for(paths: set[str], reader: Reader, model: ShadowModel) -> list[Cha
     """What the znodes behind fired watches now hold, as changes (cost: those znodes)."""
     snap = Snapshot()
     changes: list[Change] = []
-    if IDS in paths:
+    # a registration's own data watch (what Kafka's BrokerModifications handles: endpoints,
+    # features; or a garbled text rewritten) re-reads the registrations as a BrokerChange does
+    if IDS in paths or any(path.startswith(IDS + "/") for path in paths):
         reader.brokers(snap)
         changes += snap.bad
         changes += [Change(b.epoch, "broker", i, b) for i, b in snap.brokers.items()]

@@ -278,6 +278,10 @@ class ShadowModel:
     _latest_write: int = 0  # the largest mzxid among the pending causes' writes
     # partition state znodes read gone whose topic's deletion request is not read yet
     _vanished: set[TP] = field(default_factory=set)
+    # the unreadable znodes given a line: path -> the mzxid of the version read. A re-read
+    # (a restart, a reconnection, a sibling's watch) finds the same version and writes no
+    # second line; a new version gets its own.
+    bad: dict[str, int] = field(default_factory=dict)
 
     # ------------------------------------------------------------ start
 
@@ -329,12 +333,22 @@ class ShadowModel:
                     cause.events.append(_reassignment(topic, p, info.target(p)))
         self.started = True
         out = self._stamp(cause)
-        return out + [self._rejected(c) for c in snap.bad]
+        # stamped like every event (ids, seqs after the bootstrap's), so that a restart's
+        # output filter (by seq) knows whether they are out
+        for change in snap.bad:
+            self.bad[change.key] = change.zxid
+        rejected = _Pending(cause.zxid, [self._rejected(c) for c in snap.bad], "bad")
+        return out + self._stamp(rejected)
 
     def diff(self, snap: Snapshot) -> list[Change]:
         """The changes that turn the model's cluster into `snap`'s (a restart, a new
         session): what vanished gets its parent's pzxid, what changed its own zxid."""
-        changes: list[Change] = list(snap.bad)
+        changes: list[Change] = [c for c in snap.bad if self.bad.get(c.key) != c.zxid]
+        unreadable = {c.key for c in snap.bad}
+        # an unreadable znode gone or readable again: forgotten (no event)
+        changes += [
+            Change(self.last_zxid, "bad", path) for path in self.bad if path not in unreadable
+        ]
         for broker_id, broker in snap.brokers.items():
             if self.brokers.get(broker_id) != broker:
                 changes.append(Change(broker.epoch, "broker", broker_id, broker))
@@ -445,7 +459,12 @@ class ShadowModel:
                 self._pending.remove(other)
 
     def _on_bad(self, change: Change) -> None:
-        self._insert(_Pending(change.zxid, [self._rejected(change)], "bad"))
+        path = change.key
+        if change.value is None:
+            self.bad.pop(path, None)
+        elif self.bad.get(path) != change.zxid:  # else this version has its line already
+            self.bad[path] = change.zxid
+            self._insert(_Pending(change.zxid, [self._rejected(change)], "bad"))
 
     def _on_broker(self, change: Change) -> None:
         broker_id, new = change.key, change.value
@@ -884,12 +903,12 @@ class ShadowModel:
         # Kept as an event of the type the znode would have driven, without its fields:
         # kcsim rejects it into rejected_events with the znode's raw text in the line.
         bad: BadZnode = change.value
-        return {
-            "type": bad.event_type,
-            "znode": bad.path,
-            "znode_data": bad.raw,
-            "problem": bad.problem,
-        }
+        line: Event = {"type": bad.event_type}
+        if bad.event_type == "controller_failover":
+            # its fields are all optional: without one it would be a failover kcsim applies.
+            # The znode's text is the `controller` it failed to give: mistyped, rejected.
+            line["controller"] = bad.raw
+        return line | {"znode": bad.path, "znode_data": bad.raw, "problem": bad.problem}
 
     # ------------------------------------------------------------ persistence
 
@@ -914,6 +933,7 @@ class ShadowModel:
             ],
             "configs": self.configs,
             "answered": {t: sorted(map(list, a)) for t, a in self.answered.items()},
+            "bad": self.bad,
         }
 
     @classmethod
@@ -937,6 +957,7 @@ class ShadowModel:
         model.configs = obj["configs"]
         answered = obj.get("answered", {})  # absent in a state saved before it
         model.answered = {t: {(p, b) for p, b in a} for t, a in answered.items()}
+        model.bad = dict(obj.get("bad", {}))  # absent in a state saved before it
         model.started = True
         return model
 

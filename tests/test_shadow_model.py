@@ -11,6 +11,8 @@ import json
 
 import pytest
 
+from controller.config import Settings
+from controller.replay import replay
 from streaming.shadow_model import (
     SEQ_SHIFT,
     BadZnode,
@@ -502,6 +504,80 @@ def test_garbage_znode_becomes_a_line_kcsim_rejects():
     [event] = model.flush()
     assert event["type"] == "broker_startup" and "broker" not in event
     assert event["znode_data"] == "garbage{" and event["znode"] == "/brokers/ids/7"
+    assert event["event_id"] == "c:zx200:0" and event["seq"] == 0x200 << SEQ_SHIFT
+    # the same version read again (a sibling's watch re-reads /brokers/ids): no second line
+    model.apply([Change(0x200, "bad", "/brokers/ids/7", bad)])
+    assert model.flush() == []
+
+
+def test_a_garbled_controller_znode_is_a_line_kcsim_rejects_not_a_failover(tmp_path):
+    """controller_failover's fields are all optional: the line carries the znode's text as
+    its `controller`, a mistyped field, so the replay rejects it (no epoch bump)."""
+    model = started()
+    bad = BadZnode("/controller", "{brokerid", "not JSON", "controller_failover")
+    model.apply([Change(0x200, "bad", "/controller", bad)])
+    [line] = model.flush()
+    assert (line["type"], line["controller"], line["znode"]) == (
+        "controller_failover",
+        "{brokerid",
+        "/controller",
+    )
+    events = tmp_path / "events.jsonl"
+    startup = {"type": "broker_startup", "cluster": "c", "broker": 1, "seq": 1}
+    events.write_text(json.dumps(startup) + "\n" + json.dumps(line) + "\n")
+    replay(Settings.load(None, ()), events, tmp_path / "out")
+    [rejected] = [json.loads(x) for x in (tmp_path / "out/rejected_events.jsonl").open()]
+    assert rejected["reason"].startswith("field 'controller' must be")
+    requests = [json.loads(x) for x in (tmp_path / "out/controller_requests.jsonl").open()]
+    assert {r["controller_epoch"] for r in requests} == {1}
+
+
+def test_unreadable_znodes_are_stamped_and_a_restart_writes_them_once():
+    """The bootstrap's lines for unreadable znodes get ids and seqs after its events, so an
+    output that holds them is known to (by seq); a restarted model re-reading the same
+    versions writes nothing, a new version of one gets one line, and one gone or readable
+    again is forgotten."""
+    broker = Change(
+        0x90,
+        "bad",
+        "/brokers/ids/7",
+        BadZnode("/brokers/ids/7", "x{", "not JSON", "broker_startup"),
+    )
+    path = "/brokers/topics/t/partitions/0/state"
+    garbled = Change(0xA0, "bad", path, BadZnode(path, "[1]", "not an object", "isr_change"))
+    snap = Snapshot(zxid=0x100, brokers={1: Broker(0x11, None, 5)})
+    snap.controller = (Controller(1, 1, -1), 0x40)
+    snap.bad = [broker, garbled]
+    model = ShadowModel("c")
+    out = model.bootstrap(snap)
+    assert [e["type"] for e in out] == [
+        "broker_startup",
+        "controller_failover",
+        "broker_startup",
+        "isr_change",
+    ]
+    assert [e["event_id"] for e in out] == [f"c:zx100:{n}" for n in range(4)]
+    assert [e["seq"] for e in out] == [(0x100 << SEQ_SHIFT) + n for n in range(4)]
+    assert [e.get("znode") for e in out[2:]] == ["/brokers/ids/7", path]
+    assert "observed" not in out[3]
+
+    restarted = ShadowModel.from_json(json.loads(json.dumps(model.to_json())))
+    restarted.apply(restarted.diff(snap))
+    assert restarted.flush() == []
+    # broker 7 rewritten, still garbage; the state znode readable again (as the model has it)
+    again = Change(
+        0x300,
+        "bad",
+        "/brokers/ids/7",
+        BadZnode("/brokers/ids/7", "y{", "not JSON", "broker_startup"),
+    )
+    snap.bad = [again]
+    restarted.apply(restarted.diff(snap))
+    [event] = restarted.flush()
+    assert (event["znode_data"], event["event_id"]) == ("y{", "c:zx300:0")
+    assert event["seq"] == 0x300 << SEQ_SHIFT
+    assert restarted.bad == {"/brokers/ids/7": 0x300}
+    assert restarted.diff(snap) == []
 
 
 def test_writes_read_before_the_new_controller_belong_to_it():

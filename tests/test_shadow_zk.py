@@ -347,3 +347,77 @@ def test_a_shadow_stopped_between_its_bootstrap_and_its_first_save_restarts_once
     assert creation["seq"] > bootstrap[-1]["seq"]
     saved = json.loads(state.read_text())
     assert "unwritten" not in saved and saved["last_seq"] == creation["seq"]
+
+
+def test_unreadable_znodes_are_written_once_across_kills_and_restarts(zk_cluster, tmp_path):
+    """A garbled registration and a garbled topic config, planted: the first start writes
+    one line for each (stamped after its bootstrap); a shadow killed (SIGKILL) and
+    restarted, then killed again and restarted with --once, writes no second line for a
+    version already written, and one for a new version of the registration."""
+    out = tmp_path / "events"
+
+    def lines_for(path: str) -> list[dict[str, Any]]:
+        return [e for e in events(out) if e.get("znode") == path]
+
+    def killed(proc: subprocess.Popen) -> None:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+
+    with planted(zk_cluster.zookeeper, [1]) as (chroot, writer):
+        plant_topic(writer, chroot, "a", [[1]])
+        registration, config = f"{chroot}/brokers/ids/2", f"{chroot}/config/topics/a"
+        writer.create(registration, b"\x00garbage{")
+        writer.create(config, b"not json", makepath=True)
+        address = zk_cluster.zookeeper + chroot
+        first = shadow(address, out)
+        try:
+            wait_for(
+                "the bootstrap and its two lines",
+                lambda: lines_for("/brokers/ids/2") and lines_for("/config/topics/a"),
+            )
+        finally:
+            killed(first)
+        second = shadow(address, out)
+        try:
+            plant_topic(writer, chroot, "b", [[1]])  # the restarted shadow is following
+            wait_for("b's creation", lambda: any(e.get("topic") == "b" for e in events(out)))
+            writer.set(registration, b"still garbage{")
+            wait_for("the new version's line", lambda: len(lines_for("/brokers/ids/2")) == 2)
+        finally:
+            killed(second)
+        third = shadow(address, out, "--once")
+        assert third.wait(timeout=DEADLINE_S) == 0, third.stderr.read()
+    assert [e["znode_data"] for e in lines_for("/brokers/ids/2")] == [
+        "\x00garbage{",
+        "still garbage{",
+    ]
+    assert [e["type"] for e in lines_for("/config/topics/a")] == ["topic_config_change"]
+    emitted = events(out)
+    assert len({e["event_id"] for e in emitted}) == len(emitted)
+    seqs = [e["seq"] for e in emitted]
+    assert seqs == sorted(set(seqs))
+    assert [e["type"] for e in emitted if "znode" not in e].count("controller_failover") == 1
+    replay(Settings.load(None, ()), out, tmp_path / "tables")
+    rejected = [json.loads(x) for x in (tmp_path / "tables/rejected_events.jsonl").open()]
+    assert len(rejected) == 3 and all('"znode"' in r["raw"] for r in rejected)
+    rows = [json.loads(x) for x in (tmp_path / "tables/partition_state.jsonl").open()]
+    assert sorted((r["topic"], r["leader"]) for r in rows) == [("a", 1), ("b", 1)]
+
+
+def test_a_start_stopped_after_writing_its_bootstrap_writes_no_unreadable_line_twice(
+    zk_cluster, tmp_path
+):
+    """The bootstrap (with the line of a garbled registration) written whole, the state
+    not saved after it: the restart writes none of it again, the line included."""
+    with planted(zk_cluster.zookeeper, [1]) as (chroot, writer):
+        writer.create(f"{chroot}/brokers/ids/2", b"garbage{")
+        address = zk_cluster.zookeeper + chroot
+        out, state = tmp_path / "events", tmp_path / "state.json"
+        out.mkdir()
+        with pytest.raises(Stopped):
+            shadow_once(address, StopsAfterWriting(FileSink(out), None), state)
+        bootstrap = events(out)
+        assert [e.get("znode") for e in bootstrap] == [None, None, "/brokers/ids/2"]
+        restarted = shadow_once(address, FileSink(out), state)
+    assert restarted.emitted == 0 and events(out) == bootstrap
+    assert json.loads(state.read_text())["last_seq"] == bootstrap[-1]["seq"]
