@@ -58,11 +58,19 @@ def describe(event: Event) -> str:
 
 
 class KafkaSink:
-    def __init__(self, bootstrap: str, topic: str, cluster: str, client: KafkaClientConfig) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        cluster: str,
+        client: KafkaClientConfig,
+        read_back_stall_s: float = READ_BACK_STALL_S,
+    ) -> None:
         # the request sink's reading of the limit, shared (imported here: it loads pyspark)
         from streaming.sink import broker_message_max_bytes, topic_max_message_bytes
 
         self.bootstrap, self.topic, self.cluster = bootstrap, topic, cluster
+        self.read_back_stall_s = read_back_stall_s
         self.key = cluster.encode("utf-8")
         self.security = client.kafka_python()
         found = topic_max_message_bytes(bootstrap, topic, client)
@@ -173,11 +181,11 @@ class KafkaSink:
             now_at = consumer.position(tp)
             if now_at > position:
                 position, moved = now_at, time.monotonic()
-            elif time.monotonic() - moved > READ_BACK_STALL_S:
+            elif time.monotonic() - moved > self.read_back_stall_s:
                 raise OutputError(
                     f"reading back {tp.topic!r} partition {tp.partition} (to find the last "
                     f"event of cluster {self.cluster!r} already written) made no progress "
-                    f"for {READ_BACK_STALL_S:.0f} s at offset {position} of {stop}: is the "
+                    f"for {self.read_back_stall_s:g} s at offset {position} of {stop}: is the "
                     "broker reachable, and may this client read the topic?"
                 )
         return seqs

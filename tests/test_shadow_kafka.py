@@ -1,28 +1,36 @@
 """`kcsim shadow --out kafka:`: against a real Kafka broker (the `kafka_bootstrap` fixture)
 and, for the shadow process, a cluster planted under a chroot of the real ZooKeeper of
 the `zk_cluster` fixture. An event is written once the broker acknowledged it; an event
-over the topic's max.message.bytes stops the shadow with a clear error and no state past
-it; the restart bookkeeping finds the cluster's own last seq in a shared topic."""
+over the topic's max.message.bytes (the brokers' message.max.bytes while the topic does
+not exist) stops the shadow with a clear error and no state past it; the restart
+bookkeeping finds the cluster's own last seq in a shared topic, and a read-back that makes
+no progress ends with an error, not a hang."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
+import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.admin import ConfigResource, ConfigResourceType
+from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient
 from kafka_broker import alter_configs, create_topic
 from planted_cluster import plant_topic, planted
 
+from streaming import kafka_local
 from streaming.kafka_security import KafkaClientConfig
+from streaming.local_process import read_pid
 from streaming.shadow_kafka import KafkaSink, OutputError, record_bytes
-from streaming.sink import topic_max_message_bytes
+from streaming.sink import broker_message_max_bytes, topic_max_message_bytes
 
 pytestmark = pytest.mark.kafka
 ROOT = Path(__file__).resolve().parents[1]
@@ -190,3 +198,119 @@ def test_last_seq_is_the_clusters_own_behind_other_clusters_records(kafka_bootst
         assert sink.last_seq("c3") == 0  # read back to each partition's start
     finally:
         sink.close()
+
+
+def wait_until(what: str, check: Callable[[], Any]) -> None:
+    deadline = time.monotonic() + DEADLINE_S
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def set_brokers_message_max_bytes(bootstrap: str, limit: int | None) -> None:
+    """Every broker's message.max.bytes as a dynamic config (None: back to its default)."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        brokers = [str(b["broker_id"]) for b in admin.describe_cluster()["brokers"]]
+    finally:
+        admin.close()
+    op = (AlterConfigOp.SET, str(limit)) if limit else (AlterConfigOp.DELETE, None)
+    alter_configs(bootstrap, [
+        ConfigResource(ConfigResourceType.BROKER, b, {"message.max.bytes": op}) for b in brokers
+    ])  # fmt: skip
+
+
+def test_a_topic_not_created_yet_takes_the_brokers_message_max_bytes(kafka_bootstrap):
+    """No topic yet: events are sized by the brokers' message.max.bytes (lowered here, as
+    a dynamic broker config), not by a fixed default. An event over it is refused naming
+    that limit, before anything of its flush is sent; one under it creates the topic,
+    which has that limit."""
+    small = 4096
+    default = broker_message_max_bytes(kafka_bootstrap)
+    assert default > small
+    set_brokers_message_max_bytes(kafka_bootstrap, small)
+    try:
+        wait_until(
+            "the brokers' new message.max.bytes",
+            lambda: broker_message_max_bytes(kafka_bootstrap) == small,
+        )
+        topic = f"shadow-auto-{uuid.uuid4().hex[:10]}"
+        sink = KafkaSink(kafka_bootstrap, topic, "c1", KafkaClientConfig())
+        try:
+            assert sink.limit == small
+            big = event(
+                2, "topic_creation", topic="t", assignment={str(p): [1] for p in range(1000)}
+            )
+            with pytest.raises(OutputError) as refused:
+                sink.write([event(1), big])
+            assert re.match(
+                r"event c1:2 \(seq 2, topic_creation\) is \d+ bytes as a Kafka record, over "
+                rf"the {small} bytes of the brokers' message.max.bytes \(topic '{topic}' does "
+                r"not exist yet\); nothing from it on was written",
+                str(refused.value),
+            )
+            sink.write([event(1)])
+        finally:
+            sink.close()
+        assert topic_max_message_bytes(kafka_bootstrap, topic) == small
+        assert events_in(kafka_bootstrap, topic) == [event(1)]
+    finally:
+        set_brokers_message_max_bytes(kafka_bootstrap, None)
+        wait_until(
+            "the brokers' message.max.bytes back to its default",
+            lambda: broker_message_max_bytes(kafka_bootstrap) == default,
+        )
+
+
+class StopsTheBroker(KafkaSink):
+    """Freezes the broker (SIGSTOP: its connections stay open, nothing answers) once the
+    read-back has found the partitions' ends, as it starts reading a window."""
+
+    def __init__(self, broker_pid: int, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.broker_pid = broker_pid
+
+    def _seqs_between(self, *args: Any) -> list[int]:
+        os.kill(self.broker_pid, signal.SIGSTOP)
+        return super()._seqs_between(*args)
+
+
+def test_a_read_back_that_makes_no_progress_ends_with_an_error(tmp_path):
+    """The topic's last records cannot be read (the broker stopped answering): after the
+    stall timeout (2 s here, 30 s by default) the restart bookkeeping fails naming the
+    partition and offset, rather than hanging or guessing a seq. A broker of its own,
+    since it is frozen."""
+    data_dir = tmp_path / "kafka"
+    bootstrap = kafka_local.start(data_dir)
+    try:
+        topic = new_topic(bootstrap)
+        producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+        try:
+            for seq in (1, 2, 3):
+                producer.send(topic, key=b"c1", value=json.dumps(event(seq)).encode())
+            producer.flush()
+        finally:
+            producer.close()
+        pid = read_pid(data_dir / "kafka.pid")
+        assert pid is not None
+        sink = StopsTheBroker(pid, bootstrap, topic, "c1", KafkaClientConfig(), 2.0)
+        try:
+            began = time.monotonic()
+            with pytest.raises(OutputError) as stalled:
+                sink.last_seq("c1")
+            assert 2.0 < time.monotonic() - began < DEADLINE_S
+            assert str(stalled.value).startswith(
+                f"reading back {topic!r} partition 0 (to find the last event of cluster 'c1' "
+                "already written) made no progress for 2 s at offset 0 of 3: is the broker "
+                "reachable"
+            )
+        finally:
+            os.kill(pid, signal.SIGCONT)
+            sink.close()
+        thawed = KafkaSink(bootstrap, topic, "c1", KafkaClientConfig())
+        try:
+            assert thawed.last_seq("c1") == 3  # the same read-back, the broker answering
+        finally:
+            thawed.close()
+    finally:
+        kafka_local.stop(data_dir)
