@@ -1,7 +1,7 @@
 """`kcsim whatif EVENTS --set k=v --vs k=v [--vs ...]`: the same events under two or more
 settings, side by side (CONTRACT §3).
 
-Run 0 takes the command's settings (`--config`, `--set`); each `--vs KEY=VALUE[,KEY=VALUE]`
+Run 0 takes the command's settings (`--config`, `--set`); each `--vs KEY=VALUE[,KEY=VALUE...]`
 is one more run, those settings over run 0's. `--vs` takes one argument, so EVENTS may come
 before, between or after the options. Every run is a `kcsim replay` of the events (the
 core alone, no Spark) into its own directory, one run per process, as many at once as
