@@ -22,8 +22,9 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from itertools import islice
+from itertools import compress, count, islice
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+from operator import is_not
 from pathlib import Path
 from typing import IO
 
@@ -399,9 +400,7 @@ def _json_pieces(columns: tuple[str, ...], row: Row, texts: EntryTexts) -> Itera
         separator = ","
         if isinstance(value, list):
             yield "["
-            for start in range(0, len(value), _LIST_SLICE):
-                items = texts.encode(value[start : start + _LIST_SLICE])
-                yield items if start == 0 else "," + items
+            yield from texts.pieces(value)
             yield "]"
         else:
             yield _dumps(value)
@@ -415,25 +414,70 @@ class EntryTexts:
     Each new broker's UpdateMetadata names every partition (10M entries in a 100-broker
     rolling restart of 100k partitions), and the core hands out the same dict for a
     partition whose entry is unchanged (controller.metadata_entries): only changed
-    entries are encoded again (~50x a lookup). An UpdateMetadata entry (the one kind with
-    offline replicas) keeps its text while it is its partition's latest, across batches,
-    for the first _ENTRY_TEXTS partitions. Other entries (LeaderAndIsr, StopReplica) are
-    shared only by the requests of one batch (a LeaderAndIsr's recipients): their texts
-    are kept until `end_batch`. Entries that are not dicts with a "topic" and a
-    "partition" are encoded as they come."""
+    entries are encoded again (~50x a lookup). The last such long body is kept with its
+    entries' texts: the next one of the same length is compared with it item by item in
+    C (`is_not`), and only the positions holding another entry are looked up or encoded.
+    An UpdateMetadata entry (the one kind with offline replicas) keeps its text while it
+    is its partition's latest, across batches, for the first _ENTRY_TEXTS partitions.
+    Other entries (LeaderAndIsr, StopReplica) are shared only by the requests of one
+    batch (a LeaderAndIsr's recipients): their texts are kept until `end_batch`. Entries
+    that are not dicts with a "topic" and a "partition" are encoded as they come."""
 
-    __slots__ = ("_batch", "_by_partition", "_latest")
+    __slots__ = ("_batch", "_body", "_by_partition", "_latest")
 
     def __init__(self) -> None:
         # id(entry) -> (entry, text), the entry held so that its id stays its own
         self._latest: dict[int, tuple[object, str]] = {}
         self._by_partition: dict[tuple[object, object], int] = {}  # -> its id in _latest
         self._batch: dict[int, tuple[object, str]] = {}  # the batch's other entries
+        # the last long UpdateMetadata body (held: its items' ids stay theirs) and the
+        # texts of its items, position by position
+        self._body: tuple[list, list[str]] | None = None
 
     def encode(self, items: list) -> str:
         """`_dumps(items)` without its brackets."""
         if not items or type(items[0]) is not dict:
             return _dumps(items)[1:-1]  # (a list's text is its items' texts, joined)
+        return ",".join(self._texts(items))
+
+    def pieces(self, items: list) -> Iterator[str]:
+        """`encode(items)` in pieces of up to _LIST_SLICE items (never the whole text of
+        a body at once)."""
+        if _LONG_LIST < len(items) <= _ENTRY_TEXTS and _is_update_metadata_body(items):
+            texts = self._body_texts(items)
+            for start in range(0, len(items), _LIST_SLICE):
+                text = ",".join(texts[start : start + _LIST_SLICE])
+                yield text if start == 0 else "," + text
+            return
+        for start in range(0, len(items), _LIST_SLICE):
+            text = self.encode(items[start : start + _LIST_SLICE])
+            yield text if start == 0 else "," + text
+
+    def end_batch(self) -> None:
+        """The batch's rows are written: its LeaderAndIsr and StopReplica entries are not
+        met again."""
+        self._batch.clear()
+
+    def _body_texts(self, items: list) -> list[str]:
+        """The texts of a long UpdateMetadata body's items, which becomes the kept body
+        unless it is less than half as long: the one worth keeping is the last full body
+        (a new broker's, every partition), and those sent in between (a controlled
+        shutdown's, its broker's partitions) are shorter."""
+        kept = self._body
+        if kept is not None and len(items) < len(kept[0]) // 2:
+            return self._texts(items)
+        self._body = None  # (not left half-updated by an error)
+        if kept is None or len(kept[0]) != len(items):
+            texts = self._texts(items)
+        else:
+            previous, texts = kept
+            # the positions whose entry is another object than the kept body's there
+            for position in compress(count(), map(is_not, items, previous)):
+                texts[position] = self._texts(items[position : position + 1])[0]
+        self._body = (items, texts)
+        return texts
+
+    def _texts(self, items: list) -> list[str]:
         latest = self._latest
         batch = self._batch
         out: list[str] = []
@@ -452,12 +496,7 @@ class EntryTexts:
                 batch[key] = (item, text)
             else:
                 self._keep_latest(item, text)
-        return ",".join(out)
-
-    def end_batch(self) -> None:
-        """The batch's rows are written: its LeaderAndIsr and StopReplica entries are not
-        met again."""
-        self._batch.clear()
+        return out
 
     def _keep_latest(self, item: dict, text: str) -> None:
         partition = (item["topic"], item["partition"])
@@ -468,6 +507,13 @@ class EntryTexts:
             return  # full: a cluster with more partitions has its first ones kept
         self._latest[id(item)] = (item, text)
         self._by_partition[partition] = id(item)
+
+
+def _is_update_metadata_body(items: list) -> bool:
+    """A list of UpdateMetadata entries, by its first item (the kind with offline
+    replicas); only a hint: every item is still encoded as it is."""
+    first = items[0] if items else None
+    return type(first) is dict and first.get("offline_replicas") is not None
 
 
 def _make_dumps() -> Callable[[object], str]:
