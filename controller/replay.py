@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import compress, count, islice
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
-from operator import is_not
+from operator import is_not, methodcaller
 from pathlib import Path
 from typing import IO
 
@@ -40,6 +40,7 @@ DEFAULT_BATCH_OUTPUT = 250_000
 STDIN = Path("-")
 _ROWS_PER_WRITE = 10_000  # bounds the memory of writing a large state table
 _BYTES_PER_WRITE = 16 << 20  # (characters) and of a table of large rows
+_ENCODE_ROWS = 1_000  # rows encoded in one go (their texts held until written)
 # json.dumps's text with these options; json.dumps itself builds an encoder per call
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _LIST_SLICE = 10_000  # items of a long list column encoded at a time
@@ -355,33 +356,72 @@ def _write_rows(
     names every partition: ~290 MB of JSON at 1M partitions) is written a slice at a
     time, never held whole as text. Lists of structs (request entries) are encoded
     through `texts`: an entry shared by several bodies (a LeaderAndIsr's recipients, an
-    unchanged UpdateMetadata entry) is encoded once."""
+    unchanged UpdateMetadata entry) is encoded once. Other rows (1.7M state changes in a
+    rolling restart of 100k partitions) are taken _ENCODE_ROWS at a time and encoded in
+    one `map`, with no Python step per row."""
     columns = table.column_names
     lists = tuple(c.name for c in table.columns if isinstance(c.type, ArrayOf))
     has_entries = any(
         isinstance(c.type, ArrayOf) and isinstance(c.type.element, StructOf) for c in table.columns
     )
+    list_values = tuple(methodcaller("get", name) for name in lists)
     texts = texts or EntryTexts()
-    chunk: list[str] = []
-    size = 0
-    for row in rows:
-        if any(len(row.get(c) or ()) > _LONG_LIST for c in lists):
-            handle.write("".join(chunk))
-            chunk, size = [], 0
-            for piece in _json_pieces(columns, row, texts):
-                handle.write(piece)
+    chunk = _Chunk(handle)
+    remaining = iter(rows)
+    while block := list(islice(remaining, _ENCODE_ROWS)):
+        if not has_entries and not _has_long_list(block, list_values):
+            chunk.add("\n".join(map(_dumps, _in_column_order(columns, block))))
+            chunk.add("\n")
             continue
-        if has_entries:
-            line = "".join(_json_pieces(columns, row, texts))
-        else:
-            line = _json_line(columns, row)
-        chunk.append(line)
-        size += len(line)
-        if len(chunk) == _ROWS_PER_WRITE or size >= _BYTES_PER_WRITE:
-            handle.write("".join(chunk))
-            chunk, size = [], 0
-    if chunk:
-        handle.write("".join(chunk))
+        for row in block:
+            if any(len(row.get(c) or ()) > _LONG_LIST for c in lists):
+                chunk.flush()
+                for piece in _json_pieces(columns, row, texts):
+                    handle.write(piece)
+            elif has_entries:
+                chunk.add("".join(_json_pieces(columns, row, texts)))
+            else:
+                chunk.add(_json_line(columns, row))
+    chunk.flush()
+
+
+class _Chunk:
+    """Texts gathered into one write, of up to _ROWS_PER_WRITE texts or _BYTES_PER_WRITE
+    characters."""
+
+    __slots__ = ("_handle", "_size", "_texts")
+
+    def __init__(self, handle: IO[str]) -> None:
+        self._handle = handle
+        self._texts: list[str] = []
+        self._size = 0
+
+    def add(self, text: str) -> None:
+        self._texts.append(text)
+        self._size += len(text)
+        if len(self._texts) >= _ROWS_PER_WRITE or self._size >= _BYTES_PER_WRITE:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._texts:
+            self._handle.write("".join(self._texts))
+            self._texts, self._size = [], 0
+
+
+def _has_long_list(block: list[Row], list_values: tuple[methodcaller, ...]) -> bool:
+    """Whether a row of `block` has a list column (read by `list_values`) of more than
+    _LONG_LIST items."""
+    return any(
+        max(map(len, filter(None, map(value_of, block))), default=0) > _LONG_LIST
+        for value_of in list_values
+    )
+
+
+def _in_column_order(columns: tuple[str, ...], block: list[Row]) -> list[Row]:
+    """The rows with their columns in `columns`' order (the core's rows are: no copy)."""
+    if all(map(columns.__eq__, map(tuple, block))):
+        return block
+    return [row if tuple(row) == columns else {c: row.get(c) for c in columns} for row in block]
 
 
 def _json_line(columns: tuple[str, ...], row: Row) -> str:
