@@ -41,7 +41,7 @@ DEFAULT_BATCH_OUTPUT = 250_000
 STDIN = Path("-")
 _ROWS_PER_WRITE = 10_000  # bounds the memory of writing a large state table
 _BYTES_PER_WRITE = 16 << 20  # (characters) and of a table of large rows
-_ENCODE_ROWS = 1_000  # rows encoded in one go (their texts held until written)
+_ENCODE_ROWS = 256  # rows encoded in one go (their texts held at once, twice: kept few)
 # json.dumps's text with these options; json.dumps itself builds an encoder per call
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _LIST_SLICE = 10_000  # items of a long list column encoded at a time
@@ -373,8 +373,8 @@ def _write_rows(
     with cyclic_gc_paused():
         while block := list(islice(remaining, _ENCODE_ROWS)):
             if not has_entries and not _has_long_list(block, lists):
-                chunk.add("\n".join(map(_dumps, _in_column_order(columns, block))))
-                chunk.add("\n")
+                text = "\n".join(map(_dumps, _in_column_order(columns, block)))
+                chunk.add(text + "\n", len(block))
                 continue
             for row in block:
                 if any(len(row.get(c) or ()) > _LONG_LIST for c in lists):
@@ -389,26 +389,27 @@ def _write_rows(
 
 
 class _Chunk:
-    """Texts gathered into one write, of up to _ROWS_PER_WRITE texts or _BYTES_PER_WRITE
-    characters."""
+    """Texts of rows gathered into one write, of up to _ROWS_PER_WRITE rows or
+    _BYTES_PER_WRITE characters."""
 
-    __slots__ = ("_handle", "_size", "_texts")
+    __slots__ = ("_handle", "_rows", "_size", "_texts")
 
     def __init__(self, handle: IO[str]) -> None:
         self._handle = handle
         self._texts: list[str] = []
-        self._size = 0
+        self._size = self._rows = 0
 
-    def add(self, text: str) -> None:
+    def add(self, text: str, rows: int = 1) -> None:
         self._texts.append(text)
         self._size += len(text)
-        if len(self._texts) >= _ROWS_PER_WRITE or self._size >= _BYTES_PER_WRITE:
+        self._rows += rows
+        if self._rows >= _ROWS_PER_WRITE or self._size >= _BYTES_PER_WRITE:
             self.flush()
 
     def flush(self) -> None:
         if self._texts:
             self._handle.write("".join(self._texts))
-            self._texts, self._size = [], 0
+            self._texts, self._size, self._rows = [], 0, 0
 
 
 def _has_long_list(block: list[Row], lists: tuple[str, ...]) -> bool:
