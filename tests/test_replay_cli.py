@@ -361,6 +361,111 @@ def test_entry_texts_encode_each_list_as_json_does(lists: list[list[Any]], room:
             assert texts.encode(items) == expected
 
 
+def _compact(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _um_entry(partition: int, leader: int, offline: list[int]) -> dict[str, Any]:
+    return {
+        "topic": "t\u00e9",
+        "partition": partition,
+        "leader": leader,
+        "offline_replicas": offline,
+    }
+
+
+@given(st.data())
+def test_long_update_metadata_bodies_compared_with_the_kept_one_encode_as_json_does(
+    data: st.DataObject,
+) -> None:
+    """A long UpdateMetadata body is compared with the last one kept, position by
+    position, by identity: whatever stayed, changed, moved to another position or came
+    back after a shorter body, each body's text is `json.dumps`'s (small bounds here, so
+    that short lists take the long-body path)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(replay, "_LONG_LIST", 2)
+        patch.setattr(replay, "_LIST_SLICE", 3)
+        patch.setattr(replay, "_ENTRY_TEXTS", data.draw(st.sampled_from([0, 3, 7, 100])))
+        texts = replay.EntryTexts()
+        previous: list[dict[str, Any]] = []
+        for _ in range(data.draw(st.integers(1, 8))):
+            body = []
+            for position in range(data.draw(st.sampled_from([1, 2, 3, 7, 7, 7, 8]))):
+                how = data.draw(st.sampled_from(["same", "new", "moved"]))
+                if previous and how == "moved":
+                    body.append(data.draw(st.sampled_from(previous)))
+                elif position < len(previous) and how == "same":
+                    body.append(previous[position])
+                else:
+                    leader = data.draw(st.integers(-1, 3))
+                    body.append(_um_entry(position, leader, data.draw(st.lists(st.integers(0, 3)))))
+            assert "".join(texts.pieces(body)) == _compact(body)[1:-1]
+            previous = body
+
+
+def test_a_long_body_after_the_kept_one_encodes_only_the_entries_that_are_not_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A new broker's UpdateMetadata after another: the entry that changed in between is
+    a new object and is encoded (a body reusing the kept text there would still name the
+    old leader), entries that moved are found by their identity (as their partition's
+    latest text), and a shorter body sent in between (a controlled shutdown's) does not
+    replace the kept one."""
+    first = [_um_entry(p, 1, []) for p in range(4000)]
+    texts = replay.EntryTexts()
+    assert "".join(texts.pieces(first)) == _compact(first)[1:-1]
+    shutdown = [_um_entry(p, 2, [1]) for p in range(4000, 5500)]  # other partitions
+    assert "".join(texts.pieces(shutdown)) == _compact(shutdown)[1:-1]
+    assert texts._body is not None and texts._body[0] is first  # still the one kept
+    second = list(first)
+    second[1234] = _um_entry(1234, 2, [1])  # its leader moved
+    second[5], second[6] = first[6], first[5]
+    encoded: list[object] = []
+    dumps = replay._dumps
+    monkeypatch.setattr(replay, "_dumps", lambda value: encoded.append(value) or dumps(value))
+    text = "".join(texts.pieces(second))
+    assert text == _compact(second)[1:-1]
+    assert '"partition":1234,"leader":2,"offline_replicas":[1]' in text
+    assert encoded == [second[1234]]  # the one new entry, nothing else encoded
+    assert texts._body is not None and texts._body[0] is second
+
+
+@pytest.mark.parametrize("small_chunks", [False, True])
+def test_flat_rows_are_written_a_block_at_a_time_as_json_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_chunks: bool
+) -> None:
+    """State changes are encoded _ENCODE_ROWS at a time: a row whose columns come in
+    another order or miss one, odd strings and a long ISR in the middle of a block are
+    written as each row's own `json.dumps` line, in the table's column order, whatever
+    the block and chunk sizes."""
+    if small_chunks:
+        monkeypatch.setattr(replay, "_ENCODE_ROWS", 7)
+        monkeypatch.setattr(replay, "_BYTES_PER_WRITE", 500)
+        monkeypatch.setattr(replay, "_ROWS_PER_WRITE", 3)
+    columns = TABLES["state_changes"].column_names
+    rows: list[dict[str, Any]] = []
+    topics = ["t", 'q"uo\\te', "\u00e9\u2028\x01", "sur\udcff", "nl\n}\n{"]
+    for seq in range(2_500):
+        row = dict.fromkeys(columns)
+        row.update(cluster="c", event_id=f"c:{seq // 7}", seq=seq, entity="partition")
+        row.update(topic=topics[seq % len(topics)], partition=seq, ok=seq % 3 == 0)
+        row.update(leader=seq % 5 - 1, isr=[1, 2] if seq % 2 else None, ts=None)
+        rows.append(row)
+    rows[10] = dict(reversed(rows[10].items()))
+    del rows[11]["error"]
+    rows[1_500]["isr"] = list(range(1_500))
+    in_pieces: list[object] = []
+    pieces = replay._json_pieces
+    monkeypatch.setattr(
+        replay, "_json_pieces", lambda c, row, t: in_pieces.append(row) or pieces(c, row, t)
+    )
+    write_tables(tmp_path, {"state_changes": rows})
+    assert in_pieces == [rows[1_500]]  # the long row, never held whole as text
+    expected = "".join(_compact({c: row.get(c) for c in columns}) + "\n" for row in rows)
+    written = (tmp_path / "state_changes.jsonl").read_bytes()
+    assert written == expected.encode("utf-8", "backslashreplace")
+
+
 def test_a_long_request_body_is_written_as_the_plain_json(tmp_path: Path) -> None:
     """Request bodies of more than 1,000 partitions go through `EntryTexts`: a rolling
     restart of a 3-broker, 2,000-partition cluster (each new broker's UpdateMetadata names
