@@ -164,6 +164,19 @@ class RequestBatch:
         )
         self._entries.prune(context.partition)
 
+    def add_full_update_metadata_records(self, records: list[Partition]) -> None:
+        """add_update_metadata_records of every partition with a leader
+        (`ControllerContext.records_with_leaders`): most entries are found unchanged
+        since the last such body without a look at each record."""
+        context = self._context
+        self._entries.add_full_body(
+            self._update_metadata_partitions,
+            records,
+            context.topics_to_be_deleted,
+            context.live_broker_set(),
+        )
+        self._entries.prune(context.partition)
+
     def send(self) -> None:
         """sendRequestsToBrokers: flush every accumulator, in Kafka's order."""
         context = self._context

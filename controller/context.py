@@ -99,6 +99,12 @@ class ControllerContext:
         self._registered_sorted: tuple[int, ...] = ()
         self.shutting_down: set[int] = set()
         self.topics: dict[str, Topic] = {}
+        # each topic's records by partition number and the topic names in order, built on
+        # demand and dropped when a topic or a partition comes or goes: a new broker's
+        # UpdateMetadata walks every record in this order, and sorting them each time
+        # cost more than the walk
+        self._sorted_records: dict[str, list[Partition]] = {}
+        self._sorted_topics: list[str] | None = None
         # topic names by their name with '.' read as '_' (in creation order), so a new
         # topic's collision check is a lookup, not a scan of every topic
         self._topics_by_normalized: dict[str, dict[str, None]] = {}
@@ -231,15 +237,13 @@ class ControllerContext:
         return None if record is None else record.leadership
 
     def all_partitions(self) -> list[Partition]:
-        return [
-            p for t in sorted(self.topics) for _, p in sorted(self.topics[t].partitions.items())
-        ]
+        return [p for t in self._topic_names_sorted() for p in self._records_sorted(t)]
 
     def partitions_of_topic(self, topic: str) -> list[TopicPartition]:
         info = self.topics.get(topic)
         if info is None:
             return []
-        return [info.partitions[p].tp for p in sorted(info.partitions)]
+        return [record.tp for record in self._records_sorted(topic)]
 
     def has_reassignment_in_progress(self, topic: str) -> bool:
         """Whether any partition's stored assignment has adding or removing replicas (what
@@ -252,6 +256,7 @@ class ControllerContext:
     def add_topic(self, name: str, configs: dict[str, str]) -> Topic:
         topic = Topic(name, dict(configs))
         self.topics[name] = topic
+        self._sorted_topics = None
         self._topics_by_normalized.setdefault(_normalized(name), {})[name] = None
         self.dirty_topics.add(name)
         self.event_topics.add(name)
@@ -273,6 +278,7 @@ class ControllerContext:
     def add_partition(self, tp: TopicPartition, assignment: ReplicaAssignment) -> Partition:
         record = Partition(tp, ReplicaAssignment(()))
         self.topics[tp.topic].partitions[tp.partition] = record
+        self._sorted_records.pop(tp.topic, None)
         self.set_assignment(record, assignment)
         return record
 
@@ -289,6 +295,7 @@ class ControllerContext:
         value and without marking it dirty (a load costs what it reads)."""
         record = Partition(tp, self._shared(assignment), leadership, state, {}, last_event_id)
         self.topics[tp.topic].partitions[tp.partition] = record
+        self._sorted_records.pop(tp.topic, None)
         hosted = self._replicas_on_broker
         for broker in assignment.replicas:
             on_broker = hosted.get(broker)
@@ -312,6 +319,8 @@ class ControllerContext:
         keeps the topic's partitions (a deletion may complete mid-reassignment, §19.13):
         a re-created topic of that name finds them there (SPEC §15.2)."""
         topic = self.topics.pop(name)
+        self._sorted_records.pop(name, None)
+        self._sorted_topics = None
         same = self._topics_by_normalized[_normalized(name)]
         del same[name]
         if not same:
@@ -401,14 +410,7 @@ class ControllerContext:
         return [(tp, b) for b in sorted(set(brokers)) for tp in self.partitions_on_broker(b)]
 
     def replicas_of_topic(self, topic: str) -> list[tuple[TopicPartition, int]]:
-        info = self.topics.get(topic)
-        if info is None:
-            return []
-        return [
-            (record.tp, broker)
-            for _, record in sorted(info.partitions.items())
-            for broker in record.assignment.replicas
-        ]
+        return [(record.tp, broker) for record, broker in self._topic_replicas(topic)]
 
     def is_queued_for_deletion(self, topic: str) -> bool:
         return topic in self.topics_to_be_deleted
@@ -435,14 +437,27 @@ class ControllerContext:
         # walked topic by topic (as all_partitions), not sorted from the leader index:
         # sorting every (topic, partition) pair compared topic strings ~log2(n) times each
         deleting = self.topics_to_be_deleted
-        topics = self.topics
         return [
             record
-            for name in sorted(topics)
+            for name in self._topic_names_sorted()
             if name not in deleting
-            for _, record in sorted(topics[name].partitions.items())
+            for record in self._records_sorted(name)
             if record.leadership is not None
         ]
+
+    def _topic_names_sorted(self) -> list[str]:
+        names = self._sorted_topics
+        if names is None:
+            names = self._sorted_topics = sorted(self.topics)
+        return names
+
+    def _records_sorted(self, topic: str) -> list[Partition]:
+        """A topic's records by partition number (cached until one comes or goes)."""
+        records = self._sorted_records.get(topic)
+        if records is None:
+            partitions = self.topics[topic].partitions
+            records = self._sorted_records[topic] = [partitions[p] for p in sorted(partitions)]
+        return records
 
     def new_or_offline_partitions(self, topic: str | None = None) -> list[TopicPartition]:
         return sorted_partitions(
@@ -479,10 +494,9 @@ class ControllerContext:
         """(partition record, broker) of every assigned replica of a topic, in
         replicas_of_topic's order; the deletion checks run per StopReplica answer, so the
         records are walked directly, not looked up again per replica."""
-        info = self.topics.get(topic)
-        if info is None:
+        if topic not in self.topics:
             return
-        for _, record in sorted(info.partitions.items()):
+        for record in self._records_sorted(topic):
             for broker in record.assignment.replicas:
                 yield record, broker
 

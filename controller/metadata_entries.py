@@ -15,6 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+from itertools import compress, count, repeat
+from operator import attrgetter, is_, is_not, or_
 from typing import Any
 
 from controller.context import Partition
@@ -33,9 +36,35 @@ _LISTS_PER_ENTRY = 4
 # before, so the driver's memory per partition stays within its bound at 1M partitions.
 MAX_KEPT = 131_072
 
+_LEADERSHIP = attrgetter("leadership")
+_REPLICAS = attrgetter("assignment.replicas")
+_TP = attrgetter("tp")
+
+
+@dataclass(slots=True)
+class _Body:
+    """The last body of every partition with a leader: its records, their partitions, and
+    per record the leadership, replica set and offline list its entry was built from."""
+
+    records: list[Partition]
+    tps: list[TopicPartition]
+    leaderships: list[LeaderAndIsr]
+    replicas: list[Ints]
+    offline: list[list[int]]
+    entries: list[Row]
+
 
 class MetadataEntries:
-    __slots__ = ("_entries", "_lists", "_live", "_max_kept", "_offline", "_pruned_at")
+    __slots__ = (
+        "_body",
+        "_entries",
+        "_lists",
+        "_live",
+        "_max_kept",
+        "_offline",
+        "_pruned_at",
+        "_replica_sets_of",
+    )
 
     def __init__(self, max_kept: int = MAX_KEPT) -> None:
         self._max_kept = max_kept
@@ -45,10 +74,14 @@ class MetadataEntries:
         self._entries: dict[int, _Kept] = {}
         # one list per distinct tuple of broker ids, shared by the entries holding it
         self._lists: dict[Ints, list[int]] = {}
-        # each replica set's offline replicas, for the live brokers `_live`
+        # each replica set's offline replicas, for the live brokers `_live`; on a change of
+        # them only the replica sets holding a broker whose liveness changed are redone,
+        # found through `_replica_sets_of` (broker -> the replica sets in `_offline` naming it)
         self._offline: dict[Ints, list[int]] = {}
+        self._replica_sets_of: dict[int, list[Ints]] = {}
         self._live: frozenset[int] = frozenset()
         self._pruned_at = 0  # the number of entries after the last prune
+        self._body: _Body | None = None
 
     def add_to(
         self,
@@ -60,9 +93,7 @@ class MetadataEntries:
         """Put each record's UpdateMetadata entry in `out` by partition (none for a record
         with no leader assigned yet). `deleting`: the topics queued for deletion; `live`:
         the context's live broker set, which is replaced, never changed, on a change."""
-        if live is not self._live:
-            self._live = live
-            self._offline = {}
+        self._sync_live(live)
         offline_of = self._offline
         entries = self._entries
         # one loop, no call per record: a new broker's UpdateMetadata walks them all
@@ -73,9 +104,7 @@ class MetadataEntries:
             replicas = record.assignment.replicas
             offline = offline_of.get(replicas)
             if offline is None:
-                offline = offline_of[replicas] = self._list(
-                    tuple(r for r in replicas if r not in live)
-                )
+                offline = self._offline_replicas(replicas)
             queued = bool(deleting) and record.tp.topic in deleting
             kept = entries.get(id(record))
             if (
@@ -89,6 +118,101 @@ class MetadataEntries:
                 out[record.tp] = kept[5]
             else:
                 out[record.tp] = self._build(record, leadership, replicas, offline, queued)
+
+    def add_full_body(
+        self,
+        out: dict[TopicPartition, Row],
+        records: list[Partition],
+        deleting: AbstractSet[str],
+        live: frozenset[int],
+    ) -> None:
+        """add_to for the body of every partition with a leader (`records`: all with one,
+        none of a topic in `deleting`), as a new broker is sent. Most of them are the same
+        records with the same leadership, replica set and offline list as in the previous
+        such body: those are found by identity, list against list at C speed, and only
+        the others are looked at one by one."""
+        if deleting or len(records) > self._max_kept:
+            # a topic being deleted changes its entries without a change of its record;
+            # a body this large is not kept (memory)
+            self._body = None
+            self.add_to(out, records, deleting, live)
+            return
+        self._sync_live(live)
+        leaderships = list(map(_LEADERSHIP, records))
+        replicas = list(map(_REPLICAS, records))
+        offline = list(map(self._offline.get, replicas))
+        for i in compress(count(), map(is_, offline, repeat(None))):
+            offline[i] = self._offline_replicas(replicas[i])
+        body = self._body
+        if (
+            body is None
+            or len(body.records) != len(records)
+            or not all(map(is_, records, body.records))
+        ):
+            tps = list(map(_TP, records))
+            entries = list(map(self._entry, records, leaderships, replicas, offline))
+        else:
+            tps = body.tps
+            entries = body.entries  # this object's own: changed in place
+            changed = map(
+                or_,
+                map(
+                    or_,
+                    map(is_not, leaderships, body.leaderships),
+                    map(is_not, replicas, body.replicas),
+                ),
+                map(is_not, offline, body.offline),
+            )
+            for i in compress(count(), changed):
+                entries[i] = self._entry(records[i], leaderships[i], replicas[i], offline[i])
+        self._body = _Body(records, tps, leaderships, replicas, offline, entries)
+        out.update(zip(tps, entries, strict=True))
+
+    def _entry(
+        self, record: Partition, leadership: LeaderAndIsr, replicas: Ints, offline: list[int]
+    ) -> Row:
+        """The entry of a record with a leader, of a topic not queued for deletion."""
+        kept = self._entries.get(id(record))
+        if (
+            kept is not None
+            and kept[1] is leadership
+            and kept[2] is replicas
+            and kept[4] is False
+            and kept[3] == offline
+            and kept[0] is record
+        ):
+            return kept[5]
+        return self._build(record, leadership, replicas, offline, False)
+
+    def _sync_live(self, live: frozenset[int]) -> None:
+        """Redo the offline lists of the replica sets naming a broker whose liveness
+        changed since the last call."""
+        if live is self._live:
+            return
+        changed = live ^ self._live
+        self._live = live
+        offline_of = self._offline
+        for broker in changed:
+            for replicas in self._replica_sets_of.get(broker, ()):
+                offline_of[replicas] = self._list(tuple(r for r in replicas if r not in live))
+
+    def _offline_replicas(self, replicas: Ints) -> list[int]:
+        """The offline list of a replica set not yet in `_offline`, put there."""
+        offline_of = self._offline
+        if len(offline_of) > _LISTS_PER_ENTRY * self._max_kept:
+            # replica sets no partition holds any more (reassigned) do not pile up
+            offline_of.clear()
+            self._replica_sets_of = {}
+        live = self._live
+        offline = offline_of[replicas] = self._list(tuple(r for r in replicas if r not in live))
+        sets_of = self._replica_sets_of
+        for broker in replicas:
+            named = sets_of.get(broker)
+            if named is None:
+                sets_of[broker] = [replicas]
+            else:
+                named.append(replicas)
+        return offline
 
     def _build(
         self,

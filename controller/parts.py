@@ -54,7 +54,7 @@ class ControllerParts:
         batch = self.batch
         batch.new_batch()
         batch.add_update_metadata(brokers)
-        batch.add_update_metadata_records(self.context.records_with_leaders())
+        batch.add_full_update_metadata_records(self.context.records_with_leaders())
         batch.send()
 
 
