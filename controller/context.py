@@ -9,6 +9,7 @@ then grows with the partitions it touches, not with the cluster.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from operator import itemgetter
 
@@ -105,6 +106,12 @@ class ControllerContext:
         # cost more than the walk
         self._sorted_records: dict[str, list[Partition]] = {}
         self._sorted_topics: list[str] | None = None
+        # records_with_leaders while no topic is queued for deletion, until a partition
+        # gains or loses its leadership or a record comes or goes
+        self._with_leaders: list[Partition] | None = None
+        # partitions whose leadership or assignment changed since the last full
+        # UpdateMetadata body took them (take_metadata_changes): that body redoes only these
+        self._metadata_changes: set[TopicPartition] = set()
         # topic names by their name with '.' read as '_' (in creation order), so a new
         # topic's collision check is a lookup, not a scan of every topic
         self._topics_by_normalized: dict[str, dict[str, None]] = {}
@@ -279,6 +286,7 @@ class ControllerContext:
         record = Partition(tp, ReplicaAssignment(()))
         self.topics[tp.topic].partitions[tp.partition] = record
         self._sorted_records.pop(tp.topic, None)
+        self._with_leaders = None
         self.set_assignment(record, assignment)
         return record
 
@@ -296,6 +304,7 @@ class ControllerContext:
         record = Partition(tp, self._shared(assignment), leadership, state, {}, last_event_id)
         self.topics[tp.topic].partitions[tp.partition] = record
         self._sorted_records.pop(tp.topic, None)
+        self._with_leaders = None
         hosted = self._replicas_on_broker
         for broker in assignment.replicas:
             on_broker = hosted.get(broker)
@@ -321,6 +330,7 @@ class ControllerContext:
         topic = self.topics.pop(name)
         self._sorted_records.pop(name, None)
         self._sorted_topics = None
+        self._with_leaders = None
         same = self._topics_by_normalized[_normalized(name)]
         del same[name]
         if not same:
@@ -330,6 +340,7 @@ class ControllerContext:
             for broker in record.assignment.replicas:
                 self._unindex_replica(record.tp, broker)
             self._new_or_offline.discard(record.tp)
+            self._metadata_changes.discard(record.tp)
             self.dirty_partitions.add(record.tp)
             self.event_partitions.add(record.tp)
             for broker in record.replica_states:
@@ -349,6 +360,7 @@ class ControllerContext:
             for broker in new:
                 self._replicas_on_broker.setdefault(broker, set()).add(record.tp)
         record.assignment = self._shared(assignment)
+        self._metadata_changes.add(record.tp)
         self._touch(record)
 
     def _shared(self, assignment: ReplicaAssignment) -> ReplicaAssignment:
@@ -364,6 +376,13 @@ class ControllerContext:
             if not hosted:
                 del self._replicas_on_broker[broker]
 
+    def take_metadata_changes(self) -> set[TopicPartition]:
+        """The partitions whose leadership or assignment changed since the last call (for
+        the one caller: a new broker's full UpdateMetadata body)."""
+        changes = self._metadata_changes
+        self._metadata_changes = set()
+        return changes
+
     def set_leadership(self, record: Partition, leadership: LeaderAndIsr | None) -> None:
         old = record.leadership
         if old is not None and (leadership is None or old.leader != leadership.leader):
@@ -373,11 +392,14 @@ class ControllerContext:
                 del self._led_by[old.leader]
         if leadership is not None and (old is None or old.leader != leadership.leader):
             self._led_by.setdefault(leadership.leader, set()).add(record.tp)
+        if (old is None) is not (leadership is None):
+            self._with_leaders = None
         if leadership is not None and leadership.is_restamped:
             self.restamped_partitions.add(record.tp)
         elif self.restamped_partitions:  # mostly empty: no hash of the partition then
             self.restamped_partitions.discard(record.tp)
         record.leadership = leadership
+        self._metadata_changes.add(record.tp)
         self._touch(record)
 
     def set_partition_state(self, record: Partition, state: PartitionState) -> None:
@@ -402,6 +424,10 @@ class ControllerContext:
         self.dirty_replicas.add((record.tp, broker))
 
     # ---- derived views (CTX helpers, SPEC §1.2) ------------------------------------------
+
+    def hosted_partitions(self, broker: int) -> AbstractSet[TopicPartition]:
+        """The partitions with a replica assigned to `broker`, unordered (a live view)."""
+        return self._replicas_on_broker.get(broker, frozenset())
 
     def partitions_on_broker(self, broker: int) -> list[TopicPartition]:
         return sorted_partitions(self._replicas_on_broker.get(broker, ()))
@@ -433,7 +459,18 @@ class ControllerContext:
         return [record.tp for record in self.records_with_leaders()]
 
     def records_with_leaders(self) -> list[Partition]:
-        """The records of partitions_with_leaders, in its order."""
+        """The records of partitions_with_leaders, in its order. While no topic is queued
+        for deletion, the same list object until a partition gains or loses its leader or
+        a record comes or goes: callers must not change it."""
+        deleting = self.topics_to_be_deleted
+        if deleting:
+            return self._records_with_leaders()
+        records = self._with_leaders
+        if records is None:
+            records = self._with_leaders = self._records_with_leaders()
+        return records
+
+    def _records_with_leaders(self) -> list[Partition]:
         # walked topic by topic (as all_partitions), not sorted from the leader index:
         # sorting every (topic, partition) pair compared topic strings ~log2(n) times each
         deleting = self.topics_to_be_deleted

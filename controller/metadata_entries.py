@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from itertools import compress, count, repeat
-from operator import attrgetter, is_, is_not, or_
+from itertools import count
+from operator import attrgetter
 from typing import Any
 
-from controller.context import Partition
+from controller.context import ControllerContext, Partition
 from controller.model import LEADER_DURING_DELETE, LeaderAndIsr, TopicPartition
 
 Row = dict[str, Any]
@@ -36,22 +36,19 @@ _LISTS_PER_ENTRY = 4
 # before, so the driver's memory per partition stays within its bound at 1M partitions.
 MAX_KEPT = 131_072
 
-_LEADERSHIP = attrgetter("leadership")
-_REPLICAS = attrgetter("assignment.replicas")
 _TP = attrgetter("tp")
 
 
 @dataclass(slots=True)
 class _Body:
-    """The last body of every partition with a leader: its records, their partitions, and
-    per record the leadership, replica set and offline list its entry was built from."""
+    """The last body of every partition with a leader: its records (the context's list),
+    their partitions, each partition's place, the entries, and the live brokers then."""
 
     records: list[Partition]
     tps: list[TopicPartition]
-    leaderships: list[LeaderAndIsr]
-    replicas: list[Ints]
-    offline: list[list[int]]
+    index: dict[TopicPartition, int]
     entries: list[Row]
+    live: frozenset[int]
 
 
 class MetadataEntries:
@@ -119,59 +116,51 @@ class MetadataEntries:
             else:
                 out[record.tp] = self._build(record, leadership, replicas, offline, queued)
 
-    def add_full_body(
-        self,
-        out: dict[TopicPartition, Row],
-        records: list[Partition],
-        deleting: AbstractSet[str],
-        live: frozenset[int],
-    ) -> None:
-        """add_to for the body of every partition with a leader (`records`: all with one,
-        none of a topic in `deleting`), as a new broker is sent. Most of them are the same
-        records with the same leadership, replica set and offline list as in the previous
-        such body: those are found by identity, list against list at C speed, and only
-        the others are looked at one by one."""
+    def full_body(self, context: ControllerContext) -> tuple[list[TopicPartition], list[Row]]:
+        """The partitions and entries (new lists, in order) of the body of every partition
+        with a leader (context.records_with_leaders), as a new broker is sent: what add_to
+        would put in an empty dict. While that list of records is the same object as for
+        the previous such body, only the entries of partitions changed since
+        (context.take_metadata_changes) or with a replica on a broker whose liveness
+        changed since are redone; the rest are the previous body's."""
+        records = context.records_with_leaders()
+        deleting = context.topics_to_be_deleted
+        live = context.live_broker_set()
+        changes = context.take_metadata_changes()
         if deleting or len(records) > self._max_kept:
             # a topic being deleted changes its entries without a change of its record;
             # a body this large is not kept (memory)
             self._body = None
+            out: dict[TopicPartition, Row] = {}
             self.add_to(out, records, deleting, live)
-            return
-        self._sync_live(live)
-        leaderships = list(map(_LEADERSHIP, records))
-        replicas = list(map(_REPLICAS, records))
-        offline = list(map(self._offline.get, replicas))
-        for i in compress(count(), map(is_, offline, repeat(None))):
-            offline[i] = self._offline_replicas(replicas[i])
+            return list(out), list(out.values())
         body = self._body
-        if (
-            body is None
-            or len(body.records) != len(records)
-            or not all(map(is_, records, body.records))
-        ):
+        if body is None or body.records is not records:
+            self._sync_live(live)
             tps = list(map(_TP, records))
-            entries = list(map(self._entry, records, leaderships, replicas, offline))
-        else:
-            tps = body.tps
-            entries = body.entries  # this object's own: changed in place
-            changed = map(
-                or_,
-                map(
-                    or_,
-                    map(is_not, leaderships, body.leaderships),
-                    map(is_not, replicas, body.replicas),
-                ),
-                map(is_not, offline, body.offline),
-            )
-            for i in compress(count(), changed):
-                entries[i] = self._entry(records[i], leaderships[i], replicas[i], offline[i])
-        self._body = _Body(records, tps, leaderships, replicas, offline, entries)
-        out.update(zip(tps, entries, strict=True))
+            entries = list(map(self._entry, records))
+            self._body = _Body(records, tps, dict(zip(tps, count())), entries, live)
+            return tps, list(entries)
+        if live is not body.live:
+            changes.update(*map(context.hosted_partitions, live ^ body.live))
+            body.live = live
+        self._sync_live(live)
+        index = body.index
+        entries = body.entries  # the body's own: changed in place
+        for tp in changes:
+            i = index.get(tp)
+            if i is not None:
+                entries[i] = self._entry(records[i])
+        return body.tps, list(entries)
 
-    def _entry(
-        self, record: Partition, leadership: LeaderAndIsr, replicas: Ints, offline: list[int]
-    ) -> Row:
+    def _entry(self, record: Partition) -> Row:
         """The entry of a record with a leader, of a topic not queued for deletion."""
+        leadership = record.leadership
+        assert leadership is not None
+        replicas = record.assignment.replicas
+        offline = self._offline.get(replicas)
+        if offline is None:
+            offline = self._offline_replicas(replicas)
         kept = self._entries.get(id(record))
         if (
             kept is not None
