@@ -110,7 +110,9 @@ class RequestBatch:
         leadership: LeaderAndIsr,
         assignment: Assignment,
         is_new: bool,
+        record: Partition | None = None,
     ) -> None:
+        """`record`: the partition's, when the caller holds it (saves a lookup)."""
         entry: Row | None = None  # one entry for every recipient that has no sticky isNew
         for broker in brokers:
             if broker < 0:
@@ -126,9 +128,18 @@ class RequestBatch:
             per_broker[tp] = entry
         # any LeaderAndIsr implies an UpdateMetadata of the partition to every registered broker
         self._update_metadata_all_registered = True
-        record = self._context.partition(tp)
+        if record is None:
+            record = self._context.partition(tp)
         if record is not None:
-            self.add_update_metadata_records((record,))
+            context = self._context
+            self._merge_full_body()
+            self._entries.add_one(
+                self._update_metadata_partitions,
+                record,
+                context.topics_to_be_deleted,
+                context.live_broker_set(),
+            )
+            self._entries.prune(context.partition)
 
     def add_stop_replica(self, brokers: Iterable[int], tp: TopicPartition, delete: bool) -> None:
         leader_epoch = self._context.leader_epoch_for_stop_replica(tp)

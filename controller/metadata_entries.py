@@ -116,6 +116,23 @@ class MetadataEntries:
             else:
                 out[record.tp] = self._build(record, leadership, replicas, offline, queued)
 
+    def add_one(
+        self,
+        out: dict[TopicPartition, Row],
+        record: Partition,
+        deleting: AbstractSet[str],
+        live: frozenset[int],
+    ) -> None:
+        """add_to of one record, without the loop's setup (a LeaderAndIsr add does this
+        for every partition it names)."""
+        if record.leadership is None:
+            return
+        if deleting and record.tp.topic in deleting:
+            self.add_to(out, (record,), deleting, live)
+            return
+        self._sync_live(live)
+        out[record.tp] = self._entry(record)
+
     def full_body(self, context: ControllerContext) -> tuple[list[TopicPartition], list[Row]]:
         """The partitions and entries (new lists, in order) of the body of every partition
         with a leader (context.records_with_leaders), as a new broker is sent: what add_to
