@@ -141,8 +141,15 @@ class RequestBatch:
             )
             self._entries.prune(context.partition)
 
-    def add_stop_replica(self, brokers: Iterable[int], tp: TopicPartition, delete: bool) -> None:
-        leader_epoch = self._context.leader_epoch_for_stop_replica(tp)
+    def add_stop_replica(
+        self,
+        brokers: Iterable[int],
+        tp: TopicPartition,
+        delete: bool,
+        record: Partition | None = None,
+    ) -> None:
+        """`record`: the partition's, when the caller holds it (saves a lookup)."""
+        leader_epoch = self._context.leader_epoch_for_stop_replica(tp, record)
         for broker in brokers:
             if broker < 0:
                 continue

@@ -503,11 +503,14 @@ class ControllerContext:
             if tp.topic not in self.topics_to_be_deleted and (topic is None or tp.topic == topic)
         )
 
-    def leader_epoch_for_stop_replica(self, tp: TopicPartition) -> int:
-        """CTX leaderEpoch: -2 while the topic is queued for deletion, else cached, else -1."""
+    def leader_epoch_for_stop_replica(
+        self, tp: TopicPartition, record: Partition | None = None
+    ) -> int:
+        """CTX leaderEpoch: -2 while the topic is queued for deletion, else cached, else -1.
+        `record`: the partition's, when the caller holds it."""
         if tp.topic in self.topics_to_be_deleted:
             return -2
-        leadership = self.leadership(tp)
+        leadership = self.leadership(tp) if record is None else record.leadership
         return leadership.leader_epoch if leadership is not None else -1
 
     def replica_state(self, tp: TopicPartition, broker: int) -> ReplicaState | None:

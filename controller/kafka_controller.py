@@ -586,8 +586,7 @@ class KafkaController:
         in one AlterPartition for all the partitions it leads (as a broker batches them)."""
         context = self.context
         by_leader: dict[int, list[PartitionChange]] = {}
-        for tp in partitions:
-            record = context.partition(tp)
+        for tp, record in context.records_of(partitions):  # one lookup per run of a topic
             if record is None or record.leadership is None:
                 continue
             current = record.leadership

@@ -75,10 +75,10 @@ class PartitionStateMachine:
     ) -> dict[TopicPartition, ElectionOutcome]:
         context = self._context
         valid: list[Partition] = []
-        for tp in partitions:
-            record = context.partition(tp)
+        valid_before = VALID_PREVIOUS[target]
+        for tp, record in context.records_of(partitions):  # one lookup per run of a topic
             current = PS.NON_EXISTENT if record is None else record.state
-            if record is not None and current in VALID_PREVIOUS[target]:
+            if record is not None and current in valid_before:
                 valid.append(record)
             else:
                 self._log_invalid(tp, current, target)

@@ -123,7 +123,7 @@ class ReplicaStateMachine:
         context = self._context
         batch = self._batch
         for record in records:
-            batch.add_stop_replica((broker,), record.tp, delete=False)
+            batch.add_stop_replica((broker,), record.tp, delete=False, record=record)
         with_leadership = [r for r in records if r.leadership is not None]
         without_leadership = [r for r in records if r.leadership is None]
         for record in with_leadership:
@@ -152,7 +152,7 @@ class ReplicaStateMachine:
         for record in records:
             current = record.replica_states.get(broker, RS.NON_EXISTENT)
             self._set(record, broker, current, target)
-            self._batch.add_stop_replica((broker,), record.tp, delete=True)
+            self._batch.add_stop_replica((broker,), record.tp, delete=True, record=record)
 
     def _to_plain_state(self, broker: int, records: list[Partition], target: ReplicaState) -> None:
         """Ineligible, Successful (state only) and NonExistent (leaves the assignment)."""
