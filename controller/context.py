@@ -110,8 +110,10 @@ class ControllerContext:
         # gains or loses its leadership or a record comes or goes
         self._with_leaders: list[Partition] | None = None
         # partitions whose leadership or assignment changed since the last full
-        # UpdateMetadata body took them (take_metadata_changes): that body redoes only these
-        self._metadata_changes: set[TopicPartition] = set()
+        # UpdateMetadata body took them (take_metadata_changes): that body redoes only these.
+        # None: not logged (no body kept to compare with: none sent yet, or the last one
+        # was not kept), so a cluster that keeps none holds no log either
+        self._metadata_changes: set[TopicPartition] | None = None
         # topic names by their name with '.' read as '_' (in creation order), so a new
         # topic's collision check is a lookup, not a scan of every topic
         self._topics_by_normalized: dict[str, dict[str, None]] = {}
@@ -340,7 +342,6 @@ class ControllerContext:
             for broker in record.assignment.replicas:
                 self._unindex_replica(record.tp, broker)
             self._new_or_offline.discard(record.tp)
-            self._metadata_changes.discard(record.tp)
             self.dirty_partitions.add(record.tp)
             self.event_partitions.add(record.tp)
             for broker in record.replica_states:
@@ -360,7 +361,8 @@ class ControllerContext:
             for broker in new:
                 self._replicas_on_broker.setdefault(broker, set()).add(record.tp)
         record.assignment = self._shared(assignment)
-        self._metadata_changes.add(record.tp)
+        if self._metadata_changes is not None:
+            self._metadata_changes.add(record.tp)
         self._touch(record)
 
     def _shared(self, assignment: ReplicaAssignment) -> ReplicaAssignment:
@@ -376,11 +378,12 @@ class ControllerContext:
             if not hosted:
                 del self._replicas_on_broker[broker]
 
-    def take_metadata_changes(self) -> set[TopicPartition]:
+    def take_metadata_changes(self, log_next: bool) -> set[TopicPartition] | None:
         """The partitions whose leadership or assignment changed since the last call (for
-        the one caller: a new broker's full UpdateMetadata body)."""
+        the one caller: a new broker's full UpdateMetadata body); None if they were not
+        logged. `log_next`: log them until the next call."""
         changes = self._metadata_changes
-        self._metadata_changes = set()
+        self._metadata_changes = set() if log_next else None
         return changes
 
     def set_leadership(self, record: Partition, leadership: LeaderAndIsr | None) -> None:
@@ -399,7 +402,8 @@ class ControllerContext:
         elif self.restamped_partitions:  # mostly empty: no hash of the partition then
             self.restamped_partitions.discard(record.tp)
         record.leadership = leadership
-        self._metadata_changes.add(record.tp)
+        if self._metadata_changes is not None:
+            self._metadata_changes.add(record.tp)
         self._touch(record)
 
     def set_partition_state(self, record: Partition, state: PartitionState) -> None:

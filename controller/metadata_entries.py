@@ -143,16 +143,18 @@ class MetadataEntries:
         records = context.records_with_leaders()
         deleting = context.topics_to_be_deleted
         live = context.live_broker_set()
-        changes = context.take_metadata_changes()
-        if deleting or len(records) > self._max_kept:
-            # a topic being deleted changes its entries without a change of its record;
-            # a body this large is not kept (memory)
+        # a body is kept unless a topic is queued for deletion (its entries change with no
+        # change of its record) or it is too large to keep (memory): the changes since
+        # are logged only when one is
+        keep = not deleting and len(records) <= self._max_kept
+        changes = context.take_metadata_changes(log_next=keep)
+        if not keep:
             self._body = None
             out: dict[TopicPartition, Row] = {}
             self.add_to(out, records, deleting, live)
             return list(out), list(out.values())
         body = self._body
-        if body is None or body.records is not records:
+        if body is None or changes is None or body.records is not records:
             self._sync_live(live)
             tps = list(map(_TP, records))
             entries = list(map(self._entry, records))

@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from controller import replay
 from controller.config import Settings
 from controller.context import ControllerContext, Partition
-from controller.metadata_entries import MetadataEntries
+from controller.metadata_entries import MAX_KEPT, MetadataEntries
 from controller.model import (
     BrokerStatus,
     LeaderAndIsr,
@@ -261,7 +262,8 @@ def _check_full_body(entries: MetadataEntries, context: ControllerContext) -> li
     return body
 
 
-def test_the_full_body_redoes_every_partition_changed_since_the_last_one() -> None:
+@pytest.mark.parametrize("max_kept", [MAX_KEPT, 3])  # 3: no body kept, every record walked
+def test_the_full_body_redoes_every_partition_changed_since_the_last_one(max_kept: int) -> None:
     """§8.2: each new broker is sent every partition with a leader as it is now. The body
     keeps the previous body's entries and redoes only the partitions changed since: a
     leadership, an assignment, a replica's broker going down or up, a partition gaining
@@ -278,18 +280,21 @@ def test_the_full_body_redoes_every_partition_changed_since_the_last_one() -> No
             replicas = (1 + partition, 2 + partition, 1 + (partition + 2) % 4)
             records[tp] = context.add_partition(tp, ReplicaAssignment(replicas))
             context.set_leadership(records[tp], LeaderAndIsr(replicas[0], 0, replicas, 0))
-    entries = MetadataEntries()
+    entries = MetadataEntries(max_kept)
     first = _check_full_body(entries, context)
     assert len(first) == 6
+    kept = max_kept >= 6
 
     a0, a1, b2 = (records[TopicPartition(t, p)] for t, p in (("a", 0), ("a", 1), ("b", 2)))
     context.set_leadership(a0, LeaderAndIsr(2, 1, (2, 3), 1))  # a new leader
     led = _check_full_body(entries, context)
-    assert led[0]["leader"] == 2 and led[1] is first[1]  # a-1 untouched: the same entry
+    assert led[0]["leader"] == 2
+    assert led[1] is first[1] or not kept  # a-1 untouched: the same entry
 
     context.set_assignment(a1, ReplicaAssignment((3, 4, 1)))  # reassigned
     moved = _check_full_body(entries, context)
-    assert moved[1]["replicas"] == [3, 4, 1] and moved[2] is first[2]
+    assert moved[1]["replicas"] == [3, 4, 1]
+    assert moved[2] is first[2] or not kept
 
     context.set_broker_status(4, BrokerStatus.SHUTTING_DOWN)  # broker 4 no longer live
     down = _check_full_body(entries, context)
@@ -320,6 +325,8 @@ def test_the_full_body_redoes_every_partition_changed_since_the_last_one() -> No
     context.remove_topic("b")
     assert not context.topics_to_be_deleted
     assert _check_full_body(entries, context)[0]["leader"] == 3
+    # changes are logged only while a body is kept to compare with
+    assert (context.take_metadata_changes(log_next=False) is not None) is kept
 
 
 def test_records_with_leaders_is_one_list_until_the_partitions_with_a_leader_change() -> None:
