@@ -132,7 +132,8 @@ class RequestBatch:
             record = self._context.partition(tp)
         if record is not None:
             context = self._context
-            self._merge_full_body()
+            if self._update_metadata_body is not None:
+                self._merge_full_body()
             self._entries.add_one(
                 self._update_metadata_partitions,
                 record,
@@ -179,7 +180,8 @@ class RequestBatch:
         """add_update_metadata for partitions given by their records (recipients added
         apart): a new broker's UpdateMetadata walks every record, so no lookup by name."""
         context = self._context
-        self._merge_full_body()
+        if self._update_metadata_body is not None:
+            self._merge_full_body()
         self._entries.add_to(
             self._update_metadata_partitions,
             records,

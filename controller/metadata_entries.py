@@ -90,7 +90,8 @@ class MetadataEntries:
         """Put each record's UpdateMetadata entry in `out` by partition (none for a record
         with no leader assigned yet). `deleting`: the topics queued for deletion; `live`:
         the context's live broker set, which is replaced, never changed, on a change."""
-        self._sync_live(live)
+        if live is not self._live:
+            self._sync_live(live)
         offline_of = self._offline
         entries = self._entries
         # one loop, no call per record: a new broker's UpdateMetadata walks them all
@@ -130,7 +131,8 @@ class MetadataEntries:
         if deleting and record.tp.topic in deleting:
             self.add_to(out, (record,), deleting, live)
             return
-        self._sync_live(live)
+        if live is not self._live:
+            self._sync_live(live)
         out[record.tp] = self._entry(record)
 
     def full_body(self, context: ControllerContext) -> tuple[list[TopicPartition], list[Row]]:
