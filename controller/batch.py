@@ -80,6 +80,10 @@ class RequestBatch:
         # change while a batch is open, so this equals adding them one by one
         self._update_metadata_all_registered = False
         self._update_metadata_partitions: dict[TopicPartition, Row] = {}
+        # a body of every partition with a leader, while nothing else is in the batch's
+        # UpdateMetadata: its partitions and entries as lists (no dict of 100k+ keys built
+        # to be read back in the same order)
+        self._update_metadata_body: tuple[list[TopicPartition], list[Row]] | None = None
         self._entries = MetadataEntries()  # kept across batches: entries reused unchanged
         # StopReplica(delete=true) deliveries for topics whose deletion has started: the
         # brokers' answers become TopicDeletionStopReplicaResponseReceived events
@@ -92,6 +96,7 @@ class RequestBatch:
             or self._update_metadata_brokers
             or self._update_metadata_all_registered
             or self._update_metadata_partitions
+            or self._update_metadata_body is not None
         ):
             raise RuntimeError(
                 "Controller to broker state change requests batch is not empty "
@@ -105,7 +110,9 @@ class RequestBatch:
         leadership: LeaderAndIsr,
         assignment: Assignment,
         is_new: bool,
+        record: Partition | None = None,
     ) -> None:
+        """`record`: the partition's, when the caller holds it (saves a lookup)."""
         entry: Row | None = None  # one entry for every recipient that has no sticky isNew
         for broker in brokers:
             if broker < 0:
@@ -121,12 +128,29 @@ class RequestBatch:
             per_broker[tp] = entry
         # any LeaderAndIsr implies an UpdateMetadata of the partition to every registered broker
         self._update_metadata_all_registered = True
-        record = self._context.partition(tp)
+        if record is None:
+            record = self._context.partition(tp)
         if record is not None:
-            self.add_update_metadata_records((record,))
+            context = self._context
+            if self._update_metadata_body is not None:
+                self._merge_full_body()
+            self._entries.add_one(
+                self._update_metadata_partitions,
+                record,
+                context.topics_to_be_deleted,
+                context.live_broker_set(),
+            )
+            self._entries.prune(context.partition)
 
-    def add_stop_replica(self, brokers: Iterable[int], tp: TopicPartition, delete: bool) -> None:
-        leader_epoch = self._context.leader_epoch_for_stop_replica(tp)
+    def add_stop_replica(
+        self,
+        brokers: Iterable[int],
+        tp: TopicPartition,
+        delete: bool,
+        record: Partition | None = None,
+    ) -> None:
+        """`record`: the partition's, when the caller holds it (saves a lookup)."""
+        leader_epoch = self._context.leader_epoch_for_stop_replica(tp, record)
         for broker in brokers:
             if broker < 0:
                 continue
@@ -156,6 +180,8 @@ class RequestBatch:
         """add_update_metadata for partitions given by their records (recipients added
         apart): a new broker's UpdateMetadata walks every record, so no lookup by name."""
         context = self._context
+        if self._update_metadata_body is not None:
+            self._merge_full_body()
         self._entries.add_to(
             self._update_metadata_partitions,
             records,
@@ -163,6 +189,26 @@ class RequestBatch:
             context.live_broker_set(),
         )
         self._entries.prune(context.partition)
+
+    def add_full_update_metadata(self) -> None:
+        """add_update_metadata_records of every partition with a leader
+        (`ControllerContext.records_with_leaders`): the entries unchanged since the last
+        such body are not looked at one by one."""
+        context = self._context
+        tps, entries = self._entries.full_body(context)
+        self._entries.prune(context.partition)
+        if self._update_metadata_partitions or self._update_metadata_body is not None:
+            self._merge_full_body()
+            self._update_metadata_partitions.update(zip(tps, entries, strict=True))
+        else:
+            self._update_metadata_body = (tps, entries)
+
+    def _merge_full_body(self) -> None:
+        """Move a full body held as lists into the dict of partitions, before more adds."""
+        body = self._update_metadata_body
+        if body is not None:
+            self._update_metadata_partitions.update(zip(*body, strict=True))
+            self._update_metadata_body = None
 
     def send(self) -> None:
         """sendRequestsToBrokers: flush every accumulator, in Kafka's order."""
@@ -181,7 +227,10 @@ class RequestBatch:
             recipients.update(context.registered_broker_ids())
         if recipients:
             # one payload, shared by every recipient
-            states = list(self._update_metadata_partitions.values())
+            body = self._update_metadata_body
+            states = (
+                body[1] if body is not None else list(self._update_metadata_partitions.values())
+            )
             live_brokers = list(context.registered_broker_ids())
             journal.fan_out(
                 epoch,
@@ -194,6 +243,7 @@ class RequestBatch:
         recipients.clear()
         self._update_metadata_all_registered = False
         self._update_metadata_partitions.clear()
+        self._update_metadata_body = None
 
         started = context.topics_with_deletion_started
         for broker in sorted(self._stop_replica):

@@ -9,6 +9,7 @@ then grows with the partitions it touches, not with the cluster.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from operator import itemgetter
 
@@ -99,6 +100,20 @@ class ControllerContext:
         self._registered_sorted: tuple[int, ...] = ()
         self.shutting_down: set[int] = set()
         self.topics: dict[str, Topic] = {}
+        # each topic's records by partition number and the topic names in order, built on
+        # demand and dropped when a topic or a partition comes or goes: a new broker's
+        # UpdateMetadata walks every record in this order, and sorting them each time
+        # cost more than the walk
+        self._sorted_records: dict[str, list[Partition]] = {}
+        self._sorted_topics: list[str] | None = None
+        # records_with_leaders while no topic is queued for deletion, until a partition
+        # gains or loses its leadership or a record comes or goes
+        self._with_leaders: list[Partition] | None = None
+        # partitions whose leadership or assignment changed since the last full
+        # UpdateMetadata body took them (take_metadata_changes): that body redoes only these.
+        # None: not logged (no body kept to compare with: none sent yet, or the last one
+        # was not kept), so a cluster that keeps none holds no log either
+        self._metadata_changes: set[TopicPartition] | None = None
         # topic names by their name with '.' read as '_' (in creation order), so a new
         # topic's collision check is a lookup, not a scan of every topic
         self._topics_by_normalized: dict[str, dict[str, None]] = {}
@@ -231,15 +246,13 @@ class ControllerContext:
         return None if record is None else record.leadership
 
     def all_partitions(self) -> list[Partition]:
-        return [
-            p for t in sorted(self.topics) for _, p in sorted(self.topics[t].partitions.items())
-        ]
+        return [p for t in self._topic_names_sorted() for p in self._records_sorted(t)]
 
     def partitions_of_topic(self, topic: str) -> list[TopicPartition]:
         info = self.topics.get(topic)
         if info is None:
             return []
-        return [info.partitions[p].tp for p in sorted(info.partitions)]
+        return [record.tp for record in self._records_sorted(topic)]
 
     def has_reassignment_in_progress(self, topic: str) -> bool:
         """Whether any partition's stored assignment has adding or removing replicas (what
@@ -252,6 +265,7 @@ class ControllerContext:
     def add_topic(self, name: str, configs: dict[str, str]) -> Topic:
         topic = Topic(name, dict(configs))
         self.topics[name] = topic
+        self._sorted_topics = None
         self._topics_by_normalized.setdefault(_normalized(name), {})[name] = None
         self.dirty_topics.add(name)
         self.event_topics.add(name)
@@ -273,6 +287,8 @@ class ControllerContext:
     def add_partition(self, tp: TopicPartition, assignment: ReplicaAssignment) -> Partition:
         record = Partition(tp, ReplicaAssignment(()))
         self.topics[tp.topic].partitions[tp.partition] = record
+        self._sorted_records.pop(tp.topic, None)
+        self._with_leaders = None
         self.set_assignment(record, assignment)
         return record
 
@@ -289,6 +305,8 @@ class ControllerContext:
         value and without marking it dirty (a load costs what it reads)."""
         record = Partition(tp, self._shared(assignment), leadership, state, {}, last_event_id)
         self.topics[tp.topic].partitions[tp.partition] = record
+        self._sorted_records.pop(tp.topic, None)
+        self._with_leaders = None
         hosted = self._replicas_on_broker
         for broker in assignment.replicas:
             on_broker = hosted.get(broker)
@@ -312,6 +330,9 @@ class ControllerContext:
         keeps the topic's partitions (a deletion may complete mid-reassignment, §19.13):
         a re-created topic of that name finds them there (SPEC §15.2)."""
         topic = self.topics.pop(name)
+        self._sorted_records.pop(name, None)
+        self._sorted_topics = None
+        self._with_leaders = None
         same = self._topics_by_normalized[_normalized(name)]
         del same[name]
         if not same:
@@ -340,6 +361,8 @@ class ControllerContext:
             for broker in new:
                 self._replicas_on_broker.setdefault(broker, set()).add(record.tp)
         record.assignment = self._shared(assignment)
+        if self._metadata_changes is not None:
+            self._metadata_changes.add(record.tp)
         self._touch(record)
 
     def _shared(self, assignment: ReplicaAssignment) -> ReplicaAssignment:
@@ -355,6 +378,14 @@ class ControllerContext:
             if not hosted:
                 del self._replicas_on_broker[broker]
 
+    def take_metadata_changes(self, log_next: bool) -> set[TopicPartition] | None:
+        """The partitions whose leadership or assignment changed since the last call (for
+        the one caller: a new broker's full UpdateMetadata body); None if they were not
+        logged. `log_next`: log them until the next call."""
+        changes = self._metadata_changes
+        self._metadata_changes = set() if log_next else None
+        return changes
+
     def set_leadership(self, record: Partition, leadership: LeaderAndIsr | None) -> None:
         old = record.leadership
         if old is not None and (leadership is None or old.leader != leadership.leader):
@@ -364,11 +395,15 @@ class ControllerContext:
                 del self._led_by[old.leader]
         if leadership is not None and (old is None or old.leader != leadership.leader):
             self._led_by.setdefault(leadership.leader, set()).add(record.tp)
+        if (old is None) is not (leadership is None):
+            self._with_leaders = None
         if leadership is not None and leadership.is_restamped:
             self.restamped_partitions.add(record.tp)
         elif self.restamped_partitions:  # mostly empty: no hash of the partition then
             self.restamped_partitions.discard(record.tp)
         record.leadership = leadership
+        if self._metadata_changes is not None:
+            self._metadata_changes.add(record.tp)
         self._touch(record)
 
     def set_partition_state(self, record: Partition, state: PartitionState) -> None:
@@ -394,6 +429,10 @@ class ControllerContext:
 
     # ---- derived views (CTX helpers, SPEC §1.2) ------------------------------------------
 
+    def hosted_partitions(self, broker: int) -> AbstractSet[TopicPartition]:
+        """The partitions with a replica assigned to `broker`, unordered (a live view)."""
+        return self._replicas_on_broker.get(broker, frozenset())
+
     def partitions_on_broker(self, broker: int) -> list[TopicPartition]:
         return sorted_partitions(self._replicas_on_broker.get(broker, ()))
 
@@ -401,14 +440,7 @@ class ControllerContext:
         return [(tp, b) for b in sorted(set(brokers)) for tp in self.partitions_on_broker(b)]
 
     def replicas_of_topic(self, topic: str) -> list[tuple[TopicPartition, int]]:
-        info = self.topics.get(topic)
-        if info is None:
-            return []
-        return [
-            (record.tp, broker)
-            for _, record in sorted(info.partitions.items())
-            for broker in record.assignment.replicas
-        ]
+        return [(record.tp, broker) for record, broker in self._topic_replicas(topic)]
 
     def is_queued_for_deletion(self, topic: str) -> bool:
         return topic in self.topics_to_be_deleted
@@ -431,18 +463,42 @@ class ControllerContext:
         return [record.tp for record in self.records_with_leaders()]
 
     def records_with_leaders(self) -> list[Partition]:
-        """The records of partitions_with_leaders, in its order."""
+        """The records of partitions_with_leaders, in its order. While no topic is queued
+        for deletion, the same list object until a partition gains or loses its leader or
+        a record comes or goes: callers must not change it."""
+        deleting = self.topics_to_be_deleted
+        if deleting:
+            return self._records_with_leaders()
+        records = self._with_leaders
+        if records is None:
+            records = self._with_leaders = self._records_with_leaders()
+        return records
+
+    def _records_with_leaders(self) -> list[Partition]:
         # walked topic by topic (as all_partitions), not sorted from the leader index:
         # sorting every (topic, partition) pair compared topic strings ~log2(n) times each
         deleting = self.topics_to_be_deleted
-        topics = self.topics
         return [
             record
-            for name in sorted(topics)
+            for name in self._topic_names_sorted()
             if name not in deleting
-            for _, record in sorted(topics[name].partitions.items())
+            for record in self._records_sorted(name)
             if record.leadership is not None
         ]
+
+    def _topic_names_sorted(self) -> list[str]:
+        names = self._sorted_topics
+        if names is None:
+            names = self._sorted_topics = sorted(self.topics)
+        return names
+
+    def _records_sorted(self, topic: str) -> list[Partition]:
+        """A topic's records by partition number (cached until one comes or goes)."""
+        records = self._sorted_records.get(topic)
+        if records is None:
+            partitions = self.topics[topic].partitions
+            records = self._sorted_records[topic] = [partitions[p] for p in sorted(partitions)]
+        return records
 
     def new_or_offline_partitions(self, topic: str | None = None) -> list[TopicPartition]:
         return sorted_partitions(
@@ -451,11 +507,14 @@ class ControllerContext:
             if tp.topic not in self.topics_to_be_deleted and (topic is None or tp.topic == topic)
         )
 
-    def leader_epoch_for_stop_replica(self, tp: TopicPartition) -> int:
-        """CTX leaderEpoch: -2 while the topic is queued for deletion, else cached, else -1."""
+    def leader_epoch_for_stop_replica(
+        self, tp: TopicPartition, record: Partition | None = None
+    ) -> int:
+        """CTX leaderEpoch: -2 while the topic is queued for deletion, else cached, else -1.
+        `record`: the partition's, when the caller holds it."""
         if tp.topic in self.topics_to_be_deleted:
             return -2
-        leadership = self.leadership(tp)
+        leadership = self.leadership(tp) if record is None else record.leadership
         return leadership.leader_epoch if leadership is not None else -1
 
     def replica_state(self, tp: TopicPartition, broker: int) -> ReplicaState | None:
@@ -479,10 +538,9 @@ class ControllerContext:
         """(partition record, broker) of every assigned replica of a topic, in
         replicas_of_topic's order; the deletion checks run per StopReplica answer, so the
         records are walked directly, not looked up again per replica."""
-        info = self.topics.get(topic)
-        if info is None:
+        if topic not in self.topics:
             return
-        for _, record in sorted(info.partitions.items()):
+        for record in self._records_sorted(topic):
             for broker in record.assignment.replicas:
                 yield record, broker
 

@@ -228,8 +228,9 @@ class KafkaController:
         context = self.context
         parts = self.parts
         replicas = context.replicas_on_brokers(dead_brokers)
-        for_deletion = [r for r in replicas if context.is_queued_for_deletion(r[0].topic)]
-        not_for_deletion = [r for r in replicas if not context.is_queued_for_deletion(r[0].topic)]
+        queued = context.topics_to_be_deleted  # is_queued_for_deletion, without a call each
+        for_deletion = [r for r in replicas if r[0][0] in queued] if queued else []
+        not_for_deletion = [r for r in replicas if r[0][0] not in queued] if queued else replicas
         parts.partitions.handle_state_changes(context.partitions_with_offline_leader(), PS.OFFLINE)
         results = self._trigger_online_partition_state_change()
         parts.replicas.handle_state_changes(not_for_deletion, RS.OFFLINE)
@@ -586,8 +587,7 @@ class KafkaController:
         in one AlterPartition for all the partitions it leads (as a broker batches them)."""
         context = self.context
         by_leader: dict[int, list[PartitionChange]] = {}
-        for tp in partitions:
-            record = context.partition(tp)
+        for tp, record in context.records_of(partitions):  # one lookup per run of a topic
             if record is None or record.leadership is None:
                 continue
             current = record.leadership

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+from itertools import count
+from operator import attrgetter
 from typing import Any
 
-from controller.context import Partition
+from controller.context import ControllerContext, Partition
 from controller.model import LEADER_DURING_DELETE, LeaderAndIsr, TopicPartition
 
 Row = dict[str, Any]
@@ -33,9 +36,32 @@ _LISTS_PER_ENTRY = 4
 # before, so the driver's memory per partition stays within its bound at 1M partitions.
 MAX_KEPT = 131_072
 
+_TP = attrgetter("tp")
+
+
+@dataclass(slots=True)
+class _Body:
+    """The last body of every partition with a leader: its records (the context's list),
+    their partitions, each partition's place, the entries, and the live brokers then."""
+
+    records: list[Partition]
+    tps: list[TopicPartition]
+    index: dict[TopicPartition, int]
+    entries: list[Row]
+    live: frozenset[int]
+
 
 class MetadataEntries:
-    __slots__ = ("_entries", "_lists", "_live", "_max_kept", "_offline", "_pruned_at")
+    __slots__ = (
+        "_body",
+        "_entries",
+        "_lists",
+        "_live",
+        "_max_kept",
+        "_offline",
+        "_pruned_at",
+        "_replica_sets_of",
+    )
 
     def __init__(self, max_kept: int = MAX_KEPT) -> None:
         self._max_kept = max_kept
@@ -45,10 +71,14 @@ class MetadataEntries:
         self._entries: dict[int, _Kept] = {}
         # one list per distinct tuple of broker ids, shared by the entries holding it
         self._lists: dict[Ints, list[int]] = {}
-        # each replica set's offline replicas, for the live brokers `_live`
+        # each replica set's offline replicas, for the live brokers `_live`; on a change of
+        # them only the replica sets holding a broker whose liveness changed are redone,
+        # found through `_replica_sets_of` (broker -> the replica sets in `_offline` naming it)
         self._offline: dict[Ints, list[int]] = {}
+        self._replica_sets_of: dict[int, list[Ints]] = {}
         self._live: frozenset[int] = frozenset()
         self._pruned_at = 0  # the number of entries after the last prune
+        self._body: _Body | None = None
 
     def add_to(
         self,
@@ -61,8 +91,7 @@ class MetadataEntries:
         with no leader assigned yet). `deleting`: the topics queued for deletion; `live`:
         the context's live broker set, which is replaced, never changed, on a change."""
         if live is not self._live:
-            self._live = live
-            self._offline = {}
+            self._sync_live(live)
         offline_of = self._offline
         entries = self._entries
         # one loop, no call per record: a new broker's UpdateMetadata walks them all
@@ -73,9 +102,7 @@ class MetadataEntries:
             replicas = record.assignment.replicas
             offline = offline_of.get(replicas)
             if offline is None:
-                offline = offline_of[replicas] = self._list(
-                    tuple(r for r in replicas if r not in live)
-                )
+                offline = self._offline_replicas(replicas)
             queued = bool(deleting) and record.tp.topic in deleting
             kept = entries.get(id(record))
             if (
@@ -89,6 +116,113 @@ class MetadataEntries:
                 out[record.tp] = kept[5]
             else:
                 out[record.tp] = self._build(record, leadership, replicas, offline, queued)
+
+    def add_one(
+        self,
+        out: dict[TopicPartition, Row],
+        record: Partition,
+        deleting: AbstractSet[str],
+        live: frozenset[int],
+    ) -> None:
+        """add_to of one record, without the loop's setup (a LeaderAndIsr add does this
+        for every partition it names)."""
+        if record.leadership is None:
+            return
+        if deleting and record.tp.topic in deleting:
+            self.add_to(out, (record,), deleting, live)
+            return
+        if live is not self._live:
+            self._sync_live(live)
+        out[record.tp] = self._entry(record)
+
+    def full_body(self, context: ControllerContext) -> tuple[list[TopicPartition], list[Row]]:
+        """The partitions and entries (new lists, in order) of the body of every partition
+        with a leader (context.records_with_leaders), as a new broker is sent: what add_to
+        would put in an empty dict. While that list of records is the same object as for
+        the previous such body, only the entries of partitions changed since
+        (context.take_metadata_changes) or with a replica on a broker whose liveness
+        changed since are redone; the rest are the previous body's."""
+        records = context.records_with_leaders()
+        deleting = context.topics_to_be_deleted
+        live = context.live_broker_set()
+        # a body is kept unless a topic is queued for deletion (its entries change with no
+        # change of its record) or it is too large to keep (memory): the changes since
+        # are logged only when one is
+        keep = not deleting and len(records) <= self._max_kept
+        changes = context.take_metadata_changes(log_next=keep)
+        if not keep:
+            self._body = None
+            out: dict[TopicPartition, Row] = {}
+            self.add_to(out, records, deleting, live)
+            return list(out), list(out.values())
+        body = self._body
+        if body is None or changes is None or body.records is not records:
+            self._sync_live(live)
+            tps = list(map(_TP, records))
+            entries = list(map(self._entry, records))
+            self._body = _Body(records, tps, dict(zip(tps, count())), entries, live)
+            return tps, list(entries)
+        if live is not body.live:
+            changes.update(*map(context.hosted_partitions, live ^ body.live))
+            body.live = live
+        self._sync_live(live)
+        index = body.index
+        entries = body.entries  # the body's own: changed in place
+        for tp in changes:
+            i = index.get(tp)
+            if i is not None:
+                entries[i] = self._entry(records[i])
+        return body.tps, list(entries)
+
+    def _entry(self, record: Partition) -> Row:
+        """The entry of a record with a leader, of a topic not queued for deletion."""
+        leadership = record.leadership
+        assert leadership is not None
+        replicas = record.assignment.replicas
+        offline = self._offline.get(replicas)
+        if offline is None:
+            offline = self._offline_replicas(replicas)
+        kept = self._entries.get(id(record))
+        if (
+            kept is not None
+            and kept[1] is leadership
+            and kept[2] is replicas
+            and kept[4] is False
+            and kept[3] == offline
+            and kept[0] is record
+        ):
+            return kept[5]
+        return self._build(record, leadership, replicas, offline, False)
+
+    def _sync_live(self, live: frozenset[int]) -> None:
+        """Redo the offline lists of the replica sets naming a broker whose liveness
+        changed since the last call."""
+        if live is self._live:
+            return
+        changed = live ^ self._live
+        self._live = live
+        offline_of = self._offline
+        for broker in changed:
+            for replicas in self._replica_sets_of.get(broker, ()):
+                offline_of[replicas] = self._list(tuple(r for r in replicas if r not in live))
+
+    def _offline_replicas(self, replicas: Ints) -> list[int]:
+        """The offline list of a replica set not yet in `_offline`, put there."""
+        offline_of = self._offline
+        if len(offline_of) > _LISTS_PER_ENTRY * self._max_kept:
+            # replica sets no partition holds any more (reassigned) do not pile up
+            offline_of.clear()
+            self._replica_sets_of = {}
+        live = self._live
+        offline = offline_of[replicas] = self._list(tuple(r for r in replicas if r not in live))
+        sets_of = self._replica_sets_of
+        for broker in replicas:
+            named = sets_of.get(broker)
+            if named is None:
+                sets_of[broker] = [replicas]
+            else:
+                named.append(replicas)
+        return offline
 
     def _build(
         self,

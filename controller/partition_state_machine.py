@@ -75,10 +75,10 @@ class PartitionStateMachine:
     ) -> dict[TopicPartition, ElectionOutcome]:
         context = self._context
         valid: list[Partition] = []
-        for tp in partitions:
-            record = context.partition(tp)
+        valid_before = VALID_PREVIOUS[target]
+        for tp, record in context.records_of(partitions):  # one lookup per run of a topic
             current = PS.NON_EXISTENT if record is None else record.state
-            if record is not None and current in VALID_PREVIOUS[target]:
+            if record is not None and current in valid_before:
                 valid.append(record)
             else:
                 self._log_invalid(tp, current, target)
@@ -127,7 +127,7 @@ class PartitionStateMachine:
             leadership = LeaderAndIsr(live[0], 0, live, 0, controller_epoch=epoch)
             context.set_leadership(record, leadership)
             self._batch.add_leader_and_isr(
-                live, record.tp, leadership, record.assignment, is_new=True
+                live, record.tp, leadership, record.assignment, is_new=True, record=record
             )
             context.set_partition_state(record, PS.ONLINE)
             self._journal.state_change(ENTITY, record.tp, None, PS.NEW, PS.ONLINE, leadership)
@@ -160,7 +160,12 @@ class PartitionStateMachine:
             written = election.leadership.written(context.epoch)
             context.set_leadership(record, written)
             self._batch.add_leader_and_isr(
-                election.recipients, record.tp, written, record.assignment, is_new=False
+                election.recipients,
+                record.tp,
+                written,
+                record.assignment,
+                is_new=False,
+                record=record,
             )
             context.set_partition_state(record, PS.ONLINE)
             self._journal.state_change(

@@ -50,14 +50,14 @@ class ReplicaStateMachine:
     ) -> None:
         context = self._context
         valid: list[Partition] = []
-        for tp in partitions:
-            record = context.partition(tp)
+        valid_before = VALID_PREVIOUS[target]
+        for tp, record in context.records_of(partitions):  # one lookup per run of a topic
             if record is None:
                 # the replica's partition is gone: Kafka would see NonExistentReplica
                 self._log_invalid(tp, broker, RS.NON_EXISTENT, target)
                 continue
             current = record.replica_states.get(broker, RS.NON_EXISTENT)
-            if current in VALID_PREVIOUS[target]:
+            if current in valid_before:
                 valid.append(record)
             else:
                 self._log_invalid(tp, broker, current, target)
@@ -91,7 +91,7 @@ class ReplicaStateMachine:
                     )
                     continue
                 self._batch.add_leader_and_isr(
-                    (broker,), record.tp, leadership, record.assignment, is_new=True
+                    (broker,), record.tp, leadership, record.assignment, is_new=True, record=record
                 )
             self._set(record, broker, current, target)
 
@@ -110,7 +110,12 @@ class ReplicaStateMachine:
             elif record.leadership is not None:
                 # the replica's broker is not checked for liveness (SPEC §6.2)
                 self._batch.add_leader_and_isr(
-                    (broker,), record.tp, record.leadership, record.assignment, is_new=False
+                    (broker,),
+                    record.tp,
+                    record.leadership,
+                    record.assignment,
+                    is_new=False,
+                    record=record,
                 )
             self._set(record, broker, current, target)
 
@@ -118,7 +123,7 @@ class ReplicaStateMachine:
         context = self._context
         batch = self._batch
         for record in records:
-            batch.add_stop_replica((broker,), record.tp, delete=False)
+            batch.add_stop_replica((broker,), record.tp, delete=False, record=record)
         with_leadership = [r for r in records if r.leadership is not None]
         without_leadership = [r for r in records if r.leadership is None]
         for record in with_leadership:
@@ -127,7 +132,12 @@ class ReplicaStateMachine:
             if not context.is_queued_for_deletion(record.tp.topic):
                 recipients = [r for r in record.assignment.replicas if r != broker]
                 batch.add_leader_and_isr(
-                    recipients, record.tp, leadership, record.assignment, is_new=False
+                    recipients,
+                    record.tp,
+                    leadership,
+                    record.assignment,
+                    is_new=False,
+                    record=record,
                 )
             self._set(record, broker, current, target)
         registered = context.registered_broker_ids()
@@ -142,7 +152,7 @@ class ReplicaStateMachine:
         for record in records:
             current = record.replica_states.get(broker, RS.NON_EXISTENT)
             self._set(record, broker, current, target)
-            self._batch.add_stop_replica((broker,), record.tp, delete=True)
+            self._batch.add_stop_replica((broker,), record.tp, delete=True, record=record)
 
     def _to_plain_state(self, broker: int, records: list[Partition], target: ReplicaState) -> None:
         """Ineligible, Successful (state only) and NonExistent (leaves the assignment)."""

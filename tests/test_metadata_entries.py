@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from controller import replay
 from controller.config import Settings
 from controller.context import ControllerContext, Partition
-from controller.metadata_entries import MetadataEntries
+from controller.metadata_entries import MAX_KEPT, MetadataEntries
 from controller.model import (
     BrokerStatus,
     LeaderAndIsr,
@@ -222,3 +223,131 @@ def test_entries_kept_are_bounded_and_those_beyond_are_built_each_time_alike() -
     reused = [r.tp for r in records if second[r.tp] is first[r.tp]]
     assert reused == [r.tp for r in records[:10]]
     assert second == first  # equal entries, built again or not
+
+
+# --------------------------------------------- the full body and the context's caches
+
+
+def _leader_records(context: ControllerContext) -> list[Partition]:
+    """records_with_leaders worked out from scratch: no cache."""
+    deleting = context.topics_to_be_deleted
+    return [
+        record
+        for name in sorted(context.topics)
+        if name not in deleting
+        for _, record in sorted(context.topics[name].partitions.items())
+        if record.leadership is not None
+    ]
+
+
+def _fresh_body(context: ControllerContext) -> list[Row]:
+    """What a new broker's body holds, built by a MetadataEntries with nothing kept."""
+    out: dict[TopicPartition, Row] = {}
+    MetadataEntries().add_to(
+        out, _leader_records(context), context.topics_to_be_deleted, context.live_broker_set()
+    )
+    return list(out.values())
+
+
+def _check_full_body(entries: MetadataEntries, context: ControllerContext) -> list[Row]:
+    assert context.all_partitions() == [
+        record
+        for name in sorted(context.topics)
+        for _, record in sorted(context.topics[name].partitions.items())
+    ]
+    assert context.records_with_leaders() == _leader_records(context)
+    tps, body = entries.full_body(context)
+    assert body == _fresh_body(context)
+    assert tps == [record.tp for record in _leader_records(context)]
+    return body
+
+
+@pytest.mark.parametrize("max_kept", [MAX_KEPT, 3])  # 3: no body kept, every record walked
+def test_the_full_body_redoes_every_partition_changed_since_the_last_one(max_kept: int) -> None:
+    """§8.2: each new broker is sent every partition with a leader as it is now. The body
+    keeps the previous body's entries and redoes only the partitions changed since: a
+    leadership, an assignment, a replica's broker going down or up, a partition gaining
+    or losing its leader, a record reloaded, a topic queued for deletion or deleted. Each
+    body must equal one built from nothing; an untouched partition's entry is reused."""
+    context = ControllerContext("c")
+    for broker in (1, 2, 3, 4):
+        context.register_broker(broker, None, 100 + broker)
+    records: dict[TopicPartition, Partition] = {}
+    for topic in ("a", "b"):
+        context.add_topic(topic, {})
+        for partition in range(3):
+            tp = TopicPartition(topic, partition)
+            replicas = (1 + partition, 2 + partition, 1 + (partition + 2) % 4)
+            records[tp] = context.add_partition(tp, ReplicaAssignment(replicas))
+            context.set_leadership(records[tp], LeaderAndIsr(replicas[0], 0, replicas, 0))
+    entries = MetadataEntries(max_kept)
+    first = _check_full_body(entries, context)
+    assert len(first) == 6
+    kept = max_kept >= 6
+
+    a0, a1, b2 = (records[TopicPartition(t, p)] for t, p in (("a", 0), ("a", 1), ("b", 2)))
+    context.set_leadership(a0, LeaderAndIsr(2, 1, (2, 3), 1))  # a new leader
+    led = _check_full_body(entries, context)
+    assert led[0]["leader"] == 2
+    assert led[1] is first[1] or not kept  # a-1 untouched: the same entry
+
+    context.set_assignment(a1, ReplicaAssignment((3, 4, 1)))  # reassigned
+    moved = _check_full_body(entries, context)
+    assert moved[1]["replicas"] == [3, 4, 1]
+    assert moved[2] is first[2] or not kept
+
+    context.set_broker_status(4, BrokerStatus.SHUTTING_DOWN)  # broker 4 no longer live
+    down = _check_full_body(entries, context)
+    assert down[1]["offline_replicas"] == [4]
+    context.register_broker(4, None, 110)  # and back
+    assert _check_full_body(entries, context)[1]["offline_replicas"] == []
+
+    context.set_leadership(b2, None)  # loses its leader: no entry
+    assert len(_check_full_body(entries, context)) == 5
+    context.set_leadership(b2, LeaderAndIsr(3, 2, (3,), 2))  # has one again
+    assert _check_full_body(entries, context)[5]["leader"] == 3
+
+    tp = TopicPartition("a", 3)  # a new partition with a leader
+    records[tp] = context.add_partition(tp, ReplicaAssignment((1, 2)))
+    context.set_leadership(records[tp], LeaderAndIsr(1, 0, (1, 2), 0))
+    assert _check_full_body(entries, context)[3]["partition"] == 3
+
+    reloaded = context.load_partition(  # the same partition, a new record
+        a1.tp, ReplicaAssignment((3, 4)), LeaderAndIsr(4, 7, (4,), 9), PartitionState.ONLINE, None
+    )
+    body = _check_full_body(entries, context)
+    assert (body[1]["leader"], body[1]["replicas"]) == (4, [3, 4])
+    assert reloaded is context.records_with_leaders()[1]
+
+    context.topics_to_be_deleted.add("b")  # queued: its partitions leave the body
+    assert len(_check_full_body(entries, context)) == 4
+    context.set_leadership(a0, LeaderAndIsr(3, 2, (3,), 2))  # changed meanwhile
+    context.remove_topic("b")
+    assert not context.topics_to_be_deleted
+    assert _check_full_body(entries, context)[0]["leader"] == 3
+    # changes are logged only while a body is kept to compare with
+    assert (context.take_metadata_changes(log_next=False) is not None) is kept
+
+
+def test_records_with_leaders_is_one_list_until_the_partitions_with_a_leader_change() -> None:
+    """The cached list is handed out again only while no partition gained or lost a
+    leader, no record came or went, and no topic is queued for deletion."""
+    context, record = _context()
+    cached = context.records_with_leaders()
+    assert cached == [record] and context.records_with_leaders() is cached
+    context.set_leadership(record, LeaderAndIsr(2, 1, (2, 3), 1))  # still has a leader
+    assert context.records_with_leaders() is cached
+    other = context.add_partition(TopicPartition("t", 1), ReplicaAssignment((1,)))
+    assert context.records_with_leaders() == [record]
+    context.set_leadership(other, LeaderAndIsr(1, 0, (1,), 0))
+    assert context.records_with_leaders() == [record, other]
+    context.set_leadership(record, None)
+    assert context.records_with_leaders() == [other]
+    context.topics_to_be_deleted.add("t")
+    assert context.records_with_leaders() == []
+    context.remove_topic("t")
+    assert context.records_with_leaders() == [] and context.all_partitions() == []
+    context.add_topic("t", {})  # re-created: its new records only
+    again = context.add_partition(TopicPartition("t", 0), ReplicaAssignment((1,)))
+    context.set_leadership(again, LeaderAndIsr(1, 0, (1,), 0))
+    assert context.records_with_leaders() == [again] and context.all_partitions() == [again]
