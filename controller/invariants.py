@@ -83,7 +83,11 @@ def check_partition(
                 f"leader {leader} is not in the ISR {list(isr)}",
             )
         )
-    if replicas is not None:
+    # Kafka never removes a partition's last ISR member (SPEC §6.3): a reassignment
+    # cancelled after its adding replica became that member (§14.6) leaves it, leaderless,
+    # outside the replicas; Kafka's controller writes that state, so it is not a violation
+    kept_last = leader < 0 and len(isr) == 1
+    if replicas is not None and not kept_last:
         for broker in isr:
             if broker not in replicas:
                 out.append(

@@ -246,6 +246,32 @@ def test_a_broker_failure_sends_nothing_delivered_to_the_dead_broker() -> None:
     assert status is BrokerStatus.DEAD
 
 
+def test_the_last_isr_member_kafka_keeps_outside_the_replicas_is_no_violation() -> None:
+    """SPEC §14.6 then §6.3: [2] reassigned to [0, 1]; 0 joins the ISR, 2 dies (0 leads,
+    ISR [0]); the cancellation stops the adding replicas 0 and 1, and Kafka never removes
+    a partition's last ISR member, so t stays leaderless with ISR [0] and replicas [2]:
+    Kafka's own state, so no violation. The same state observed is none either; an ISR
+    of two with a non-replica still is."""
+    cluster = Cluster(events=[{"type": "broker_startup", "broker": b} for b in (0, 1, 2)])
+    cluster.send({"type": "topic_creation", "topic": "t", "assignment": {"0": [2]}})
+    cluster.send(
+        {"type": "partition_reassignment", "topic": "t", "partition": 0, "replicas": [0, 1]}
+    )
+    cluster.send({"type": "isr_change", "topic": "t", "partition": 0, "isr": [2, 0]})
+    cluster.send({"type": "broker_failure", "broker": 2})
+    cancel = {"type": "partition_reassignment", "topic": "t", "partition": 0, "replicas": None}
+    assert cluster.violations(cancel) == []
+    record = cluster.simulator.context("default").partition(TopicPartition("t", 0))
+    assert record is not None and record.leadership is not None
+    assert (record.leadership.leader, record.leadership.isr) == (-1, (0,))
+    assert record.assignment.replicas == (2,)
+    check = {"type": "auto_rebalance_check"}
+    assert cluster.violations(check, [seen("t", 0, -1, 9, [0], replicas=[2])]) == []
+    assert cluster.violations(check, [seen("t", 0, 2, 10, [2, 0], replicas=[2])]) == [
+        observed(invariants.ISR_IN_REPLICAS, broker=0)
+    ]
+
+
 # ------------------------------------------------------------------------------- health
 
 
