@@ -22,6 +22,7 @@ from controller.model import (
     ReplicaAssignment,
     TopicPartition,
 )
+from schemas import TABLES
 from tests.scenario import Cluster
 from tests.test_state_machines import Machines, lai
 
@@ -188,20 +189,59 @@ def test_entry_texts_keep_one_update_metadata_text_per_partition_and_batch_texts
     assert len(texts._latest) == 1  # the UpdateMetadata text outlives the batch
 
 
+_SCALARS = st.none() | st.booleans() | st.integers() | st.text()
 _JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    _SCALARS | st.floats(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+# what the core's rows and request entries hold: no floats (a double column's table is
+# encoded exactly, below); integers past 64 bits, lone surrogates and integer keys go
+# orjson's error path
+_NO_FLOATS = st.recursive(
+    _SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text() | st.integers(), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 
 
+def _json_dumps(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 @given(_JSON)
-def test_the_writers_encoder_gives_json_dumps_text(value: object) -> None:
-    """The replay writer's encoder (one C encoder made once) writes what json.dumps with
+def test_the_writers_exact_encoder_gives_json_dumps_text(value: object) -> None:
+    """The writer's exact encoder (one C encoder made once) writes what json.dumps with
     the writer's options writes, lone surrogates and non-finite floats included."""
-    expected = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    assert replay._dumps(value) == expected
-    assert replay._dumps("\udcff") == json.dumps("\udcff", ensure_ascii=False)
+    assert replay._dumps_exact(value) == _json_dumps(value)
+    assert replay._dumps_exact("\udcff") == json.dumps("\udcff", ensure_ascii=False)
+
+
+@given(_NO_FLOATS)
+def test_the_writers_fast_encoder_gives_json_dumps_text_without_floats(value: object) -> None:
+    """The writer's fast encoder (orjson, falling back to the exact one on what orjson
+    refuses) writes json.dumps's text for anything without a float."""
+    assert replay._dumps(value) == _json_dumps(value)
+
+
+@pytest.mark.parametrize(
+    "value", ["\udcff", {"a": ["x\ud800y"]}, 2**64, -(2**70), {1: "a"}, [{"k": 2**63}]]
+)
+def test_what_orjson_refuses_is_written_as_json_dumps_does(value: object) -> None:
+    assert replay._dumps(value) == _json_dumps(value)
+
+
+def test_a_table_with_a_double_column_is_encoded_exactly() -> None:
+    """orjson writes 1e-05 as 0.00001 and NaN as null: the health table (a double column)
+    and only such tables take the exact encoder."""
+    assert replay._dumps(1e-05) != _json_dumps(1e-05)  # why the exact one is needed
+    assert replay._encoder_of(TABLES["health"]) is replay._dumps_exact
+    assert replay._encoder_of(TABLES["state_changes"]) is replay._dumps
+    assert replay._encoder_of(TABLES["request_payloads"]) is replay._dumps
 
 
 def test_entries_kept_are_bounded_and_those_beyond_are_built_each_time_alike() -> None:

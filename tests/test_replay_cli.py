@@ -457,7 +457,9 @@ def test_flat_rows_are_written_a_block_at_a_time_as_json_lines(
     in_pieces: list[object] = []
     pieces = replay._json_pieces
     monkeypatch.setattr(
-        replay, "_json_pieces", lambda c, row, t: in_pieces.append(row) or pieces(c, row, t)
+        replay,
+        "_json_pieces",
+        lambda c, row, t, dumps: in_pieces.append(row) or pieces(c, row, t, dumps),
     )
     write_tables(tmp_path, {"state_changes": rows})
     assert in_pieces == [rows[1_500]]  # the long row, never held whole as text
