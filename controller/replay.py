@@ -49,9 +49,9 @@ _ENCODE_ROWS = 256  # rows encoded in one go (their texts held at once, twice: k
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _LIST_SLICE = 10_000  # items of a long list column encoded at a time
 _LONG_LIST = 1_000  # a row with a list longer than this is written in pieces (EntryTexts)
-# request entries whose text is kept for the next body that names them unchanged (~0.4 KB
-# each, the entry itself being held by the core anyway: 80 MB at most; a cluster with
-# more has its first ones kept)
+# the longest UpdateMetadata body kept with its entries' texts for the next one (~0.25 KB
+# each, the entries themselves being held by the core anyway: 50 MB at most; a larger
+# cluster's bodies are encoded whole each time)
 _ENTRY_TEXTS = 200_000
 # Hadoop/Spark treat names starting with "." or "_" as hidden (checksums, _SUCCESS,
 # _delta_log) and "._COPYING_" as a file still being written; the file source skips them.
@@ -287,7 +287,7 @@ class _AppendFiles:
         self._out = out
         self._compress = compress
         self._handles: dict[str, IO[str]] = {}
-        self._texts = EntryTexts()
+        self._texts = EntryTexts()  # one for every batch: a body is compared with the last
 
     def __enter__(self) -> _AppendFiles:
         for name in self._tables:
@@ -302,7 +302,6 @@ class _AppendFiles:
         if table not in self._tables:
             raise ValueError(f"the simulator appended rows to {table!r}, not an append table")
         _write_rows(self._handles[table], self._tables[table], rows, self._texts)
-        self._texts.end_batch()
 
 
 def table_file(directory: Path, name: str) -> Path:
@@ -358,11 +357,11 @@ def _write_rows(
     from a row is written as null, as Delta would store it. A chunk is cut at
     _BYTES_PER_WRITE as well, and a row with a long list (a new broker's UpdateMetadata
     names every partition: ~290 MB of JSON at 1M partitions) is written a slice at a
-    time, never held whole as text. Lists of structs (request entries) are encoded
-    through `texts`: an entry shared by several bodies (a LeaderAndIsr's recipients, an
-    unchanged UpdateMetadata entry) is encoded once. Other rows (1.7M state changes in a
-    rolling restart of 100k partitions) are taken _ENCODE_ROWS at a time and encoded in
-    one `map`, with no Python step per row."""
+    time, through `texts` (an unchanged entry of the last UpdateMetadata body is not
+    encoded again). A request body (up to _LONG_LIST entries) is encoded in one call and
+    chunked row by row; other rows (1.7M state changes in a rolling restart of 100k
+    partitions) are taken _ENCODE_ROWS at a time and encoded in one `map`, with no
+    Python step per row."""
     columns = table.column_names
     lists = tuple(c.name for c in table.columns if isinstance(c.type, ArrayOf))
     has_entries = any(
@@ -385,9 +384,7 @@ def _write_rows(
                     chunk.flush()
                     for piece in _json_pieces(columns, row, texts, dumps):
                         handle.write(piece)
-                elif has_entries:
-                    chunk.add("".join(_json_pieces(columns, row, texts, dumps)))
-                else:
+                else:  # (a request body: one call for it, its entries too)
                     chunk.add(_json_line(columns, row, dumps))
         chunk.flush()
 
@@ -462,41 +459,30 @@ def _json_pieces(
 
 
 class EntryTexts:
-    """The JSON text of request entries, kept with the entry it was made from and found by
-    the entry's identity (request rows are never changed once built).
+    """The JSON text of request entries: a list is encoded a slice at a time in one orjson
+    call (no Python step per entry), except a long UpdateMetadata body, compared with the
+    last one by the identity of its entries.
 
     Each new broker's UpdateMetadata names every partition (10M entries in a 100-broker
     rolling restart of 100k partitions), and the core hands out the same dict for a
-    partition whose entry is unchanged (controller.metadata_entries): only changed
-    entries are encoded again (~50x a lookup). The last such long body is kept with its
-    entries' texts: the next one of the same length is compared with it item by item in
-    C (`is_not`), and only the positions holding another entry are looked up or encoded.
-    An UpdateMetadata entry (the one kind with offline replicas) keeps its text while it
-    is its partition's latest, across batches, for the first _ENTRY_TEXTS partitions.
-    Other entries (LeaderAndIsr, StopReplica) are shared only by the requests of one
-    batch (a LeaderAndIsr's recipients): their texts are kept until `end_batch`. Entries
-    that are not dicts with a "topic" and a "partition" are encoded as they come."""
+    partition whose entry is unchanged (controller.metadata_entries; request rows are never
+    changed once built). The last such body of at most _ENTRY_TEXTS entries is kept with
+    its entries' texts: the next one of the same length is compared with it item by item
+    in C (`is_not`), and only the positions holding another object are encoded. Other
+    lists (LeaderAndIsr and StopReplica bodies, ~3 recipients' bodies naming each entry)
+    are encoded whole: a text kept per entry and found again by its identity cost more in
+    Python than orjson spends encoding it again (0.89 against 0.49 µs per entry)."""
 
-    __slots__ = ("_batch", "_body", "_by_partition", "_latest")
+    __slots__ = ("_body",)
 
     def __init__(self) -> None:
-        # id(entry) -> (entry, text), the entry held so that its id stays its own
-        self._latest: dict[int, tuple[object, str]] = {}
-        self._by_partition: dict[tuple[object, object], int] = {}  # -> its id in _latest
-        self._batch: dict[int, tuple[object, str]] = {}  # the batch's other entries
         # the last long UpdateMetadata body (held: its items' ids stay theirs) and the
         # texts of its items, position by position
         self._body: tuple[list, list[str]] | None = None
 
-    def encode(self, items: list) -> str:
-        """`_dumps(items)` without its brackets."""
-        if not items or type(items[0]) is not dict:
-            return _dumps(items)[1:-1]  # (a list's text is its items' texts, joined)
-        return ",".join(self._texts(items))
-
     def pieces(self, items: list) -> Iterator[str]:
-        """`encode(items)` in pieces of up to _LIST_SLICE items (never the whole text of
-        a body at once)."""
+        """`_dumps(items)` without its brackets, in pieces of up to _LIST_SLICE items (never
+        the whole text of a body at once)."""
         if _LONG_LIST < len(items) <= _ENTRY_TEXTS and _is_update_metadata_body(items):
             texts = self._body_texts(items)
             for start in range(0, len(items), _LIST_SLICE):
@@ -504,13 +490,9 @@ class EntryTexts:
                 yield text if start == 0 else "," + text
             return
         for start in range(0, len(items), _LIST_SLICE):
-            text = self.encode(items[start : start + _LIST_SLICE])
+            # (a list's text is its items' texts, joined)
+            text = _dumps(items[start : start + _LIST_SLICE])[1:-1]
             yield text if start == 0 else "," + text
-
-    def end_batch(self) -> None:
-        """The batch's rows are written: its LeaderAndIsr and StopReplica entries are not
-        met again."""
-        self._batch.clear()
 
     def _body_texts(self, items: list) -> list[str]:
         """The texts of a long UpdateMetadata body's items, which becomes the kept body
@@ -519,48 +501,17 @@ class EntryTexts:
         shutdown's, its broker's partitions) are shorter."""
         kept = self._body
         if kept is not None and len(items) < len(kept[0]) // 2:
-            return self._texts(items)
+            return list(map(_dumps, items))
         self._body = None  # (not left half-updated by an error)
         if kept is None or len(kept[0]) != len(items):
-            texts = self._texts(items)
+            texts = list(map(_dumps, items))
         else:
             previous, texts = kept
             # the positions whose entry is another object than the kept body's there
             for position in compress(count(), map(is_not, items, previous)):
-                texts[position] = self._texts(items[position : position + 1])[0]
+                texts[position] = _dumps(items[position])
         self._body = (items, texts)
         return texts
-
-    def _texts(self, items: list) -> list[str]:
-        latest = self._latest
-        batch = self._batch
-        out: list[str] = []
-        append = out.append
-        for item in items:
-            key = id(item)
-            kept = latest.get(key) or batch.get(key)
-            if kept is not None and kept[0] is item:
-                append(kept[1])
-                continue
-            text = _dumps(item)
-            append(text)
-            if type(item) is not dict or "partition" not in item or "topic" not in item:
-                continue
-            if item.get("offline_replicas") is None:
-                batch[key] = (item, text)
-            else:
-                self._keep_latest(item, text)
-        return out
-
-    def _keep_latest(self, item: dict, text: str) -> None:
-        partition = (item["topic"], item["partition"])
-        replaced = self._by_partition.get(partition)
-        if replaced is not None:
-            del self._latest[replaced]
-        elif len(self._latest) >= _ENTRY_TEXTS:
-            return  # full: a cluster with more partitions has its first ones kept
-        self._latest[id(item)] = (item, text)
-        self._by_partition[partition] = id(item)
 
 
 def _is_update_metadata_body(items: list) -> bool:

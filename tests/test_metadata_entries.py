@@ -165,30 +165,6 @@ def test_a_leader_and_isr_entry_is_shared_by_its_recipients_but_is_new_stays_sti
     assert m.entry("LeaderAndIsr", 2)["leader_epoch"] == m.entry("LeaderAndIsr", 3)["leader_epoch"]
 
 
-def _um(topic: str, partition: int, leader: int) -> Row:
-    return {"topic": topic, "partition": partition, "leader": leader, "offline_replicas": []}
-
-
-def test_entry_texts_keep_one_update_metadata_text_per_partition_and_batch_texts_till_its_end() -> (
-    None
-):
-    """The kept texts stay bounded: an UpdateMetadata entry's text replaces its partition's
-    previous one; other entries' texts go with their batch. An entry equal to a kept one
-    but not the same object is encoded on its own."""
-    texts = replay.EntryTexts()
-    versions = [_um("t", 0, leader) for leader in range(5)]
-    for version in versions:
-        assert texts.encode([version]) == json.dumps(version, separators=(",", ":"))
-    assert len(texts._latest) == len(texts._by_partition) == 1
-    assert texts.encode([versions[-1]]) == json.dumps(versions[-1], separators=(",", ":"))
-    leader_and_isr = {"topic": "t", "partition": 0, "is_new": True, "offline_replicas": None}
-    texts.encode([leader_and_isr, leader_and_isr])
-    assert len(texts._batch) == 1
-    texts.end_batch()
-    assert len(texts._batch) == 0
-    assert len(texts._latest) == 1  # the UpdateMetadata text outlives the batch
-
-
 _SCALARS = st.none() | st.booleans() | st.integers() | st.text()
 _JSON = st.recursive(
     _SCALARS | st.floats(),

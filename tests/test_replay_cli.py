@@ -346,19 +346,20 @@ _ENTRY = st.fixed_dictionaries(
 _ITEM = _ENTRY | _ENTRY.map(lambda e: dict(reversed(e.items()))) | st.integers() | st.none()
 
 
-@given(st.lists(st.lists(_ITEM, max_size=12), max_size=8), st.integers(0, 4))
-def test_entry_texts_encode_each_list_as_json_does(lists: list[list[Any]], room: int) -> None:
-    """`EntryTexts` reuses a partition's entry text across request bodies: each body must
-    still encode exactly as `json.dumps` would, whatever changed in between (a value, the
-    key order, a non-entry item), with the kept texts full or not."""
-    import pytest
-
+@given(st.lists(st.lists(_ITEM, max_size=12), max_size=8), st.integers(0, 4), st.integers(1, 5))
+def test_entry_texts_encode_each_list_as_json_does(
+    lists: list[list[Any]], room: int, slice_size: int
+) -> None:
+    """`EntryTexts` encodes each request body a slice at a time: each body must encode
+    exactly as `json.dumps` would, whatever changed in between (a value, the key order, a
+    non-entry item), whatever the slice size and with a body kept or not."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(replay, "_ENTRY_TEXTS", room)
+        patch.setattr(replay, "_LIST_SLICE", slice_size)
         texts = replay.EntryTexts()
         for items in lists:
             expected = json.dumps(items, ensure_ascii=False, separators=(",", ":"))[1:-1]
-            assert texts.encode(items) == expected
+            assert "".join(texts.pieces(items)) == expected
 
 
 def _compact(value: object) -> str:
@@ -408,9 +409,9 @@ def test_a_long_body_after_the_kept_one_encodes_only_the_entries_that_are_not_th
 ) -> None:
     """A new broker's UpdateMetadata after another: the entry that changed in between is
     a new object and is encoded (a body reusing the kept text there would still name the
-    old leader), entries that moved are found by their identity (as their partition's
-    latest text), and a shorter body sent in between (a controlled shutdown's) does not
-    replace the kept one."""
+    old leader), so are the entries that moved to another position, the rest are the kept
+    texts, and a shorter body sent in between (a controlled shutdown's) does not replace
+    the kept one."""
     first = [_um_entry(p, 1, []) for p in range(4000)]
     texts = replay.EntryTexts()
     assert "".join(texts.pieces(first)) == _compact(first)[1:-1]
@@ -426,7 +427,8 @@ def test_a_long_body_after_the_kept_one_encodes_only_the_entries_that_are_not_th
     text = "".join(texts.pieces(second))
     assert text == _compact(second)[1:-1]
     assert '"partition":1234,"leader":2,"offline_replicas":[1]' in text
-    assert encoded == [second[1234]]  # the one new entry, nothing else encoded
+    # the positions holding another object than before, nothing else encoded
+    assert encoded == [second[5], second[6], second[1234]]
     assert texts._body is not None and texts._body[0] is second
 
 
