@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from itertools import count
+from itertools import groupby
 from operator import attrgetter
 from typing import Any
 
@@ -31,24 +31,61 @@ _Kept = tuple[Partition, LeaderAndIsr, Ints, list[int], bool, Row]
 # three distinct tuples per partition: its ISR, replica set and offline replicas), so the
 # values no entry holds any more (old ISRs) do not pile up
 _LISTS_PER_ENTRY = 4
-# Entries kept at most (~0.8 KB each: ~100 MiB): a cluster this large or smaller reuses
-# every unchanged entry; a larger one reuses this many and builds the rest per body, as
-# before, so the driver's memory per partition stays within its bound at 1M partitions.
+# Entries kept at most by partition (~0.8 KB each: ~100 MiB), for the requests that name a
+# few partitions (LeaderAndIsr, a shutdown's UpdateMetadata): a larger cluster reuses this
+# many there and builds the rest, so the driver's memory per partition keeps its bound at
+# 1M partitions. The last full body is kept whatever its size (`full_body`).
 MAX_KEPT = 131_072
 
 _TP = attrgetter("tp")
+_TOPIC = attrgetter("topic")
 
 
 @dataclass(slots=True)
 class _Body:
     """The last body of every partition with a leader: its records (the context's list),
-    their partitions, each partition's place, the entries, and the live brokers then."""
+    their partitions, the entries, the live brokers then, and where each topic's run of
+    records starts in those lists (`_Positions`)."""
 
     records: list[Partition]
     tps: list[TopicPartition]
-    index: dict[TopicPartition, int]
     entries: list[Row]
     live: frozenset[int]
+    positions: _Positions
+
+
+@dataclass(slots=True)
+class _Positions:
+    """Each partition's place in a body, found from its topic's: a body lists each topic's
+    records with a leader in partition order, so in a topic whose partitions there are
+    0..n-1 (nearly all) partition p is at the topic's start + p. Only the other topics'
+    partitions are held one by one: a dict of every partition would cost ~80 MB at 1M."""
+
+    runs: dict[str, tuple[int, int]]  # topic -> (first place, partitions), dense topics
+    sparse: dict[TopicPartition, int]  # the other topics' partitions
+
+    @classmethod
+    def of(cls, tps: list[TopicPartition]) -> _Positions:
+        runs: dict[str, tuple[int, int]] = {}
+        sparse: dict[TopicPartition, int] = {}
+        start = 0
+        for topic, run in groupby(map(_TOPIC, tps)):
+            length = len(list(run))
+            end = start + length
+            # partition numbers are distinct and sorted: 0 first and n-1 last is 0..n-1
+            if tps[start].partition == 0 and tps[end - 1].partition == length - 1:
+                runs[topic] = (start, length)
+            else:
+                sparse.update(zip(tps[start:end], range(start, end), strict=True))
+            start = end
+        return cls(runs, sparse)
+
+    def get(self, tp: TopicPartition) -> int | None:
+        """The partition's place in the body, None if it is not in it."""
+        run = self.runs.get(tp.topic)
+        if run is None:
+            return self.sparse.get(tp)
+        return run[0] + tp.partition if tp.partition < run[1] else None
 
 
 class MetadataEntries:
@@ -141,14 +178,18 @@ class MetadataEntries:
         would put in an empty dict. While that list of records is the same object as for
         the previous such body, only the entries of partitions changed since
         (context.take_metadata_changes) or with a replica on a broker whose liveness
-        changed since are redone; the rest are the previous body's."""
+        changed since are redone; the rest are the previous body's.
+
+        The body is kept whatever the cluster's size: its entries are those the caller is
+        handed anyway, so keeping them until the next body costs about what building the
+        next one afresh would (at 1M partitions ~0.5 GB each time), and the next costs only
+        what changed."""
         records = context.records_with_leaders()
         deleting = context.topics_to_be_deleted
         live = context.live_broker_set()
-        # a body is kept unless a topic is queued for deletion (its entries change with no
-        # change of its record) or it is too large to keep (memory): the changes since
-        # are logged only when one is
-        keep = not deleting and len(records) <= self._max_kept
+        # no body is kept while a topic is queued for deletion (its entries change with no
+        # change of its record): the changes since are logged only when one is
+        keep = not deleting
         changes = context.take_metadata_changes(log_next=keep)
         if not keep:
             self._body = None
@@ -157,19 +198,20 @@ class MetadataEntries:
             return list(out), list(out.values())
         body = self._body
         if body is None or changes is None or body.records is not records:
+            self._body = None  # (the old one freed before the new one is built)
             self._sync_live(live)
             tps = list(map(_TP, records))
             entries = list(map(self._entry, records))
-            self._body = _Body(records, tps, dict(zip(tps, count())), entries, live)
+            self._body = _Body(records, tps, entries, live, _Positions.of(tps))
             return tps, list(entries)
         if live is not body.live:
             changes.update(*map(context.hosted_partitions, live ^ body.live))
             body.live = live
         self._sync_live(live)
-        index = body.index
+        place = body.positions.get
         entries = body.entries  # the body's own: changed in place
         for tp in changes:
-            i = index.get(tp)
+            i = place(tp)
             if i is not None:
                 entries[i] = self._entry(records[i])
         return body.tps, list(entries)

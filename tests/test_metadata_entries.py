@@ -278,7 +278,8 @@ def _check_full_body(entries: MetadataEntries, context: ControllerContext) -> li
     return body
 
 
-@pytest.mark.parametrize("max_kept", [MAX_KEPT, 3])  # 3: no body kept, every record walked
+# 3: fewer entries kept by partition than the body names; the body is kept all the same
+@pytest.mark.parametrize("max_kept", [MAX_KEPT, 3])
 def test_the_full_body_redoes_every_partition_changed_since_the_last_one(max_kept: int) -> None:
     """§8.2: each new broker is sent every partition with a leader as it is now. The body
     keeps the previous body's entries and redoes only the partitions changed since: a
@@ -299,18 +300,17 @@ def test_the_full_body_redoes_every_partition_changed_since_the_last_one(max_kep
     entries = MetadataEntries(max_kept)
     first = _check_full_body(entries, context)
     assert len(first) == 6
-    kept = max_kept >= 6
 
     a0, a1, b2 = (records[TopicPartition(t, p)] for t, p in (("a", 0), ("a", 1), ("b", 2)))
     context.set_leadership(a0, LeaderAndIsr(2, 1, (2, 3), 1))  # a new leader
     led = _check_full_body(entries, context)
     assert led[0]["leader"] == 2
-    assert led[1] is first[1] or not kept  # a-1 untouched: the same entry
+    assert led[1] is first[1]  # a-1 untouched: the same entry
 
     context.set_assignment(a1, ReplicaAssignment((3, 4, 1)))  # reassigned
     moved = _check_full_body(entries, context)
     assert moved[1]["replicas"] == [3, 4, 1]
-    assert moved[2] is first[2] or not kept
+    assert moved[2] is first[2]
 
     context.set_broker_status(4, BrokerStatus.SHUTTING_DOWN)  # broker 4 no longer live
     down = _check_full_body(entries, context)
@@ -342,7 +342,41 @@ def test_the_full_body_redoes_every_partition_changed_since_the_last_one(max_kep
     assert not context.topics_to_be_deleted
     assert _check_full_body(entries, context)[0]["leader"] == 3
     # changes are logged only while a body is kept to compare with
-    assert (context.take_metadata_changes(log_next=False) is not None) is kept
+    assert context.take_metadata_changes(log_next=False) is not None
+    context.topics_to_be_deleted.add("a")
+    _check_full_body(entries, context)
+    assert context.take_metadata_changes(log_next=False) is None
+
+
+def test_a_body_finds_the_partitions_of_a_topic_with_gaps_one_by_one() -> None:
+    """A body places partition p of a topic at the topic's start + p while the topic's
+    partitions with a leader are 0..n-1; a topic with a gap (a partition without a leader,
+    a partition number missing) has its partitions placed one by one. A change to any
+    partition of either kind lands on its own entry."""
+    context = ControllerContext("c")
+    for broker in (1, 2, 3):
+        context.register_broker(broker, None, 100 + broker)
+    records: dict[TopicPartition, Partition] = {}
+    for topic, partitions in (("a", (0, 1, 2, 3)), ("b", (1, 2)), ("c", (0, 1))):
+        context.add_topic(topic, {})
+        for partition in partitions:
+            tp = TopicPartition(topic, partition)
+            records[tp] = context.add_partition(tp, ReplicaAssignment((1, 2, 3)))
+            context.set_leadership(records[tp], LeaderAndIsr(1, 0, (1, 2, 3), 0))
+    context.set_leadership(records[TopicPartition("a", 1)], None)  # a gap in "a"
+    entries = MetadataEntries()
+    _check_full_body(entries, context)
+    body = entries._body
+    assert body is not None
+    assert body.positions.runs == {"c": (5, 2)}  # "a" is 0,2,3 and "b" 1,2: one by one
+    assert body.positions.get(TopicPartition("a", 3)) == 2
+    assert body.positions.get(TopicPartition("a", 1)) is None
+    assert body.positions.get(TopicPartition("c", 2)) is None
+    for leader, tp in enumerate([TopicPartition(t, int(p)) for t, p in ("a3", "b1", "c1", "a0")]):
+        context.set_leadership(records[tp], LeaderAndIsr(2 + leader % 2, 1 + leader, (2, 3), 1))
+        body_now = _check_full_body(entries, context)
+        assert entries._body is body  # kept: only the changed entry redone
+        assert body_now[body.positions.get(tp)]["leader"] == 2 + leader % 2
 
 
 def test_records_with_leaders_is_one_list_until_the_partitions_with_a_leader_change() -> None:
