@@ -7,7 +7,8 @@ with `delivered = false` (Kafka drops them).
 A request entry (a dict of `schemas.tables.REQUEST_PARTITION`) is never changed once
 built: one entry is shared by every recipient of a LeaderAndIsr add, an unchanged
 partition's UpdateMetadata entry by every body naming it (`MetadataEntries`), and the
-replay writer finds an entry's text by its identity (`controller.replay.EntryTexts`).
+replay writer reuses the text of an unchanged entry of the last long UpdateMetadata body,
+found by its identity (`controller.replay.EntryTexts`).
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ frozen value, replaced on every change), its replica set, which of those replica
 offline and whether its topic is queued for deletion. While the leadership and the replica
 set are the same objects as when it was built and the rest are equal, the entry built then
 is the entry now, so the same dict is handed out again. Request rows are never changed
-once built, which makes the sharing safe; the replay writer finds a shared entry's JSON
-text by identity (`controller.replay.EntryTexts`).
+once built, which makes the sharing safe; the replay writer reuses the JSON text of an
+entry still at its place in the last long body, by identity (`controller.replay.EntryTexts`).
 """
 
 from __future__ import annotations
