@@ -34,7 +34,7 @@ from controller.config import Settings
 from controller.memory import cyclic_gc_paused
 from controller.simulator import RawEvent, Row, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES, TABLES, Table
-from schemas.types import DOUBLE, ArrayOf, DataType, MapOf, StructOf
+from schemas.types import DOUBLE, ArrayOf, StructOf, contains
 
 DEFAULT_BATCH_SIZE = 10_000
 # a batch's output held at once, in rows and request-body partition entries (~0.5-1 KB
@@ -287,7 +287,8 @@ class _AppendFiles:
         self._out = out
         self._compress = compress
         self._handles: dict[str, IO[str]] = {}
-        self._texts = EntryTexts()  # one for every batch: a body is compared with the last
+        # one for the whole replay: a long body is compared with the last, across batches
+        self._texts = EntryTexts()
 
     def __enter__(self) -> _AppendFiles:
         for name in self._tables:
@@ -561,16 +562,6 @@ def _dumps(value: object) -> str:
 def _encoder_of(table: Table) -> Callable[[object], str]:
     """The encoder of a table's rows: `_dumps`, or `_dumps_exact` where a column holds
     floats."""
-    if any(map(_holds_floats, (c.type for c in table.columns))):
+    if any(contains(c.type, lambda t: t == DOUBLE) for c in table.columns):
         return _dumps_exact
     return _dumps
-
-
-def _holds_floats(data_type: DataType) -> bool:
-    if isinstance(data_type, ArrayOf):
-        return _holds_floats(data_type.element)
-    if isinstance(data_type, MapOf):
-        return _holds_floats(data_type.key) or _holds_floats(data_type.value)
-    if isinstance(data_type, StructOf):
-        return any(_holds_floats(t) for _, t in data_type.fields)
-    return data_type == DOUBLE

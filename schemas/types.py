@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -34,3 +35,17 @@ LONG = Scalar("long")
 BOOLEAN = Scalar("boolean")
 DOUBLE = Scalar("double")
 INT_LIST = ArrayOf(INT)
+
+
+def contains(data_type: DataType, test: Callable[[DataType], bool]) -> bool:
+    """Whether `test` holds for the type or for a type nested in it (an array's elements,
+    a map's keys and values, a struct's fields)."""
+    if test(data_type):
+        return True
+    if isinstance(data_type, ArrayOf):
+        return contains(data_type.element, test)
+    if isinstance(data_type, MapOf):
+        return contains(data_type.key, test) or contains(data_type.value, test)
+    if isinstance(data_type, StructOf):
+        return any(contains(t, test) for _, t in data_type.fields)
+    return False

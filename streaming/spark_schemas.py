@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from controller.request_log import PayloadRows, RequestLog
 from schemas import TABLES, ArrayOf, DataType, MapOf, Scalar, StructOf, Table
+from schemas.types import contains
 
 if TYPE_CHECKING:
     from pyspark.sql import types as T
@@ -84,16 +85,6 @@ def key_schema(table: Table | str) -> T.StructType:
     return T.StructType([f for f in table_schema(table).fields if f.name in table.key])
 
 
-def _contains_map(data_type: DataType) -> bool:
-    if isinstance(data_type, MapOf):
-        return True
-    if isinstance(data_type, ArrayOf):
-        return _contains_map(data_type.element)
-    if isinstance(data_type, StructOf):
-        return any(_contains_map(t) for _, t in data_type.fields)
-    return False
-
-
 def _maps_to_dicts(value: Any, data_type: DataType) -> Any:
     """Arrow gives a map as [(key, value), ...]; the core's rows hold dicts."""
     if value is None:
@@ -111,7 +102,7 @@ def arrow_to_rows(data: pa.Table, table: Table | str) -> list[dict[str, Any]]:
     """Rows of `table` (dicts keyed by column name, maps as dicts) from an Arrow table."""
     table = TABLES[table] if isinstance(table, str) else table
     rows: list[dict[str, Any]] = data.select(list(table.column_names)).to_pylist()
-    mapped = [c for c in table.columns if _contains_map(c.type)]
+    mapped = [c for c in table.columns if contains(c.type, lambda t: isinstance(t, MapOf))]
     for row in rows:
         for column in mapped:
             row[column.name] = _maps_to_dicts(row[column.name], column.type)
