@@ -169,7 +169,7 @@ def replay(
     """Apply the events under `source` and write every table to `out` (Zstandard with
     `compress`)."""
     started = time.monotonic()
-    simulator = Simulator(settings)
+    simulator = Simulator(settings, state_rows=False)  # the state tables: written at the end
     events = rejected = requests = 0
     lines = read_events(source)  # lists the files now, before any output file exists
     out.mkdir(parents=True, exist_ok=True)
