@@ -44,10 +44,18 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from controller.columns import Columns
 from controller.simulator import BatchOutput
+from controller.snapshot import COLUMNAR_TABLES
 from schemas import APPEND_TABLES, STATE_TABLES, TABLES, Table
 from streaming import delta_append, delta_files, delta_merge, time_travel
-from streaming.spark_schemas import arrow_schema, arrow_to_rows, rows_to_arrow, table_schema
+from streaming.spark_schemas import (
+    arrow_schema,
+    arrow_to_columns,
+    arrow_to_rows,
+    rows_to_arrow,
+    table_schema,
+)
 
 # What `Simulator.from_tables` is given at start and restart (table -> columns, None for
 # all): the state tables, and the ids of applied events for duplicate detection.
@@ -185,19 +193,21 @@ class Lake:
         tables: Mapping[str, Sequence[str] | None] = RESTORE_TABLES,
         before: Mapping[str, int] | None = None,
         clusters: Collection[str] | None = None,
-    ) -> dict[str, list[dict[str, Any]]]:
+    ) -> dict[str, Columns | list[dict[str, Any]]]:
         """Rows of `tables` (name -> the columns wanted, None for all), each as of the
         version before `before[table]` when given, optionally only of `clusters`; maps
-        come back as dicts."""
+        come back as dicts. The COLUMNAR_TABLES come back as `Columns`."""
         before = before or {}
 
-        def load(name: str) -> list[dict[str, Any]]:
+        def load(name: str) -> Columns | list[dict[str, Any]]:
             version = before.get(name)
             data = self._load(name, tables[name], None if version is None else version - 1)
             if clusters is not None:
                 data = data.filter(
                     pc.is_in(data.column("cluster"), pa.array(list(clusters), pa.string()))
                 )
+            if name in COLUMNAR_TABLES:
+                return arrow_to_columns(data)
             return arrow_to_rows(data, name) if tables[name] is None else data.to_pylist()
 
         with ThreadPoolExecutor(WRITE_THREADS) as pool:

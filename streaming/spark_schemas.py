@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from controller.columns import Columns
 from controller.request_log import PayloadRows, RequestLog
 from schemas import TABLES, ArrayOf, DataType, MapOf, Scalar, StructOf, Table
 from schemas.types import contains
@@ -107,6 +108,12 @@ def arrow_to_rows(data: pa.Table, table: Table | str) -> list[dict[str, Any]]:
         for column in mapped:
             row[column.name] = _maps_to_dicts(row[column.name], column.type)
     return rows
+
+
+def arrow_to_columns(data: pa.Table) -> Columns:
+    """An Arrow table's columns as Python lists (no map columns: those are lists of pairs
+    in Arrow's Python form)."""
+    return Columns(tuple(data.column_names), tuple(c.to_pylist() for c in data.columns))
 
 
 def rows_to_arrow(

@@ -16,6 +16,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from controller.columns import Columns
+from controller.snapshot import COLUMNAR_TABLES
 from schemas import TABLES
 
 Row = dict[str, Any]
@@ -69,12 +71,17 @@ class Tables:
     def rows(self, table: str) -> list[Row]:
         return list(self.state[table].values())
 
-    def for_restart(self) -> dict[str, list[Row]]:
+    def for_restart(self) -> dict[str, list[Row] | Columns]:
         """What Simulator.from_tables reads: every state table, applied_events and health
-        (the unclean elections count goes on from the last row)."""
-        tables = {name: [dict(r) for r in rows.values()] for name, rows in self.state.items()}
+        (the unclean elections count goes on from the last row). The tables a job's
+        restore reads as columns (COLUMNAR_TABLES) come as Columns, as there."""
+        tables: dict[str, list[Row] | Columns] = {
+            name: [dict(r) for r in rows.values()] for name, rows in self.state.items()
+        }
         tables["applied_events"] = [dict(r) for r in self.appended["applied_events"]]
         tables["health"] = [dict(r) for r in self.appended["health"]]
+        for name in COLUMNAR_TABLES:
+            tables[name] = Columns.of_rows(tables.get(name, ()), TABLES[name].column_names)
         return tables
 
 
