@@ -29,9 +29,14 @@ class LeaderElections:
         deleting: list[TopicPartition] = []
         if requested is None:
             # what the brokers' metadata caches hold: partitions with a leader, minus those
-            # of topics being deleted (the UpdateMetadata with leader -2 removed them); the
-            # records walked topic by topic, none looked up (this is the whole cluster)
-            live = context.records_with_leaders()
+            # of topics being deleted (the UpdateMetadata with leader -2 removed them); for
+            # a preferred election only those not led by their preferred replica (the
+            # others are not electable, and with every partition requested get no answer)
+            live = (
+                context.records_not_led_by_preferred()
+                if election == PREFERRED_ELECTION
+                else context.records_with_leaders()
+            )
         else:
             partitions = list(dict.fromkeys(requested))
             live = []

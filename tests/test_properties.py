@@ -595,6 +595,22 @@ class ControllerMachine(RuleBasedStateMachine):
     def one_cluster(self) -> None:
         assert self.simulator.clusters() in ([], [CLUSTER])
 
+    @invariant()
+    def preferred_election_candidates_are_those_of_a_full_walk(self) -> None:
+        """SPEC §12.1: a whole-cluster preferred election's candidates (from the context's
+        index of partitions not led by their first replica) are exactly the partitions
+        with a leader, of topics not queued for deletion, whose leader is not it."""
+        for simulator in (self.simulator, self.restored):
+            if simulator is None or not simulator.clusters():
+                continue
+            context = simulator.context(CLUSTER)
+            walked = [
+                record
+                for record in context.records_with_leaders()
+                if record.leadership.leader != record.assignment.replicas[0]
+            ]
+            assert context.records_not_led_by_preferred() == walked
+
 
 ControllerMachine.TestCase.settings = settings(
     max_examples=100,
