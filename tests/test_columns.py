@@ -95,3 +95,32 @@ def test_a_cluster_reloaded_from_its_tables_has_the_same_rows(log: Path, columna
         assert list(reloaded.table_rows(table.name)) == before, table.name
     event_ids = {row["last_event_id"] for row in tables["replica_state"]}
     assert len(event_ids) > 1  # (replicas changed by different events: a loss would show)
+
+
+def test_arrow_columns_are_the_columns_values_with_one_object_per_distinct_string() -> None:
+    """The restore's reader (`Lake.load_rows`): each column's values as Arrow gives them,
+    over several chunks, nulls and lists included; a string column's repeated values are
+    one object each (the context keeps the event ids it loads)."""
+    import pyarrow as pa
+
+    from streaming.spark_schemas import arrow_to_columns
+
+    topics = [f"orders-{i % 3:04d}-of-a-long-topic-name" for i in range(30)]
+    batches = [
+        pa.record_batch(
+            {
+                "topic": pa.array(topics[start : start + 10]),
+                "partition": pa.array(range(start, start + 10)),
+                "isr": pa.array([[1, 2]] * 10),
+                "event_id": pa.array([None if i == 4 else f"e-{i % 2}" for i in range(10)]),
+            }
+        )
+        for start in (0, 10, 20)
+    ]
+    table = pa.Table.from_batches(batches)
+    columns = arrow_to_columns(table)
+    assert columns.names == tuple(table.column_names)
+    assert list(columns.values) == [column.to_pylist() for column in table.columns]
+    assert len({id(topic) for topic in columns.column("topic")}) == 3
+    empty = arrow_to_columns(table.slice(0, 0))
+    assert list(empty.values) == [[], [], [], []]
