@@ -85,14 +85,14 @@ class Simulator:
         simulator = cls(settings)
         names = {row["cluster"] for row in tables.get("clusters", ())}
         unclean = _unclean_elections(tables.get("health", ()))
+        applied = Columns.of_rows(tables.get("applied_events", ()), ("cluster", "event_id"))
         for cluster in sorted(names):
             context = snapshot.load(cluster, tables)
             runner = ClusterRunner(context, settings, unclean.get(cluster, 0))
             runner.mark_stored()
-            applied = Columns.of_rows(tables.get("applied_events", ()), ("cluster", "event_id"))
             runner.seen_event_ids.update(applied.where("cluster", cluster).column("event_id"))
             simulator._clusters[cluster] = runner
-        del tables
+        del tables, applied
         simulator._heap.settle_loaded()  # the contexts: out of every later collection
         return simulator
 
