@@ -8,7 +8,7 @@ tables, so a context rebuilt from them continues exactly as the original would h
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from operator import itemgetter
+from operator import itemgetter, lt
 from typing import Any
 
 from controller.columns import Columns
@@ -207,14 +207,24 @@ def load(cluster: str, tables: Mapping[str, Iterable[Mapping[str, Any]]]) -> Con
             context.topics_to_be_deleted.add(row["topic"])
         if row["deletion"] == INELIGIBLE:
             context.topics_ineligible_for_deletion.add(row["topic"])
-    records: dict[tuple[str, int], Partition] = {}
     shared: dict[object, Any] = {}
     partitions = columns("partition_state", _PARTITION_COLUMNS)
-    for values in sorted(partitions.tuples(*_PARTITION_COLUMNS), key=itemgetter(0, 1)):
-        _load_partition(context, values, restamped, records, shared)
+    in_order: Iterable[tuple[Any, ...]] = partitions.tuples(*_PARTITION_COLUMNS)
+    if not _in_key_order(partitions):
+        # (a list of a tuple per row: ~160 MB at 1M partitions; a lake's rows come sorted)
+        in_order = sorted(in_order, key=itemgetter(0, 1))
+    for values in in_order:
+        _load_partition(context, values, restamped, shared)
     replicas = columns("replica_state", _REPLICA_COLUMNS)
+    topics = context.topics
+    name: str | None = None
+    records: dict[int, Partition] = {}
     for topic, partition, broker, state, event_id in replicas.tuples(*_REPLICA_COLUMNS):
-        record = records.get((topic, partition))
+        if topic != name:  # (a lake's rows come by key: one lookup per run of a topic)
+            name = topic
+            info = topics.get(topic)
+            records = {} if info is None else info.partitions
+        record = records.get(partition)
         if record is not None:
             record.set_replica(broker, _REPLICA_STATES[state], event_id)
     _derive_transient_sets(context)
@@ -231,11 +241,18 @@ _PARTITION_COLUMNS = (
 _REPLICA_COLUMNS = ("topic", "partition", "broker", "state", "last_event_id")
 
 
+def _in_key_order(partitions: Columns) -> bool:
+    """Whether the rows are sorted by (topic, partition)."""
+    keys = zip(partitions.column("topic"), partitions.column("partition"), strict=True)
+    following = zip(partitions.column("topic"), partitions.column("partition"), strict=True)
+    next(following, None)
+    return all(map(lt, keys, following))
+
+
 def _load_partition(
     context: ControllerContext,
     values: tuple[Any, ...],
     restamped: set[TopicPartition],
-    records: dict[tuple[str, int], Partition],
     shared: dict[object, Any],
 ) -> None:
     """A partition_state row's `values` (_PARTITION_COLUMNS). `shared` holds one object
@@ -271,9 +288,7 @@ def _load_partition(
         if tp in restamped:
             # the running controller's cache, re-stamped under its epoch without a write
             leadership = leadership.stamped(context.epoch)
-    records[topic, partition] = context.load_partition(
-        tp, assignment, leadership, _PARTITION_STATES[state], last_event_id
-    )
+    context.load_partition(tp, assignment, leadership, _PARTITION_STATES[state], last_event_id)
 
 
 # value -> member: calling an Enum class on a value is ~1 µs, a dict lookup ~30 ns

@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
@@ -28,6 +28,8 @@ if TYPE_CHECKING:  # read_files and NotNative serve the Spark-free `kcsim state`
     from pyspark.sql import SparkSession
 
 _COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
+
+T = TypeVar("T")
 
 
 class NotNative(Exception):
@@ -68,9 +70,13 @@ def read_table(
     directory: str,
     schema: pa.Schema,
     version: int | None = None,
+    key: Sequence[str] = (),
 ) -> pa.Table:
     """The table's rows at `version` (the latest when None), the columns of `schema` in
-    its types (Spark's files name list items and mark nullability their own way)."""
+    its types (Spark's files name list items and mark nullability their own way). With
+    `key`, the files are read in the order of their key ranges (`in_key_order`): a table
+    whose files each hold a sorted range of keys apart from the others' comes back sorted
+    by key without a sort."""
     jvm = spark._jvm  # type: ignore[attr-defined]
     assert jvm is not None
     log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(
@@ -82,8 +88,31 @@ def read_table(
     else:
         none = jvm.scala.Option.empty()
         snapshot = log.getSnapshotAt(version, none, none, False)
-    files = listed_files(spark, snapshot, directory)
-    return read_files([local_path(directory, add["path"]) for _, add in files], schema)
+    adds = [add for _, add in listed_files(spark, snapshot, directory)]
+    if key:
+        stats = [json.loads(add.get("stats") or "{}") for add in adds]
+        lows = [s.get("minValues", {}) for s in stats]
+        adds = in_key_order(adds, key, lows, [s.get("maxValues", {}) for s in stats])
+    return read_files([local_path(directory, add["path"]) for add in adds], schema)
+
+
+def in_key_order(
+    items: Sequence[T],
+    key: Sequence[str],
+    minimums: Sequence[Mapping[str, Any]],
+    maximums: Sequence[Mapping[str, Any]],
+) -> list[T]:
+    """`items` (files) sorted by the bounds of their `key` columns (`minimums[i]` and
+    `maximums[i]`: item i's, from its statistics): by the first column's minimum, then its
+    maximum, then the next column's. Files that hold disjoint sorted ranges of keys come
+    out in key order: two such files whose first column has the same bounds hold a single
+    value of it, so the next column decides. A file without bounds comes last."""
+
+    def bounds(position: int) -> tuple[tuple[bool, Any], ...]:
+        pair = (minimums[position], maximums[position])
+        return tuple((values.get(c) is None, values.get(c)) for c in key for values in pair)
+
+    return [items[i] for i in sorted(range(len(items)), key=bounds)]
 
 
 def read_files(paths: Sequence[str], schema: pa.Schema) -> pa.Table:

@@ -10,11 +10,13 @@ with pyarrow, and delta-spark's own transaction commits it:
    Spark job), and the transaction records that the whole table was read (for Delta's
    conflict checks);
 2. files whose key bounds hold none of the changed values in some key column are
-   skipped (a binary search per file and column); the others are read, and those
-   holding a changed key are touched;
-3. the touched files are removed; their unchanged rows and the batch's upserts (updates
-   and inserts) are written as new files sorted by key, at most `ROWS_PER_FILE` rows each (what the
-   session's `maxRecordsPerFile` gives a Spark MERGE);
+   skipped (a binary search per file and column); the others are read, a group of
+   `FILES_PER_GROUP` at a time (in key order), and those holding a changed key are
+   touched;
+3. the touched files are removed; each group's unchanged rows and the upserts of its keys
+   are written as new files sorted by key, at most `ROWS_PER_FILE` rows each (what the
+   session's `maxRecordsPerFile` gives a Spark MERGE), and so are the upserts of keys no
+   file held (inserts);
 4. the Change Data Feed gets the rows a Spark MERGE gives it (`update_preimage` and
    `update_postimage` for an upserted key that existed, `delete`, `insert`), in a
    `_change_data` file; a commit that only adds files carries none, since Delta infers
@@ -34,7 +36,7 @@ import os
 import time
 import uuid
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +48,8 @@ from pyspark.sql import SparkSession
 from streaming import delta_append, delta_files
 
 ROWS_PER_FILE = 10_000
+# touched files read and rewritten at a time: ~200k rows, a few tens of MB of Arrow
+FILES_PER_GROUP = 20
 CHANGE_TYPE = "_change_type"  # CDCReader.CDC_TYPE_COLUMN_NAME
 CHANGE_DIRECTORY = "_change_data"  # CDCReader.CDC_LOCATION
 _ROW = "__kcsim_row"  # a row's position in its table, carried through joins
@@ -72,20 +76,38 @@ class DataFile:
 
 
 @dataclass(frozen=True, slots=True)
-class Changes:
-    """What a MERGE does to the touched files' rows."""
+class GroupChanges:
+    """What a MERGE does to one group of touched files (their kept rows aside)."""
 
-    kept: pa.Table  # rows of touched files whose key the batch does not change
+    kept_rows: int  # rows of the group whose key the batch does not change
     preimages: pa.Table  # old rows of upserted keys
     deleted: pa.Table  # old rows of deleted keys
+    updated: pa.Array  # positions in the upserts of the keys the group held
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """What a MERGE does to the touched files' rows, for its metrics and change feed."""
+
+    kept_rows: int  # rows of touched files whose key the batch does not change
+    preimages: pa.Table
+    deleted: pa.Table
     updated: pa.Table  # upserts of keys the table held
     inserted: pa.Table  # upserts of keys it did not
 
     @classmethod
-    def of_inserts(cls, upserts: pa.Table) -> Changes:
-        """The changes when no file holds a changed key: every upsert inserts."""
-        none = upserts.slice(0, 0)
-        return cls(kept=none, preimages=none, deleted=none, updated=none, inserted=upserts)
+    def of_groups(cls, groups: Sequence[GroupChanges], upserts: pa.Table) -> Changes:
+        """Every group's changes; an upsert no group held inserts."""
+        updated = pa.concat_arrays([g.updated for g in groups] or [pa.array([], pa.int64())])
+        updated = updated.take(pc.sort_indices(updated))
+        empty = upserts.slice(0, 0)
+        return cls(
+            kept_rows=sum(g.kept_rows for g in groups),
+            preimages=pa.concat_tables([g.preimages for g in groups] or [empty]),
+            deleted=pa.concat_tables([g.deleted for g in groups] or [empty]),
+            updated=upserts.take(updated),
+            inserted=_without(upserts, updated),
+        )
 
 
 def merge(
@@ -106,15 +128,22 @@ def merge(
     transaction = delta_append.start_transaction(spark, table_path, schema)
     files = data_files(spark, transaction, directory)
     changed_keys = pa.concat_tables([upserts.select(key), deleted_keys.select(key)])
-    touched, old = touched_files(files, changed_keys, key, upserts.schema)
-    scanned = time.perf_counter()
-    if touched:
-        changes = split_changes(old, upserts, deleted_keys, key)
-    else:
-        changes = Changes.of_inserts(upserts)
-    rows = pa.concat_tables([changes.kept, changes.updated, changes.inserted])
-    rows = rows.sort_by([(k, "ascending") for k in key])
-    written = delta_append.write_data_files(directory, rows, key, ROWS_PER_FILE) if rows else []
+    touched: list[DataFile] = []
+    written: list[delta_append.WrittenFile] = []
+    groups: list[GroupChanges] = []
+    scan_seconds = 0.0
+    for group in _groups(candidates(files, changed_keys, key), key):
+        reading = time.perf_counter()
+        group_touched, old = touched_files(group, changed_keys, key, upserts.schema)
+        scan_seconds += time.perf_counter() - reading
+        if group_touched:
+            changes, rows = split_group(old, upserts, deleted_keys, key)
+            del old  # freed before the next group is read
+            written += _write_sorted(directory, rows, key)
+            touched += group_touched
+            groups.append(changes)
+    changes = Changes.of_groups(groups, upserts)
+    written += _write_sorted(directory, changes.inserted, key)
     # a commit that only adds files needs no change file: Delta reads them as inserts
     change_files = (
         [_write_change_file(directory, changes)]
@@ -130,15 +159,15 @@ def merge(
         "numTargetRowsMatchedUpdated": changes.updated.num_rows,
         "numTargetRowsDeleted": changes.deleted.num_rows,
         "numTargetRowsMatchedDeleted": changes.deleted.num_rows,
-        "numTargetRowsCopied": changes.kept.num_rows,
+        "numTargetRowsCopied": changes.kept_rows,
         "numTargetFilesAdded": len(written),
         "numTargetFilesRemoved": len(touched),
         "numTargetChangeFilesAdded": len(change_files),
         "numTargetBytesAdded": sum(f.size for f in written),
         "numTargetBytesRemoved": sum(f.size for f in touched),
         "executionTimeMs": round((done - began) * 1000),
-        "scanTimeMs": round((scanned - began) * 1000),
-        "rewriteTimeMs": round((done - scanned) * 1000),
+        "scanTimeMs": round(scan_seconds * 1000),
+        "rewriteTimeMs": round((done - began - scan_seconds) * 1000),
     }
     operation = _merge_operation(spark, text)
     return delta_append.commit(spark, transaction, actions, operation, metrics)
@@ -207,20 +236,44 @@ def touched_files(
     return touched, pa.concat_tables(parts) if parts else schema.empty_table()
 
 
-def split_changes(
+def split_group(
     old: pa.Table, upserts: pa.Table, deleted_keys: pa.Table, key: Sequence[str]
-) -> Changes:
-    """What the batch does to `old`, the rows of the touched files."""
+) -> tuple[GroupChanges, pa.Table]:
+    """What the batch does to `old`, the rows of a group of touched files, and the
+    group's rows after it: its kept rows and the upserts of its keys."""
     upserted_old = _positions_of(old, upserts, key)
     deleted_old = _positions_of(old, deleted_keys, key)
     updated = _positions_of(upserts, old, key)
-    return Changes(
-        kept=_without(old, pa.concat_arrays([upserted_old, deleted_old])),
+    kept = _without(old, pa.concat_arrays([upserted_old, deleted_old]))
+    changes = GroupChanges(
+        kept_rows=kept.num_rows,
         preimages=old.take(upserted_old),
         deleted=old.take(deleted_old),
-        updated=upserts.take(updated),
-        inserted=_without(upserts, updated),
+        updated=updated,
     )
+    return changes, pa.concat_tables([kept, upserts.take(updated)])
+
+
+def _groups(files: list[DataFile], key: Sequence[str]) -> Iterator[list[DataFile]]:
+    """`files` in groups of FILES_PER_GROUP, in the order of their lowest keys: a merge
+    holds one group's rows at a time (a broker's restart touches every file of a
+    1M-partition table; read at once, its 3M replica rows and their copies were ~1 GB)."""
+
+    ordered = delta_files.in_key_order(
+        files, key, [f.minimums for f in files], [f.maximums for f in files]
+    )
+    for start in range(0, len(ordered), FILES_PER_GROUP):
+        yield ordered[start : start + FILES_PER_GROUP]
+
+
+def _write_sorted(
+    directory: str, rows: pa.Table, key: Sequence[str]
+) -> list[delta_append.WrittenFile]:
+    """`rows` as files sorted by key (none for no rows)."""
+    if not rows.num_rows:
+        return []
+    ordered = rows.sort_by([(k, "ascending") for k in key])
+    return delta_append.write_data_files(directory, ordered, key, ROWS_PER_FILE)
 
 
 def _positions_of(rows: pa.Table, keys: pa.Table, key: Sequence[str]) -> pa.Array:

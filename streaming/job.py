@@ -72,6 +72,7 @@ from controller.simulator import BatchOutput, RawEvent, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES
 from streaming.kafka_security import KafkaClientConfig
 from streaming.lake import RESTORE_TABLES, Lake
+from streaming.os_memory import arrow_on_the_c_heap, release_freed_memory
 from streaming.sink import KafkaSink, SinkError
 
 DEFAULT_TRIGGER_SECONDS = 5
@@ -145,6 +146,7 @@ def main(args: argparse.Namespace) -> int:
     spark = build_session(
         "kcsim-run", options.master, options.spark_conf, verbose=getattr(args, "verbose", False)
     )
+    arrow_on_the_c_heap()  # so that release_freed_memory returns Arrow's freed pages too
     try:
         with tempfile.TemporaryDirectory(prefix="kcsim-core-") as shipped:
             if not is_local_master(options.master):
@@ -336,6 +338,7 @@ class BatchRunner:
             # freed here, by reference counting: alive when the collector resumes, the
             # batch's millions of rows would all be walked by its next collection
             del events, output
+            release_freed_memory()  # (the rows, their Arrow tables, a merge's files)
         self.log(line)
 
     def _send(self, output: BatchOutput, batch_id: int, skip: Mapping[str, int]) -> None:
@@ -362,6 +365,8 @@ class BatchRunner:
         if not self.options.fleet:
             tables = self.lake.load_rows(RESTORE_TABLES, before=self.skip)
             self.simulator = Simulator.from_tables(self.options.settings, tables)
+            del tables
+            release_freed_memory()  # the tables' Arrow data and columns, read once
 
     def _line(
         self, batch_id: int, events: Sequence[RawEvent], output: BatchOutput, clock: Stopwatch

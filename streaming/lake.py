@@ -221,8 +221,9 @@ class Lake:
         if self.native:
             try:
                 directory = self._local_directory(name)
+                # in key order: a restore takes partitions in key order (snapshot.load)
                 return delta_files.read_table(
-                    self.spark, self.path(name), directory, schema, version
+                    self.spark, self.path(name), directory, schema, version, TABLES[name].key
                 )
             except delta_files.NotNative as reason:
                 self.spark_fallbacks.append(f"{name}: {reason}")

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from controller.columns import Columns
 from controller.request_log import PayloadRows, RequestLog
@@ -117,15 +118,48 @@ def arrow_to_columns(data: pa.Table) -> Columns:
 
 
 def _column_list(column: pa.ChunkedArray) -> list[Any]:
-    """A column's values; a string column's with one str object per distinct value. Its
-    values repeat (the cluster, a topic's name in each of its partitions' rows, a state, an
-    event id in every row that event changed): one object each made 3M replica_state rows
-    ~0.7 GB at 1M partitions, and the context keeps the event ids it loads."""
-    if not pa.types.is_string(column.type) or column.null_count:
+    """A column's values; a string or integer column's with one object per distinct value.
+    Its values repeat (the cluster, a topic's name in each of its partitions' rows, a
+    state, an event id in every row that event changed, a partition number or broker id
+    past the 256 small ints Python keeps once): one object each made 3M replica_state rows
+    ~0.7 GB at 1M partitions, and the context keeps what it loads (event ids, leaders). A
+    list of integers comes as a tuple, one object per distinct list (see
+    _int_list_column)."""
+    data_type = column.type
+    if _is_int_list(data_type):
+        return _int_list_column(column)
+    if not (pa.types.is_string(data_type) or pa.types.is_integer(data_type)):
         return column.to_pylist()
     encoded = column.combine_chunks().dictionary_encode()  # one dictionary for all chunks
-    distinct = np.array(encoded.dictionary.to_pylist(), dtype=object)
-    return distinct[encoded.indices.to_numpy()].tolist()
+    distinct = encoded.dictionary.to_pylist()
+    values = np.empty(len(distinct) + 1, dtype=object)
+    values[: len(distinct)] = distinct
+    values[-1] = None  # a null's
+    return _take(values, encoded.indices)
+
+
+def _take(values: np.ndarray, indices: pa.Array) -> list[Any]:
+    """values[i] for each of `indices`; the last of `values` for a null index."""
+    return values[indices.fill_null(len(values) - 1).to_numpy(zero_copy_only=False)].tolist()
+
+
+def _is_int_list(data_type: pa.DataType) -> bool:
+    return pa.types.is_list(data_type) and pa.types.is_integer(data_type.value_type)
+
+
+def _int_list_column(column: pa.ChunkedArray) -> list[tuple[int, ...] | None]:
+    """A list-of-integers column as tuples (None for a null), one object per distinct
+    list. partition_state has four such columns (replicas, ISR, adding and removing
+    replicas): a Python list per row was ~4M objects, ~0.3 GB, at 1M partitions, with only
+    ~45k distinct replica lists among them. Each list is made a text in Arrow (C++),
+    dictionary-encoded, and only the distinct texts are parsed."""
+    texts = pc.binary_join(column.cast(pa.list_(pa.string())), ",").combine_chunks()
+    encoded = texts.dictionary_encode()
+    distinct = encoded.dictionary.to_pylist()
+    values = np.empty(len(distinct) + 1, dtype=object)  # the last: a null list's None
+    for position, text in enumerate(distinct):
+        values[position] = tuple(map(int, text.split(","))) if text else ()
+    return _take(values, encoded.indices)
 
 
 def rows_to_arrow(

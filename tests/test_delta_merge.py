@@ -223,6 +223,59 @@ def test_a_small_merge_rewrites_only_the_file_holding_its_key(
     )
 
 
+def test_a_merge_read_a_file_at_a_time_leaves_what_spark_merges_leave(
+    spark,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A merge that touches several groups of files (here one file a group: a broker's
+    restart touches every file of a large table) changes, deletes and inserts rows in
+    each as a Spark MERGE does: the same rows, change feed and row counts."""
+    from streaming.lake import Lake
+
+    monkeypatch.setattr(delta_merge, "FILES_PER_GROUP", 1)
+    every = partition_rows(25_000)
+    # three keys are missing at first: inserted later, inside the bounds of a touched file
+    rows = every[:20] + every[23:]
+    updated = [{**every[i], "leader": 2, "last_event_id": "e1"} for i in (10, 9_000, 24_999)]
+    inserted = [{**every[i], "last_event_id": "e1"} for i in (20, 21, 22)]
+    gone = [{k: every[i][k] for k in ("cluster", "topic", "partition")} for i in (11, 17_000)]
+    lakes = []
+    for name, native in (("native", True), ("spark", False)):
+        lake = Lake(spark, str(tmp_path / name), native=native)
+        lake.create_tables()
+        lake.write(BatchOutput(upserts={"partition_state": rows}), "run-1", 0)
+        changes = BatchOutput(
+            upserts={"partition_state": updated + inserted}, deletes={"partition_state": gone}
+        )
+        lake.write(changes, "run-1", 1)
+        lakes.append(lake)
+    native_lake, spark_lake = lakes
+    assert native_lake.spark_fallbacks == []
+    files = live_files(tmp_path / "native" / "partition_state")
+    assert len(files) == 4  # the three rewritten a group each, and the inserts' file
+    mine, theirs = (rows_of(lake.read("partition_state")) for lake in lakes)
+    assert mine == theirs and sum(mine.values()) == 24_998
+    feeds = [
+        rows_of(
+            spark.read.format("delta")
+            .option("readChangeFeed", "true")
+            .option("startingVersion", 2)
+            .load(lake.path("partition_state")),
+            drop=("_commit_timestamp",),
+        )
+        for lake in lakes
+    ]
+    assert feeds[0] == feeds[1]
+    assert Counter(json.loads(row)["_change_type"] for row in feeds[0]) == {
+        "update_preimage": 3,
+        "update_postimage": 3,
+        "delete": 2,
+        "insert": 3,
+    }
+    assert history(native_lake, "partition_state") == history(spark_lake, "partition_state")
+
+
 def test_deleting_an_absent_key_commits_nothing_but_the_tag(
     spark,  # noqa: F811
     tmp_path: Path,
@@ -367,3 +420,31 @@ def test_candidate_files_are_those_whose_bounds_hold_a_changed_value_in_every_ke
     found = [f.local_path for f in delta_merge.candidates(files, keys, key)]
     assert found == ["holds", "edge", "no bounds"]
     assert delta_merge.candidates(files, keys.slice(0, 0), key) == []
+
+
+def test_files_of_disjoint_key_ranges_are_read_in_key_order() -> None:
+    """A restore reads a table's files in the order of their key bounds and gets its rows
+    sorted by key (snapshot.load then sorts nothing): files of one topic's partitions,
+    and files starting with the same topic, are told apart by the next bounds."""
+    # each file's statistics: (lowest topic, lowest partition), (highest topic, highest
+    # partition); a column is bounded apart from the others, so a file spanning topics a
+    # (partitions 1000-1999) and b (0-3) has its partitions within 0-1999
+    files = [
+        (("a", 0), ("a", 499)),
+        (("a", 500), ("a", 999)),
+        (("a", 0), ("b", 1999)),
+        (("b", 4), ("b", 4)),
+        (("b", 0), ("d", 999)),
+        (("d", 1), ("d", 7)),
+    ]
+    lows = [{"topic": low[0], "partition": low[1]} for low, _ in files]
+    highs = [{"topic": high[0], "partition": high[1]} for _, high in files]
+    shuffled = [5, 2, 0, 4, 1, 3]
+    ordered = delta_files.in_key_order(
+        shuffled, ("topic", "partition"), [lows[i] for i in shuffled], [highs[i] for i in shuffled]
+    )
+    assert ordered == [0, 1, 2, 3, 4, 5]
+    no_stats = delta_files.in_key_order(
+        ["x", "y"], ("topic",), [{}, {"topic": "a"}], [{}, {"topic": "a"}]
+    )
+    assert no_stats == ["y", "x"]
