@@ -183,7 +183,16 @@ class ReplicaStateMachine:
                 if len(current.isr) == 1
                 else tuple(r for r in current.isr if r != broker)
             )
-            updated = current.new_leader_and_isr(leader, isr).written(context.epoch)
+            # new_leader_and_isr(leader, isr).written(epoch), without the proposal object:
+            # this runs for every replica a broker's shutdown or failure removes
+            updated = LeaderAndIsr.after_write(
+                leader,
+                current.leader_epoch + 1,
+                isr,
+                current.recovery,
+                current.partition_epoch,
+                context.epoch,
+            )
         else:
             updated = current.stamped(context.epoch)  # no write; cache re-stamped
         context.set_leadership(record, updated)
