@@ -35,6 +35,58 @@ class Broker:
     status: BrokerStatus
 
 
+ReplicaStates = dict[int, ReplicaState]
+# the replica states of a partition with none: shared, so never changed (as every map a
+# partition holds: ReplicaStateMaps)
+NO_REPLICA_STATES: ReplicaStates = {}
+
+
+class ReplicaStateMaps:
+    """One dict per distinct map of replica states (broker -> state, in its order), shared
+    by every partition whose replicas are in those states: at a million partitions, a
+    few tens of thousands of maps instead of a dict per partition (~220 bytes each, with
+    its table). A map a partition holds is never changed: a change gives the map it
+    becomes, found by the change itself (the map's id, the broker, the state's id: ints,
+    hashed in C), so a replica's change costs one lookup, not a walk of its map."""
+
+    __slots__ = ("_changes", "_maps")
+
+    def __init__(self) -> None:
+        self._maps: dict[tuple[tuple[int, ReplicaState], ...], ReplicaStates] = {}
+        # (id(map), broker, id(state)) -> (that map, the map it becomes): the first held,
+        # so that its id stays its own while the entry exists
+        self._changes: dict[tuple[int, int, int], tuple[ReplicaStates, ReplicaStates]] = {}
+
+    def with_state(self, states: ReplicaStates, broker: int, state: ReplicaState) -> ReplicaStates:
+        """`states` with `broker` in `state` (a broker already there keeps its place)."""
+        key = (id(states), broker, id(state))
+        change = self._changes.get(key)
+        if change is not None and change[0] is states:
+            return change[1]
+        changed = dict(states)
+        changed[broker] = state
+        result = self.shared(changed)
+        if len(self._changes) >= _MAX_SHARED_STATE_MAPS:
+            self._changes.clear()  # changes of maps no partition holds do not pile up
+        self._changes[key] = (states, result)
+        return result
+
+    def without(self, states: ReplicaStates, broker: int) -> ReplicaStates:
+        """`states` without `broker` (a reassignment's or a deletion's rare change)."""
+        changed = dict(states)
+        del changed[broker]
+        return self.shared(changed)
+
+    def shared(self, states: ReplicaStates) -> ReplicaStates:
+        """The shared map equal to `states` in content and order (`states` if none yet)."""
+        if not states:
+            return NO_REPLICA_STATES
+        maps = self._maps
+        if len(maps) >= _MAX_SHARED_STATE_MAPS:
+            maps.clear()
+        return maps.setdefault(tuple(states.items()), states)
+
+
 @dataclass(slots=True)
 class Partition:
     """Assignment, stored leadership and states of one partition (and its replicas)."""
@@ -43,7 +95,8 @@ class Partition:
     assignment: ReplicaAssignment
     leadership: LeaderAndIsr | None = None
     state: PartitionState = PartitionState.NON_EXISTENT
-    replica_states: dict[int, ReplicaState] = field(default_factory=dict)
+    # shared with other partitions (ReplicaStateMaps): read it, never change it in place
+    replica_states: ReplicaStates = field(default_factory=lambda: NO_REPLICA_STATES)
     last_event_id: str | None = None
     # the event that last changed each replica's state: one id for all of them when they
     # agree (most partitions: their replicas change together), so a partition holds no
@@ -54,7 +107,14 @@ class Partition:
         ids = self.replica_event_ids
         return ids.get(broker) if isinstance(ids, dict) else ids
 
-    def set_replica(self, broker: int, state: ReplicaState, event_id: str | None) -> None:
+    def set_replica(
+        self,
+        broker: int,
+        state: ReplicaState,
+        event_id: str | None,
+        maps: ReplicaStateMaps | None = None,
+    ) -> None:
+        """`maps`: the context's shared maps (None: a map of this partition's own)."""
         states = self.replica_states
         ids = self.replica_event_ids
         if isinstance(ids, dict):
@@ -66,10 +126,18 @@ class Partition:
             self.replica_event_ids = ids
         else:  # the same id, or the only replica
             self.replica_event_ids = event_id
-        states[broker] = state
+        if maps is None:
+            self.replica_states = {**states, broker: state}
+        else:
+            self.replica_states = maps.with_state(states, broker, state)
 
-    def remove_replica(self, broker: int) -> None:
-        self.replica_states.pop(broker, None)
+    def remove_replica(self, broker: int, maps: ReplicaStateMaps | None = None) -> None:
+        states = self.replica_states
+        if broker in states:
+            if maps is None:
+                self.replica_states = {b: s for b, s in states.items() if b != broker}
+            else:
+                self.replica_states = maps.without(states, broker)
         ids = self.replica_event_ids
         if not self.replica_states:
             self.replica_event_ids = None
@@ -136,6 +204,8 @@ class ControllerContext:
         # many others (a million partitions on 300 brokers have ~45k distinct replica
         # lists), so a partition does not hold its own (~140 bytes with its tuple)
         self._assignments: dict[ReplicaAssignment, ReplicaAssignment] = {}
+        # the same for the partitions' replica states
+        self.replica_state_maps = ReplicaStateMaps()
         # rows changed since the last drain, for the batch's table output
         self.dirty_partitions: set[TopicPartition] = set()
         self.dirty_replicas: set[tuple[TopicPartition, int]] = set()
@@ -307,7 +377,9 @@ class ControllerContext:
         """A partition read back from the tables, new to the context: what add_partition,
         set_leadership and set_partition_state leave, without their checks of a previous
         value and without marking it dirty (a load costs what it reads)."""
-        record = Partition(tp, self._shared(assignment), leadership, state, {}, last_event_id)
+        record = Partition(
+            tp, self._shared(assignment), leadership, state, NO_REPLICA_STATES, last_event_id
+        )
         self.topics[tp.topic].partitions[tp.partition] = record
         self._sorted_records.pop(tp.topic, None)
         self._with_leaders = None
@@ -436,11 +508,11 @@ class ControllerContext:
         self.event_partitions.add(record.tp)
 
     def set_replica_state(self, record: Partition, broker: int, state: ReplicaState) -> None:
-        record.set_replica(broker, state, self.event_id)
+        record.set_replica(broker, state, self.event_id, self.replica_state_maps)
         self.dirty_replicas.add((record.tp, broker))
 
     def remove_replica_state(self, record: Partition, broker: int) -> None:
-        record.remove_replica(broker)
+        record.remove_replica(broker, self.replica_state_maps)
         self.dirty_replicas.add((record.tp, broker))
 
     # ---- derived views (CTX helpers, SPEC §1.2) ------------------------------------------
@@ -576,6 +648,8 @@ class ControllerContext:
 
 # distinct assignments kept for sharing: ~15 MB at most; past it, sharing starts over
 _MAX_SHARED_ASSIGNMENTS = 1 << 17
+# distinct replica-state maps (and changes between them) kept for sharing, as above
+_MAX_SHARED_STATE_MAPS = 1 << 17
 
 _PARTITION = itemgetter(1)  # a TopicPartition's partition, in C
 

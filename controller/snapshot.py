@@ -217,6 +217,7 @@ def load(cluster: str, tables: Mapping[str, Iterable[Mapping[str, Any]]]) -> Con
         _load_partition(context, values, restamped, shared)
     replicas = columns("replica_state", _REPLICA_COLUMNS)
     topics = context.topics
+    maps = context.replica_state_maps
     name: str | None = None
     records: dict[int, Partition] = {}
     for topic, partition, broker, state, event_id in replicas.tuples(*_REPLICA_COLUMNS):
@@ -226,7 +227,7 @@ def load(cluster: str, tables: Mapping[str, Iterable[Mapping[str, Any]]]) -> Con
             records = {} if info is None else info.partitions
         record = records.get(partition)
         if record is not None:
-            record.set_replica(broker, _REPLICA_STATES[state], event_id)
+            record.set_replica(broker, _REPLICA_STATES[state], event_id, maps)
     _derive_transient_sets(context)
     context.clear_dirty()
     return context

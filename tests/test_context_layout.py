@@ -4,7 +4,13 @@ depend on it)."""
 
 from __future__ import annotations
 
-from controller.context import ControllerContext, Partition, sorted_partitions, sorted_replicas
+from controller.context import (
+    ControllerContext,
+    Partition,
+    ReplicaStateMaps,
+    sorted_partitions,
+    sorted_replicas,
+)
 from controller.model import ReplicaAssignment, ReplicaState, TopicPartition
 
 RS = ReplicaState
@@ -33,6 +39,31 @@ def test_replica_event_ids_agreeing_are_held_once_and_read_per_broker() -> None:
     for broker in (1, 2, 4):
         record.remove_replica(broker)
     assert record.replica_states == {} and record.replica_event_ids is None
+
+
+def test_partitions_in_the_same_replica_states_share_one_map_and_change_apart() -> None:
+    """The context's replica-state maps are shared (ReplicaStateMaps): equal maps are one
+    object, a change gives another map and leaves the one other partitions hold as it
+    was, and a replica whose state changes keeps its place (replica_state rows follow
+    it)."""
+    maps = ReplicaStateMaps()
+    one, two = _partition(), Partition(TopicPartition("t", 1), ReplicaAssignment((1, 2, 3)))
+    for record in (one, two):
+        for broker in (1, 2, 3):
+            record.set_replica(broker, RS.ONLINE, "e1", maps)
+    assert one.replica_states is two.replica_states
+    held = one.replica_states
+    one.set_replica(2, RS.OFFLINE, "e2", maps)
+    assert held == {1: RS.ONLINE, 2: RS.ONLINE, 3: RS.ONLINE} and two.replica_states is held
+    assert list(one.replica_states.items()) == [(1, RS.ONLINE), (2, RS.OFFLINE), (3, RS.ONLINE)]
+    two.set_replica(2, RS.OFFLINE, "e2", maps)
+    assert two.replica_states is one.replica_states  # the same change, found again
+    one.remove_replica(3, maps)
+    assert one.replica_states == {1: RS.ONLINE, 2: RS.OFFLINE}
+    assert two.replica_states == {1: RS.ONLINE, 2: RS.OFFLINE, 3: RS.ONLINE}
+    for broker in (1, 2):
+        one.remove_replica(broker, maps)
+    assert one.replica_states == {} and one.replica_event_ids is None
 
 
 def test_a_first_replica_takes_its_event_id_whatever_the_partition_held() -> None:
