@@ -90,29 +90,32 @@ def read_table(
         snapshot = log.getSnapshotAt(version, none, none, False)
     adds = [add for _, add in listed_files(spark, snapshot, directory)]
     if key:
-        stats = [json.loads(add.get("stats") or "{}") for add in adds]
-        lows = [s.get("minValues", {}) for s in stats]
-        adds = in_key_order(adds, key, lows, [s.get("maxValues", {}) for s in stats])
+        adds = in_key_order(adds, key, [column_bounds(add) for add in adds])
     return read_files([local_path(directory, add["path"]) for add in adds], schema)
 
 
-def in_key_order(
-    items: Sequence[T],
-    key: Sequence[str],
-    minimums: Sequence[Mapping[str, Any]],
-    maximums: Sequence[Mapping[str, Any]],
-) -> list[T]:
-    """`items` (files) sorted by the bounds of their `key` columns (`minimums[i]` and
-    `maximums[i]`: item i's, from its statistics): by the first column's minimum, then its
-    maximum, then the next column's. Files that hold disjoint sorted ranges of keys come
-    out in key order: two such files whose first column has the same bounds hold a single
-    value of it, so the next column decides. A file without bounds comes last."""
+Bounds = tuple[Mapping[str, Any], Mapping[str, Any]]
 
-    def bounds(position: int) -> tuple[tuple[bool, Any], ...]:
-        pair = (minimums[position], maximums[position])
+
+def column_bounds(add: Mapping[str, Any]) -> Bounds:
+    """A file's columns' minimums and maximums, from the statistics of its `add` action
+    (empty where it has none)."""
+    stats = json.loads(add.get("stats") or "{}")
+    return stats.get("minValues", {}), stats.get("maxValues", {})
+
+
+def in_key_order(items: Sequence[T], key: Sequence[str], bounds: Sequence[Bounds]) -> list[T]:
+    """`items` (files) sorted by the bounds of their `key` columns (`bounds[i]`: item i's
+    minimums and maximums): by the first column's minimum, then its maximum, then the next
+    column's. Files that hold disjoint sorted ranges of keys come out in key order: two
+    such files whose first column has the same bounds hold a single value of it, so the
+    next column decides. A file without bounds comes last."""
+
+    def order(position: int) -> tuple[tuple[bool, Any], ...]:
+        pair = bounds[position]
         return tuple((values.get(c) is None, values.get(c)) for c in key for values in pair)
 
-    return [items[i] for i in sorted(range(len(items)), key=bounds)]
+    return [items[i] for i in sorted(range(len(items)), key=order)]
 
 
 def read_files(paths: Sequence[str], schema: pa.Schema) -> pa.Table:

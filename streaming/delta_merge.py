@@ -179,16 +179,9 @@ def data_files(spark: SparkSession, transaction: Any, directory: str) -> list[Da
     The list comes from the checksum file: `filterFiles` would run a Spark job (~2 s)."""
     files = []
     for action, add in delta_files.listed_files(spark, transaction.snapshot(), directory):
-        stats = json.loads(add.get("stats") or "{}")
-        files.append(
-            DataFile(
-                action,
-                delta_files.local_path(directory, add["path"]),
-                add["size"],
-                stats.get("minValues", {}),
-                stats.get("maxValues", {}),
-            )
-        )
+        minimums, maximums = delta_files.column_bounds(add)
+        path = delta_files.local_path(directory, add["path"])
+        files.append(DataFile(action, path, add["size"], minimums, maximums))
     transaction.readWholeTable()
     return files
 
@@ -255,13 +248,10 @@ def split_group(
 
 
 def _groups(files: list[DataFile], key: Sequence[str]) -> Iterator[list[DataFile]]:
-    """`files` in groups of FILES_PER_GROUP, in the order of their lowest keys: a merge
+    """`files` in groups of FILES_PER_GROUP, in the order of their key bounds: a merge
     holds one group's rows at a time (a broker's restart touches every file of a
     1M-partition table; read at once, its 3M replica rows and their copies were ~1 GB)."""
-
-    ordered = delta_files.in_key_order(
-        files, key, [f.minimums for f in files], [f.maximums for f in files]
-    )
+    ordered = delta_files.in_key_order(files, key, [(f.minimums, f.maximums) for f in files])
     for start in range(0, len(ordered), FILES_PER_GROUP):
         yield ordered[start : start + FILES_PER_GROUP]
 

@@ -441,10 +441,8 @@ def test_files_of_disjoint_key_ranges_are_read_in_key_order() -> None:
     highs = [{"topic": high[0], "partition": high[1]} for _, high in files]
     shuffled = [5, 2, 0, 4, 1, 3]
     ordered = delta_files.in_key_order(
-        shuffled, ("topic", "partition"), [lows[i] for i in shuffled], [highs[i] for i in shuffled]
+        shuffled, ("topic", "partition"), [(lows[i], highs[i]) for i in shuffled]
     )
     assert ordered == [0, 1, 2, 3, 4, 5]
-    no_stats = delta_files.in_key_order(
-        ["x", "y"], ("topic",), [{}, {"topic": "a"}], [{}, {"topic": "a"}]
-    )
+    no_stats = delta_files.in_key_order(["x", "y"], ("topic",), [({}, {}), ({"topic": "a"},) * 2])
     assert no_stats == ["y", "x"]
