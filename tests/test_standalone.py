@@ -70,8 +70,9 @@ def test_fleet_on_standalone_equals_replay(
     tmp_path: Path,
 ) -> None:
     """The corpus (clusters default, east and west, every event type, bad lines) in
-    batches of 20 lines, applied per cluster on the two workers' executors."""
-    source = copy_corpus(tmp_path / "events", lines_per_file=20)
+    batches of 43 lines (two: the second rebuilds its clusters from what the first
+    wrote), applied per cluster on the two workers' executors."""
+    source = copy_corpus(tmp_path / "events", lines_per_file=43)
     lake = tmp_path / "lake"
     job = JobProcess(fleet_args(standalone_cluster, source, lake))
     assert job.finish(JOB_TIMEOUT_S) == 0, job.tail()
@@ -131,7 +132,8 @@ def test_worker_killed_mid_batch_loses_and_doubles_nothing(
     """SIGKILL a worker (with its executor) while a task of a later batch runs on it: the
     driver loses the executor, the batch's tasks run again on the other worker, and the
     lake equals the replay, every append-only row once."""
-    source = fleet_stream(tmp_path / "events", clusters=24, partitions=60, files=5)
+    files = 3  # the kill lands in batch 1 or 2, whose tasks then run again elsewhere
+    source = fleet_stream(tmp_path / "events", clusters=24, partitions=60, files=files)
     lake = tmp_path / "lake"
     ui = free_port()
     # not --once: the driver (and its REST API) stays up until the test has seen the loss
@@ -143,7 +145,6 @@ def test_worker_killed_mid_batch_loses_and_doubles_nothing(
         )
     )  # fmt: skip
     api = f"http://127.0.0.1:{ui}/api/v1/applications"
-    files = len(list(source.iterdir()))
     try:
         job.wait_batches(1, timeout=JOB_TIMEOUT_S)
         app, executor, finished = kill_a_busy_worker(job, standalone_cluster, api)
@@ -158,7 +159,7 @@ def test_worker_killed_mid_batch_loses_and_doubles_nothing(
     rows = lake_rows(spark, lake)
     assert_same_tables(rows, replay_rows(source))
     seqs = [(r["cluster"], r["seq"]) for r in rows["applied_events"]]
-    assert len(seqs) == len(set(seqs)) == 24 * (4 + 2 * 3 * 5)
+    assert len(seqs) == len(set(seqs)) == 24 * (4 + 2 * 3 * files)
 
 
 def kill_a_busy_worker(job: JobProcess, cluster: Standalone, api: str) -> tuple[str, str, int]:
