@@ -8,6 +8,7 @@ then grows with the partitions it touches, not with the cluster.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -200,6 +201,12 @@ class ControllerContext:
         self._replicas_on_broker: dict[int, set[TopicPartition]] = {}
         self._led_by: dict[int, set[TopicPartition]] = {}
         self._new_or_offline: set[TopicPartition] = set()
+        # topics queued for deletion: their assigned replicas counted by state (None: no
+        # state), built on first use (_deletion_state_counts) and kept by every change of
+        # a replica's state; a change of the topic's partitions or replica lists drops it.
+        # A deletion's checks run on every StopReplica answer (a broker's share of the
+        # topic): counted, they cost that share, not a walk of the whole topic each time
+        self._deletion_counts: dict[str, Counter[ReplicaState | None]] = {}
         # one object per distinct assignment (immutable): most partitions share theirs with
         # many others (a million partitions on 300 brokers have ~45k distinct replica
         # lists), so a partition does not hold its own (~140 bytes with its tuple)
@@ -363,7 +370,7 @@ class ControllerContext:
         self.topics[tp.topic].partitions[tp.partition] = record
         self._sorted_records.pop(tp.topic, None)
         self._with_leaders = None
-        self.set_assignment(record, assignment)
+        self.set_assignment(record, assignment)  # (drops the topic's deletion counts)
         return record
 
     def load_partition(
@@ -382,6 +389,7 @@ class ControllerContext:
         )
         self.topics[tp.topic].partitions[tp.partition] = record
         self._sorted_records.pop(tp.topic, None)
+        self._deletion_counts.pop(tp.topic, None)
         self._with_leaders = None
         hosted = self._replicas_on_broker
         for broker in assignment.replicas:
@@ -408,6 +416,7 @@ class ControllerContext:
         a re-created topic of that name finds them there (SPEC §15.2)."""
         topic = self.topics.pop(name)
         self._sorted_records.pop(name, None)
+        self._deletion_counts.pop(name, None)
         self._sorted_topics = None
         self._with_leaders = None
         same = self._topics_by_normalized[_normalized(name)]
@@ -432,6 +441,7 @@ class ControllerContext:
         old = record.assignment.replicas
         new = assignment.replicas
         if old != new:
+            self._deletion_counts.pop(record.tp.topic, None)
             for broker in old:
                 if broker not in new:
                     self._unindex_replica(record.tp, broker)
@@ -508,12 +518,26 @@ class ControllerContext:
         self.event_partitions.add(record.tp)
 
     def set_replica_state(self, record: Partition, broker: int, state: ReplicaState) -> None:
+        if self._deletion_counts:
+            self._count_replica(record, broker, state)
         record.set_replica(broker, state, self.event_id, self.replica_state_maps)
         self.dirty_replicas.add((record.tp, broker))
 
     def remove_replica_state(self, record: Partition, broker: int) -> None:
+        if self._deletion_counts:
+            self._count_replica(record, broker, None)
         record.remove_replica(broker, self.replica_state_maps)
         self.dirty_replicas.add((record.tp, broker))
+
+    def _count_replica(self, record: Partition, broker: int, state: ReplicaState | None) -> None:
+        """Move a replica from its state to `state` in its topic's deletion counts (if
+        counted, and if assigned: only assigned replicas are counted, each time listed)."""
+        counts = self._deletion_counts.get(record.tp.topic)
+        if counts is not None:
+            listed = record.assignment.replicas.count(broker)
+            if listed:
+                counts[record.replica_states.get(broker)] -= listed
+                counts[state] += listed
 
     # ---- derived views (CTX helpers, SPEC §1.2) ------------------------------------------
 
@@ -630,10 +654,25 @@ class ControllerContext:
         ]
 
     def are_all_replicas_in_state(self, topic: str, state: ReplicaState) -> bool:
+        counts = self._deletion_state_counts(topic)
+        if counts is not None:
+            return counts[state] == counts.total()
         return all(r.replica_states.get(b) is state for r, b in self._topic_replicas(topic))
 
     def is_any_replica_in_state(self, topic: str, state: ReplicaState) -> bool:
+        counts = self._deletion_state_counts(topic)
+        if counts is not None:
+            return counts[state] > 0
         return any(r.replica_states.get(b) is state for r, b in self._topic_replicas(topic))
+
+    def _deletion_state_counts(self, topic: str) -> Counter[ReplicaState | None] | None:
+        """A topic queued for deletion's replicas counted by state (see _deletion_counts);
+        None for any other topic (walked: such checks are rare)."""
+        counts = self._deletion_counts.get(topic)
+        if counts is None and topic in self.topics_to_be_deleted and topic in self.topics:
+            counts = Counter(r.replica_states.get(b) for r, b in self._topic_replicas(topic))
+            self._deletion_counts[topic] = counts
+        return counts
 
     def _topic_replicas(self, topic: str) -> Iterator[tuple[Partition, int]]:
         """(partition record, broker) of every assigned replica of a topic, in

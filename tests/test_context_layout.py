@@ -143,3 +143,39 @@ def test_equal_assignments_are_one_object_and_stay_per_partition() -> None:
     assert second.assignment == ReplicaAssignment((1, 2, 3))  # the other keeps its own
     assert context.partitions_on_broker(4) == [one]
     assert context.partitions_on_broker(1) == [one, two]
+
+
+def test_a_queued_topics_counted_replica_states_follow_every_change() -> None:
+    """SPEC §11: the deletion's checks of a queued topic (counted by state, not walked)
+    see each replica's change, a replica added to a replica list, a partition added, and
+    a state removed."""
+    context = ControllerContext("c")
+    context.add_topic("t", {})
+    records = [
+        context.add_partition(TopicPartition("t", p), ReplicaAssignment((1, 2))) for p in (0, 1)
+    ]
+    for record in records:
+        for broker in (1, 2):
+            context.set_replica_state(record, broker, RS.OFFLINE)
+    context.topics_to_be_deleted.add("t")
+    assert context.are_all_replicas_in_state("t", RS.OFFLINE)  # (counted from here)
+    context.set_replica_state(records[0], 2, RS.DELETION_STARTED)
+    assert context.is_any_replica_in_state("t", RS.DELETION_STARTED)
+    assert not context.are_all_replicas_in_state("t", RS.OFFLINE)
+    context.set_replica_state(records[0], 2, RS.OFFLINE)
+    assert context.are_all_replicas_in_state("t", RS.OFFLINE)
+    context.set_assignment(records[1], ReplicaAssignment((1, 2, 3)))  # 3: no state yet
+    assert not context.are_all_replicas_in_state("t", RS.OFFLINE)
+    context.set_replica_state(records[1], 3, RS.OFFLINE)
+    context.set_replica_state(records[1], 4, RS.ONLINE)  # not in its list: not counted
+    assert context.are_all_replicas_in_state("t", RS.OFFLINE)
+    added = context.add_partition(TopicPartition("t", 2), ReplicaAssignment((1,)))
+    assert not context.are_all_replicas_in_state("t", RS.OFFLINE)
+    context.set_replica_state(added, 1, RS.OFFLINE)
+    assert context.are_all_replicas_in_state("t", RS.OFFLINE)
+    context.remove_replica_state(records[0], 1)
+    assert not context.are_all_replicas_in_state("t", RS.OFFLINE)
+    assert context.replicas_in_state("t", RS.OFFLINE) == [
+        (TopicPartition("t", 0), 2), (TopicPartition("t", 1), 1), (TopicPartition("t", 1), 2),
+        (TopicPartition("t", 1), 3), (TopicPartition("t", 2), 1),
+    ]  # fmt: skip

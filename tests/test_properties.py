@@ -39,6 +39,7 @@ from hypothesis.stateful import (
 )
 
 from controller.config import Settings
+from controller.model import ReplicaState
 from controller.request_log import joined
 from controller.simulator import BatchOutput, RawEvent, Simulator
 from schemas import TABLES
@@ -610,6 +611,24 @@ class ControllerMachine(RuleBasedStateMachine):
                 if record.leadership.leader != record.assignment.replicas[0]
             ]
             assert context.records_not_led_by_preferred() == walked
+
+    @invariant()
+    def deletion_checks_count_what_a_walk_finds(self) -> None:
+        """SPEC §11: the deletion's checks of a queued topic's replica states (counted, kept
+        by every change) answer what a walk of the topic's replicas answers."""
+        for simulator in (self.simulator, self.restored):
+            if simulator is None or not simulator.clusters():
+                continue
+            context = simulator.context(CLUSTER)
+            for topic in sorted(context.topics_to_be_deleted):
+                states = [context.replica_state(*r) for r in context.replicas_of_topic(topic)]
+                for state in ReplicaState:
+                    assert context.are_all_replicas_in_state(topic, state) == all(
+                        s is state for s in states
+                    ), (topic, state, states)
+                    assert context.is_any_replica_in_state(topic, state) == any(
+                        s is state for s in states
+                    ), (topic, state, states)
 
 
 ControllerMachine.TestCase.settings = settings(
