@@ -146,7 +146,7 @@ def test_equal_assignments_are_one_object_and_stay_per_partition() -> None:
 
 
 def test_a_queued_topics_counted_replica_states_follow_every_change() -> None:
-    """SPEC §11: the deletion's checks of a queued topic (counted by state, not walked)
+    """SPEC §15.2: the deletion's checks of a queued topic (counted by state, not walked)
     see each replica's change, a replica added to a replica list, a partition added, and
     a state removed."""
     context = ControllerContext("c")

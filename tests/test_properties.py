@@ -614,7 +614,7 @@ class ControllerMachine(RuleBasedStateMachine):
 
     @invariant()
     def deletion_checks_count_what_a_walk_finds(self) -> None:
-        """SPEC §11: the deletion's checks of a queued topic's replica states (counted, kept
+        """SPEC §15.2: the deletion's checks of a queued topic's replica states (counted, kept
         by every change) answer what a walk of the topic's replicas answers."""
         for simulator in (self.simulator, self.restored):
             if simulator is None or not simulator.clusters():
