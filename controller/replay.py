@@ -71,7 +71,8 @@ _SUFFIXES = (COMPRESSED_SUFFIX, GZIP_SUFFIX, PLAIN_SUFFIX)  # table_file's order
 # within a few MiB: 2^23 gives them the same sizes. Level 1, no long-distance matching,
 # one thread: on the 100k-partition rolling restart's 3.9 GB of request bodies, 20.8 MB
 # in 1.7 s of CPU; long-distance matching gave 54.7 MB in 17 s, level 3 20.4 MB in 2.0
-# s, a worker thread 20.9 MB in 2.8 s, a 512 KiB window 27.2 MB (README "Session 9").
+# s, a worker thread 20.9 MB in 2.8 s, a 512 KiB window 27.2 MB
+# (docs/performance-log.md, "Session 9").
 _ZSTD_WINDOW_LOG = 27
 _ZSTD_WINDOW_LOGS = {"request_payloads": _ZSTD_WINDOW_LOG}  # others: _ZSTD_SMALL_WINDOW_LOG
 _ZSTD_SMALL_WINDOW_LOG = 23
