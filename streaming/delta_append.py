@@ -95,14 +95,26 @@ class WrittenFile:
     rows: int
 
 
+def even_slices(rows: int, parts: int) -> list[tuple[int, int]]:
+    """(start, length) of `parts` consecutive slices of `rows` rows whose lengths differ by
+    at most one, the longer ones first."""
+    base, longer = divmod(rows, parts)
+    slices = []
+    start = 0
+    for index in range(parts):
+        length = base + (index < longer)
+        slices.append((start, length))
+        start += length
+    return slices
+
+
 def write_data_files(
     directory: str, data: pa.Table, stats_columns: Sequence[str], rows_per_file: int
 ) -> list[WrittenFile]:
     """`data` as Parquet files of at most `rows_per_file` rows (as even as can be, written
     in parallel: pyarrow releases the GIL)."""
     files = max(1, -(-data.num_rows // rows_per_file))
-    step = -(-data.num_rows // files)
-    parts = [data.slice(i * step, step) for i in range(files)]
+    parts = [data.slice(start, length) for start, length in even_slices(data.num_rows, files)]
     if len(parts) == 1:
         return [_write_file(directory, parts[0], stats_columns)]
     with ThreadPoolExecutor(min(files, os.cpu_count() or 2)) as pool:

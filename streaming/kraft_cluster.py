@@ -32,6 +32,7 @@ from pathlib import Path
 
 from streaming.jars import JarsMissingError, kafka_libs_dir
 from streaming.local_process import (
+    KILL_WAIT_S,
     KafkaLocalError,
     free_ports,
     is_running,
@@ -367,7 +368,10 @@ def _stop_locked(layout: Layout, timeout_s: float) -> None:
         for node, pid in pids.items():
             if is_running(pid, layout.markers(node)):
                 signal_group(pid, signal.SIGKILL)
-        wait_until(all_gone, 10.0, 0.2)
+        if not wait_until(all_gone, KILL_WAIT_S, 0.2):
+            raise KafkaLocalError(
+                f"a KRaft node is still running {KILL_WAIT_S:.0f} s after SIGKILL"
+            )
 
 
 def stop(data_dir: Path = DEFAULT_DIR, *, timeout_s: float = STOP_TIMEOUT_S) -> None:

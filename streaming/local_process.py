@@ -173,8 +173,12 @@ def signal_group(pid: int, sig: signal.Signals) -> None:
         os.killpg(os.getpgid(pid), sig)
 
 
+KILL_WAIT_S = 10.0  # a process SIGKILL has not ended by then is stuck in the kernel
+
+
 def terminate(pid: int, markers: Iterable[str], timeout_s: float) -> None:
-    """SIGTERM, and SIGKILL if the process outlives `timeout_s`; returns once it is gone."""
+    """SIGTERM, and SIGKILL if the process outlives `timeout_s`; returns once it is gone
+    (KafkaLocalError if even SIGKILL does not end it)."""
     markers = tuple(markers)
     if not is_running(pid, markers):
         return
@@ -182,7 +186,8 @@ def terminate(pid: int, markers: Iterable[str], timeout_s: float) -> None:
     if wait_until(lambda: not is_running(pid, markers), timeout_s, 0.2):
         return
     signal_group(pid, signal.SIGKILL)
-    wait_until(lambda: not is_running(pid, markers), 10.0, 0.2)
+    if not wait_until(lambda: not is_running(pid, markers), KILL_WAIT_S, 0.2):
+        raise KafkaLocalError(f"process {pid} is still running {KILL_WAIT_S:.0f} s after SIGKILL")
 
 
 def kraft_cluster_id() -> str:

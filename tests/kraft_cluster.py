@@ -21,7 +21,7 @@ from typing import NamedTuple
 import pytest
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, NewTopic
-from kafka.errors import KafkaError
+from kafka.errors import KafkaError, for_code
 
 from streaming import kraft_cluster as cluster
 
@@ -100,6 +100,8 @@ class KraftCluster:
             described = admin.describe_topics([topic])[0]
         finally:
             admin.close()
+        if described["error_code"]:  # an unknown topic is described, not raised
+            raise for_code(described["error_code"])(topic)
         return {
             p["partition_index"]: Partition(
                 p["leader_id"],
@@ -124,7 +126,9 @@ class KraftCluster:
 
     def wait_isr_full(self, topic: str) -> None:
         self.wait_partitions(
-            topic, lambda ps: all(p.isr == set(p.replicas) for p in ps.values()), "ISR full"
+            topic,
+            lambda ps: bool(ps) and all(p.isr == set(p.replicas) for p in ps.values()),
+            "ISR full",
         )
 
     def create_topic(

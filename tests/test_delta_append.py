@@ -14,6 +14,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from delta.tables import DeltaTable
+from hypothesis import given
+from hypothesis import strategies as st
 from pyspark.sql import DataFrame
 from spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
@@ -178,3 +180,18 @@ def test_only_local_lakes_take_native(spark) -> None:  # noqa: F811
         spark._jvm.java.lang.System.getProperty("user.dir"), "relative/dir"
     )
     assert delta_append.local_directory(spark, "s3a://bucket/lake") is None
+
+
+@given(rows=st.integers(min_value=0, max_value=100_000), parts=st.integers(1, 50))
+def test_data_files_are_consecutive_slices_whose_sizes_differ_by_at_most_one(
+    rows: int, parts: int
+) -> None:
+    slices = delta_append.even_slices(rows, parts)
+    assert len(slices) == parts
+    assert [start for start, _ in slices] == [
+        sum(length for _, length in slices[:i]) for i in range(parts)
+    ]
+    lengths = [length for _, length in slices]
+    assert sum(lengths) == rows
+    assert max(lengths) - min(lengths) <= 1
+    assert lengths == sorted(lengths, reverse=True)

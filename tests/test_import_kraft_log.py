@@ -72,6 +72,7 @@ def test_recorded_run_becomes_its_events(tmp_path):
     # the controlled shutdown's partition changes (same batch) are its observed
     shutdown = events[13]
     assert shutdown["broker"] == 3
+    assert shutdown["observed"]["partitions"]
     assert all(3 not in r["isr"] for r in shutdown["observed"]["partitions"])
     # a reassignment adding a replica, then the AlterPartition that completed it
     adding, completing = events[21], events[22]

@@ -178,7 +178,9 @@ def test_a_kraft_day_through_the_zookeeper_controller(kraft_cluster: KraftCluste
     final = {
         (r["topic"], r["partition"]): r for r in tables["partition_state"] if r["topic"] == "orders"
     }
-    for p, state in kraft_cluster.partitions("orders").items():
+    live = kraft_cluster.partitions("orders")
+    assert sorted(live) == sorted(p for _, p in final)
+    for p, state in live.items():
         row = final["orders", p]
         assert (row["leader"], set(row["isr"]), tuple(row["replicas"])) == (
             state.leader,
