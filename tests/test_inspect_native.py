@@ -76,7 +76,7 @@ def test_a_missing_lake_is_a_clear_error_without_spark(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def lake(spark, tmp_path_factory) -> Path:  # noqa: F811
-    """The corpus, 9 lines a batch, brokers answering by themselves (so topic deletions
+    """The corpus, 15 lines a batch, brokers answering by themselves (so topic deletions
     complete and the change feed holds deletes)."""
     from test_spark_job import copy_corpus
 
@@ -84,7 +84,7 @@ def lake(spark, tmp_path_factory) -> Path:  # noqa: F811
     from streaming.job import FileSource, Options, run
 
     root = tmp_path_factory.mktemp("inspect")
-    source = copy_corpus(root / "events", lines_per_file=9)
+    source = copy_corpus(root / "events", lines_per_file=15)
     options = Options(
         settings=Settings.load(None, ["kcsim.simulate.brokers=true"]),
         source=FileSource(str(source), 1),
