@@ -121,7 +121,7 @@ class Partition:
         if isinstance(ids, dict):
             ids[broker] = event_id
             self.replica_event_ids = _one_or_all(ids)
-        elif ids != event_id and any(b != broker for b in states):
+        elif ids != event_id and len(states) > (broker in states):  # another replica
             ids = {b: ids for b in states}
             ids[broker] = event_id
             self.replica_event_ids = ids
@@ -740,8 +740,8 @@ def _one_or_all(ids: dict[int, str | None]) -> str | dict[int, str | None] | Non
     """A partition's replica event ids, as one id when they all agree."""
     if not ids:
         return None
-    first = next(iter(ids.values()))
-    return first if all(i == first for i in ids.values()) else ids
+    distinct = set(ids.values())  # (a partition's few ids: cheaper than a generator)
+    return distinct.pop() if len(distinct) == 1 else ids
 
 
 def _normalized(topic: str) -> str:
