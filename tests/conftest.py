@@ -4,4 +4,4 @@ ZooKeeper-mode cluster (tests/zk_cluster.py) and a real 3-node KRaft cluster
 
 from kafka_broker import kafka_bootstrap  # noqa: F401
 from kraft_cluster import kraft_cluster  # noqa: F401
-from zk_cluster import zk_cluster  # noqa: F401
+from zk_cluster import zk_cluster, zk_processes  # noqa: F401

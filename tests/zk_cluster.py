@@ -6,6 +6,11 @@ tests/conftest.py imports `zk_cluster` from here; mark the tests that use it
 shuts down a broker brings it back before it ends (`ensure_all_up()` in a `finally`).
 Set KCSIM_ZK_CLUSTER_DIR=DIR to use a cluster already started with
 `kcsim kafka-local start --zk --dir DIR` (it is then left running).
+
+The processes live for the session; the tests' own ZooKeeper session (kazoo) lives for a
+module. kazoo's connection thread draws from the global `random` on every loop, and
+Hypothesis warns when the global random state changes during a draw: a client kept for
+the session ticked through the property tests of later modules.
 """
 
 from __future__ import annotations
@@ -186,26 +191,34 @@ def create_topic(
 
 
 @pytest.fixture(scope="session")
-def zk_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZkCluster]:
+def zk_processes(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[cluster.ClusterAddress, Path]]:
+    """ZooKeeper and the brokers, started once: their address and data directory."""
     external = os.environ.get("KCSIM_ZK_CLUSTER_DIR")
     if external:
         data_dir = Path(external).resolve()
         layout = cluster.load_layout(data_dir)
-        address = cluster.ClusterAddress(layout.zookeeper, layout.bootstrap)
-    else:
-        data_dir = tmp_path_factory.mktemp("kafka-zk")
-        address = cluster.start(data_dir, brokers=cluster.DEFAULT_BROKERS)
+        yield cluster.ClusterAddress(layout.zookeeper, layout.bootstrap), data_dir
+        return
+    data_dir = tmp_path_factory.mktemp("kafka-zk")
+    address = cluster.start(data_dir, brokers=cluster.DEFAULT_BROKERS)
     try:
-        client = KazooClient(hosts=address.zookeeper, timeout=10.0)
-        client.start(timeout=15)
-        try:
-            brokers = cluster.load_layout(data_dir).broker_ids
-            handle = ZkCluster(address.zookeeper, address.bootstrap, data_dir, brokers, client)
-            handle.ensure_all_up()
-            yield handle
-        finally:
-            client.stop()
-            client.close()
+        yield address, data_dir
     finally:
-        if not external:
-            cluster.stop(data_dir)
+        cluster.stop(data_dir)
+
+
+@pytest.fixture(scope="module")
+def zk_cluster(zk_processes: tuple[cluster.ClusterAddress, Path]) -> Iterator[ZkCluster]:
+    address, data_dir = zk_processes
+    client = KazooClient(hosts=address.zookeeper, timeout=10.0)
+    client.start(timeout=15)
+    try:
+        brokers = cluster.load_layout(data_dir).broker_ids
+        handle = ZkCluster(address.zookeeper, address.bootstrap, data_dir, brokers, client)
+        handle.ensure_all_up()
+        yield handle
+    finally:
+        client.stop()
+        client.close()
