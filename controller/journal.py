@@ -28,6 +28,9 @@ class Journal:
         self.payload = 0  # the next request body's number within the event
         self.requests = RequestLog()
         self.state_changes: list[Row] = []
+        # the unclean elections among the state changes written so far (never drained): the
+        # health row's count grows by an event's share without a pass over its rows
+        self.unclean_elections = 0
         self.results: list[Row] = []
         self.violations: list[Violation] = []  # the event's, until the runner takes them
         # (recipients, delivered flags, type) of each body sent since the last delivery check
@@ -126,6 +129,8 @@ class Journal:
         error: str | None = None,
         unclean: bool = False,
     ) -> None:
+        if unclean:
+            self.unclean_elections += 1
         self.state_changes.append(
             {
                 "cluster": self.cluster,

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
-from operator import itemgetter
 from typing import Any, NamedTuple
 
 from controller import divergence, invariants, snapshot
@@ -37,9 +35,6 @@ class RawEvent(NamedTuple):
     source: str  # "<file>:<line>" or "<topic>/<partition>/<offset>"
 
 
-_UNCLEAN = itemgetter("unclean")
-
-
 @dataclass(slots=True)
 class BatchOutput:
     # append-only tables: controller_requests and request_payloads (a RequestLog and its
@@ -58,7 +53,8 @@ class Simulator:
         """`state_rows=False`: a batch's output holds no upserts or deletes of the state
         tables (`kcsim replay` writes them once, at the end, from `table_rows`): building
         and freeing the rows of every partition and replica a batch changed was ~5% of a
-        100k-partition rolling restart's replay."""
+        100k-partition rolling restart's replay. Its clusters' contexts then mark no
+        partition or replica dirty either (ControllerContext's `marks_rows`)."""
         self._settings = settings
         self._state_rows = state_rows
         self._clusters: dict[str, ClusterRunner] = {}
@@ -127,7 +123,7 @@ class Simulator:
             created = runner is None
             if runner is None:
                 runner = self._clusters[cluster] = ClusterRunner(
-                    ControllerContext(cluster), self._settings
+                    ControllerContext(cluster, marks_rows=self._state_rows), self._settings
                 )
             held_before = runner.journal.held() if max_output is not None else 0
             rejection = runner.apply(parsed)
@@ -241,7 +237,7 @@ class ClusterRunner:
         context.event_id = event_id
         journal = self.journal
         journal.begin(event_id, seq, header.ts)
-        state_changes = len(journal.state_changes)
+        unclean_before = journal.unclean_elections
         body = event.body
         failover = isinstance(body, ControllerFailover)
         try:
@@ -252,7 +248,7 @@ class ClusterRunner:
         except EventRejected as error:
             return _reject(cluster, header, str(error))
         context = self.context  # a failover replaces it
-        self._check(context, header, event_id, seq, failover, state_changes)
+        self._check(context, header, event_id, seq, failover, unclean_before)
         context.last_seq = seq
         context.last_event_id = event_id
         self.seen_event_ids.add(event_id)
@@ -285,19 +281,15 @@ class ClusterRunner:
         event_id: str,
         seq: int,
         failover: bool,
-        state_changes: int,
+        unclean_before: int,
     ) -> None:
         """The event's `health` row and `violations` rows: kcsim's state where the event
         changed it, the requests it sent, and its `observed` states."""
         journal = self.journal
         health = self.health
         leader_changes, found = health.resync(context) if failover else health.update(context)
-        if len(journal.state_changes) > state_changes:
-            # (bools, summed in C: a shutdown of a broker leading 1k partitions writes
-            # ~10k rows)
-            health.unclean_elections += sum(
-                map(_UNCLEAN, islice(journal.state_changes, state_changes, None))
-            )
+        # the event's unclean elections (`unclean_before`: the journal's count before it)
+        health.unclean_elections += journal.unclean_elections - unclean_before
         if journal.violations:
             found.extend(journal.violations)
             journal.violations.clear()

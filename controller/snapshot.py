@@ -320,6 +320,7 @@ def reload_for_failover(context: ControllerContext) -> ControllerContext:
     tables = dump(context)
     tables["clusters"] = [{**row, "restamped_partitions": []} for row in tables["clusters"]]
     fresh = load(context.cluster, tables)
+    fresh.marks_rows = context.marks_rows
     fresh.dirty_partitions |= context.dirty_partitions
     fresh.dirty_replicas |= context.dirty_replicas
     fresh.dirty_brokers |= context.dirty_brokers
