@@ -117,6 +117,27 @@ class LeaderAndIsr:
     controller_epoch: int = 0
     zk_controller_epoch: int | None = None
 
+    def __init__(
+        self,
+        leader: int,
+        leader_epoch: int,
+        isr: tuple[int, ...],
+        partition_epoch: int,
+        recovery: RecoveryState = RecoveryState.RECOVERED,
+        controller_epoch: int = 0,
+        zk_controller_epoch: int | None = None,
+    ) -> None:
+        # the dataclass's own __init__, through the slots' descriptors: the generated one
+        # of a frozen class looks object.__setattr__ up again for every field, which made
+        # a construction twice as slow (2% of a rolling restart: one per leadership change)
+        _SET_LEADER(self, leader)
+        _SET_LEADER_EPOCH(self, leader_epoch)
+        _SET_ISR(self, isr)
+        _SET_PARTITION_EPOCH(self, partition_epoch)
+        _SET_RECOVERY(self, recovery)
+        _SET_CONTROLLER_EPOCH(self, controller_epoch)
+        _SET_ZK_CONTROLLER_EPOCH(self, zk_controller_epoch)
+
     @property
     def stored_controller_epoch(self) -> int:
         """The controller epoch in the partition's state znode: what a new controller loads."""
@@ -194,3 +215,13 @@ class LeaderAndIsr:
         if self.zk_controller_epoch is None:
             return self
         return replace(self, controller_epoch=self.zk_controller_epoch, zk_controller_epoch=None)
+
+
+# LeaderAndIsr's slots, set as the generated __init__ would (frozen: no plain assignment)
+_SET_LEADER = LeaderAndIsr.leader.__set__  # type: ignore[attr-defined]
+_SET_LEADER_EPOCH = LeaderAndIsr.leader_epoch.__set__  # type: ignore[attr-defined]
+_SET_ISR = LeaderAndIsr.isr.__set__  # type: ignore[attr-defined]
+_SET_PARTITION_EPOCH = LeaderAndIsr.partition_epoch.__set__  # type: ignore[attr-defined]
+_SET_RECOVERY = LeaderAndIsr.recovery.__set__  # type: ignore[attr-defined]
+_SET_CONTROLLER_EPOCH = LeaderAndIsr.controller_epoch.__set__  # type: ignore[attr-defined]
+_SET_ZK_CONTROLLER_EPOCH = LeaderAndIsr.zk_controller_epoch.__set__  # type: ignore[attr-defined]

@@ -4,6 +4,8 @@ depend on it)."""
 
 from __future__ import annotations
 
+from dataclasses import astuple, fields
+
 from controller.context import (
     ControllerContext,
     Partition,
@@ -11,7 +13,14 @@ from controller.context import (
     sorted_partitions,
     sorted_replicas,
 )
-from controller.model import ReplicaAssignment, ReplicaState, TopicPartition
+from controller.model import (
+    LeaderAndIsr,
+    PartitionState,
+    RecoveryState,
+    ReplicaAssignment,
+    ReplicaState,
+    TopicPartition,
+)
 
 RS = ReplicaState
 
@@ -179,3 +188,47 @@ def test_a_queued_topics_counted_replica_states_follow_every_change() -> None:
         (TopicPartition("t", 0), 2), (TopicPartition("t", 1), 1), (TopicPartition("t", 1), 2),
         (TopicPartition("t", 1), 3), (TopicPartition("t", 2), 1),
     ]  # fmt: skip
+
+
+def test_a_context_that_marks_no_rows_changes_the_same_and_leaves_its_dirty_sets_empty() -> None:
+    """`marks_rows=False` (kcsim replay's contexts, whose state tables are written from
+    the whole context at its end): the same records, the same event partitions for the
+    health counters, and no partition or replica marked dirty, a topic's removal too."""
+    contexts = [ControllerContext("c"), ControllerContext("c", marks_rows=False)]
+    for context in contexts:
+        context.event_id = "e1"
+        context.add_topic("t", {})
+        record = context.add_partition(TopicPartition("t", 0), ReplicaAssignment((1, 2)))
+        context.set_leadership(record, LeaderAndIsr(1, 0, (1, 2), 0))
+        context.set_partition_state(record, PartitionState.ONLINE)
+        for broker in (1, 2):
+            context.set_replica_state(record, broker, RS.ONLINE)
+        context.remove_replica_state(record, 2)
+    marking, not_marking = contexts
+    assert marking.dirty_partitions == {TopicPartition("t", 0)}
+    assert marking.dirty_replicas == {(TopicPartition("t", 0), 1), (TopicPartition("t", 0), 2)}
+    assert not_marking.dirty_partitions == set() and not_marking.dirty_replicas == set()
+    assert not_marking.event_partitions == marking.event_partitions == {TopicPartition("t", 0)}
+    [kept] = not_marking.all_partitions()
+    assert (kept.leadership, kept.state, kept.replica_states, kept.last_event_id) == (
+        LeaderAndIsr(1, 0, (1, 2), 0),
+        PartitionState.ONLINE,
+        {1: RS.ONLINE},
+        "e1",
+    )
+    not_marking.remove_topic("t")
+    assert not_marking.dirty_partitions == set() and not_marking.dirty_replicas == set()
+    assert not_marking.dirty_topics == {"t"}
+
+
+def test_leader_and_isr_sets_every_field_as_the_dataclass_constructor_would() -> None:
+    """LeaderAndIsr has its own __init__ (faster than the frozen dataclass's): every field,
+    in the declared order, positionally and by name, with the declared defaults."""
+    declared = fields(LeaderAndIsr)
+    values = (1, 2, (1, 3), 4, RecoveryState.RECOVERING, 5, 6)
+    assert len(values) == len(declared)
+    by_position = LeaderAndIsr(*values)
+    by_name = LeaderAndIsr(**{f.name: v for f, v in zip(declared, values, strict=True)})
+    assert astuple(by_position) == astuple(by_name) == values
+    shortest = LeaderAndIsr(1, 2, (1,), 4)
+    assert [getattr(shortest, f.name) for f in declared[4:]] == [f.default for f in declared[4:]]
