@@ -35,6 +35,7 @@ class Output:
     state_changes: list[Row]
     results: list[Row]
     rejected: list[Row]
+    violations: list[Row]
 
     def of(self, type: str | None = None, broker: int | None = None) -> list[Row]:
         """The requests of one type and/or to one broker, in send order."""
@@ -102,6 +103,7 @@ class Cluster:
             state_changes=batch.appends["state_changes"],
             results=batch.appends["event_results"],
             rejected=batch.appends["rejected_events"],
+            violations=list(batch.appends["violations"]),
         )
         return self.last
 

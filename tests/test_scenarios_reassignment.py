@@ -245,6 +245,46 @@ def test_reassigning_a_partition_without_leadership_is_an_unknown_server_error()
     assert assignment(c) == ([1, 2], [1], [2])
 
 
+def test_cancel_after_a_leaderless_reassignment_keeps_an_isr_member_outside_rs() -> None:
+    """§14.3 then §14.6, as Kafka's controller does it. The reassignment of a partition
+    that never had a leader fails at A1, before A2 gives the adding replica a state. When
+    the original replica's broker comes, the New partition's first election (§4.3) takes
+    the first live replica of RS: the adding one, with both in the ISR. Cancelling stops
+    that replica (§14.5), but its OfflineReplica transition is invalid (no state: §6.1),
+    so it leaves RS without leaving the ISR; B3's Reassign election (§5.2) moves the
+    leadership to the original replica. Kafka stores that state, and kcsim reports what
+    it breaks: an ISR member that is not a replica."""
+    c = Cluster(brokers=[1, 2])
+    c.fail(2)
+    c.create("t", {0: [2]})
+    assert c.reassign("t", 0, [1]).result("t", 0)["error"] == "UNKNOWN_SERVER_ERROR"
+    assert c.replicas("t", 0) == {2: "OnlineReplica"}  # the adding replica 1 has no state
+    c.start(2)
+    assert c.state("t", 0) == ("OnlinePartition", 1, [1, 2], 0, 0)
+    out = c.reassign("t", 0, None)
+    assert out.result("t", 0)["error"] is None
+    assert assignment(c) == ([2], [], [])
+    assert c.state("t", 0) == ("OnlinePartition", 2, [1, 2], 1, 1)
+    assert c.replicas("t", 0) == {2: "OnlineReplica"}
+    stopped = [(s["broker"], s["to_state"], s["ok"]) for s in out.changes("replica")]
+    assert stopped == [
+        (1, "OfflineReplica", False),
+        (1, "ReplicaDeletionStarted", False),
+        (1, "ReplicaDeletionSuccessful", False),
+        (1, "NonExistentReplica", False),
+    ]
+    assert out.sent() == [
+        (LAI, 2, True),
+        (UM, 1, True),
+        (UM, 2, True),
+        (UM, 1, True),
+        (UM, 2, True),
+    ]
+    assert [(v["invariant"], v["broker"], v["detail"]) for v in out.violations] == [
+        ("isr_in_replicas", 1, "ISR member 1 is not a replica: ISR [1, 2], replicas [2]")
+    ]
+
+
 def test_replacing_an_in_flight_reassignment() -> None:
     """§14.7: [1,2,3] -> [4,5,6] then -> [7,8,9]: [7,8,9,1,2,3], AR [7,8,9], RR [1,2,3];
     U3 stops and deletes 4,5,6; phase A for 7,8,9 (another bump)."""
