@@ -120,7 +120,7 @@ def child(part: str, argv: list[str]) -> int:
         from controller import replay
 
         replay._AppendFiles.write = lambda self, table, rows: None  # type: ignore[method-assign]
-        replay.write_tables = lambda out, tables, compress=False: None
+        replay.write_tables = lambda out, tables, compress=False, ordered=False: None
     elif part == "state_changes":
         from controller.journal import Journal
 

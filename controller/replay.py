@@ -34,7 +34,7 @@ from controller.config import Settings
 from controller.memory import cyclic_gc_paused
 from controller.simulator import RawEvent, Row, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES, TABLES, Table
-from schemas.types import DOUBLE, ArrayOf, StructOf, contains
+from schemas.types import DOUBLE, ArrayOf, MapOf, StructOf, contains
 
 DEFAULT_BATCH_SIZE = 10_000
 # a batch's output held at once, in rows and request-body partition entries (~0.5-1 KB
@@ -186,7 +186,8 @@ def replay(
             for table, rows in output.appends.items():
                 appends.write(table, rows)
             del output  # not alive through the next batch
-    write_tables(out, {t.name: simulator.table_rows(t.name) for t in STATE_TABLES}, compress)
+    state_tables = {t.name: simulator.table_rows(t.name) for t in STATE_TABLES}
+    write_tables(out, state_tables, compress, ordered=True)
     return Summary(events, rejected, requests, time.monotonic() - started)
 
 
@@ -270,13 +271,15 @@ def is_event_file(name: str) -> bool:
 # ---------------------------------------------------------------------------- output
 
 
-def write_tables(out: Path, tables: Mapping[str, Iterable[Row]], compress: bool = False) -> None:
+def write_tables(
+    out: Path, tables: Mapping[str, Iterable[Row]], compress: bool = False, ordered: bool = False
+) -> None:
     """Write (replacing) `out/<table>.jsonl` (`.jsonl.zst` with `compress`) for each named
-    table."""
+    table. `ordered`: the rows are the core's (see _write_rows)."""
     out.mkdir(parents=True, exist_ok=True)
     for name, rows in tables.items():
         with _open_table(out, name, compress) as handle:
-            _write_rows(handle, TABLES[name], rows)
+            _write_rows(handle, TABLES[name], rows, ordered=ordered)
 
 
 class _AppendFiles:
@@ -303,7 +306,8 @@ class _AppendFiles:
     def write(self, table: str, rows: Iterable[Row]) -> None:
         if table not in self._tables:
             raise ValueError(f"the simulator appended rows to {table!r}, not an append table")
-        _write_rows(self._handles[table], self._tables[table], rows, self._texts)
+        # (the simulator's rows: in column order)
+        _write_rows(self._handles[table], self._tables[table], rows, self._texts, ordered=True)
 
 
 def table_file(directory: Path, name: str) -> Path:
@@ -353,7 +357,11 @@ def _open_table(out: Path, name: str, compress: bool) -> IO[str]:
 
 
 def _write_rows(
-    handle: IO[str], table: Table, rows: Iterable[Row], texts: EntryTexts | None = None
+    handle: IO[str],
+    table: Table,
+    rows: Iterable[Row],
+    texts: EntryTexts | None = None,
+    ordered: bool = False,
 ) -> None:
     """Rows as JSON lines in the table's column order, one write per chunk. A column missing
     from a row is written as null, as Delta would store it. A chunk is cut at
@@ -362,8 +370,9 @@ def _write_rows(
     time, through `texts` (an unchanged entry of the last UpdateMetadata body is not
     encoded again). A request body (up to _LONG_LIST entries) is encoded in one call and
     chunked row by row; other rows (1.7M state changes in a rolling restart of 100k
-    partitions) are taken _ENCODE_ROWS at a time and encoded in one `map`, with no
-    Python step per row."""
+    partitions) are taken _ENCODE_ROWS at a time and encoded in one call, with no Python
+    step per row. `ordered`: the rows are the core's, every column in the table's order
+    (tests/test_properties checks each output row), so none is checked or copied."""
     columns = table.column_names
     lists = tuple(c.name for c in table.columns if isinstance(c.type, ArrayOf))
     has_entries = any(
@@ -371,6 +380,8 @@ def _write_rows(
     )
     texts = texts or EntryTexts()
     dumps = _encoder_of(table)
+    # no object inside a row: a row's end is the only "},{" outside a string
+    flat = not any(contains(c.type, _is_object) for c in table.columns) and dumps is _dumps
     chunk = _Chunk(handle)
     remaining = iter(rows)
     # the texts, the encoder's item lists and the kept texts' tuples are acyclic: a
@@ -378,8 +389,9 @@ def _write_rows(
     with cyclic_gc_paused():
         while block := list(islice(remaining, _ENCODE_ROWS)):
             if not has_entries and not _has_long_list(block, lists):
-                text = "\n".join(map(dumps, _in_column_order(columns, block)))
-                chunk.add(text + "\n", len(block))
+                if not ordered:
+                    block = _in_column_order(columns, block)
+                chunk.add(_json_lines(block, dumps, flat), len(block))
                 continue
             for row in block:
                 if any(len(row.get(c) or ()) > _LONG_LIST for c in lists):
@@ -433,6 +445,25 @@ def _in_column_order(columns: tuple[str, ...], block: list[Row]) -> list[Row]:
     if all(map(columns.__eq__, map(tuple, block))):
         return block
     return [row if tuple(row) == columns else {c: row.get(c) for c in columns} for row in block]
+
+
+def _json_lines(rows: list[Row], dumps: Callable[[object], str], flat: bool) -> str:
+    """The rows' JSON lines, each ended by a newline. Rows of a `flat` table (scalars and
+    lists of scalars: no object inside a row) are encoded by one orjson call for the whole
+    list, whose rows are then split where one ends: a "},{" followed by a quote, which a
+    string cannot hold unescaped. A list orjson refuses is encoded row by row."""
+    if flat:
+        try:
+            text = orjson.dumps(rows)
+        except TypeError:  # orjson.JSONEncodeError: a row for _dumps_exact
+            pass
+        else:
+            return text[1:-1].replace(b'},{"', b'}\n{"').decode() + "\n"
+    return "\n".join(map(dumps, rows)) + "\n"
+
+
+def _is_object(data_type: object) -> bool:
+    return isinstance(data_type, (StructOf, MapOf))
 
 
 def _json_line(columns: tuple[str, ...], row: Row, dumps: Callable[[object], str]) -> str:
