@@ -1,6 +1,8 @@
 """Invariants Kafka's controller keeps (CONTRACT §2 `violations`), checked on one partition's
-state at a time: kcsim's own after every event that touched it (`simulated`; any row is a
-bug in kcsim), and a real controller's, as an event's `observed` gives it (`observed`).
+state at a time: kcsim's own after every event that touched it (`simulated`; a row is a
+bug in kcsim, an imported state that breaks them, or the one state Kafka's controller
+also writes that README's `violations` names), and a real controller's, as an event's
+`observed` gives it (`observed`).
 
 Pure functions over plain values: the caller keeps what a partition looked like before
 (`Epochs`), so that a check costs the partition, never the cluster.
