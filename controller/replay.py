@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import compress, islice
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
-from operator import is_not, itemgetter
+from operator import is_not
 from pathlib import Path
 from typing import IO
 
@@ -363,16 +363,17 @@ def _write_rows(
     texts: EntryTexts | None = None,
     ordered: bool = False,
 ) -> None:
-    """Rows as JSON lines in the table's column order, one write per chunk. A column missing
-    from a row is written as null, as Delta would store it. A chunk is cut at
-    _BYTES_PER_WRITE as well, and a row with a long list (a new broker's UpdateMetadata
-    names every partition: ~290 MB of JSON at 1M partitions) is written a slice at a
-    time, through `texts` (an unchanged entry of the last UpdateMetadata body is not
-    encoded again). A request body (up to _LONG_LIST entries) is encoded in one call and
-    chunked row by row; other rows (1.7M state changes in a rolling restart of 100k
-    partitions) are taken _ENCODE_ROWS at a time and encoded in one call, with no Python
-    step per row. `ordered`: the rows are the core's, every column in the table's order
-    (tests/test_properties checks each output row), so none is checked or copied."""
+    """Rows as JSON lines in the table's column order. A column missing from a row is
+    written as null, as Delta would store it. Rows of a table without request entries (1.7M
+    state changes in a rolling restart of 100k partitions) are taken _ENCODE_ROWS at a
+    time, encoded in one call with no Python step per row, and written a block at a time.
+    A request body (up to _LONG_LIST entries) is encoded in one call and its text gathered
+    with others into one write per chunk (_ROWS_PER_WRITE rows or _BYTES_PER_WRITE
+    characters); a longer one (a new broker's UpdateMetadata names every partition: ~290
+    MB of JSON at 1M partitions) is written a slice at a time, through `texts` (an
+    unchanged entry of the last UpdateMetadata body is not encoded again). `ordered`: the
+    rows are the core's, every column in the table's order (tests/test_properties checks
+    each output row), so none is checked or copied."""
     columns = table.column_names
     lists = tuple(c.name for c in table.columns if isinstance(c.type, ArrayOf))
     has_entries = any(
@@ -388,10 +389,12 @@ def _write_rows(
     # collection they would trigger finds nothing (2% of the run's CPU at 100k partitions)
     with cyclic_gc_paused():
         while block := list(islice(remaining, _ENCODE_ROWS)):
-            if not has_entries and not _has_long_list(block, lists):
+            if not has_entries:
+                # (a list there names brokers or topics: never long enough to need pieces;
+                # a block's text goes to the file's own buffer, not through a chunk)
                 if not ordered:
                     block = _in_column_order(columns, block)
-                chunk.add(_json_lines(block, dumps, flat), len(block))
+                handle.write(_json_lines(block, dumps, flat))
                 continue
             for row in block:
                 if any(len(row.get(c) or ()) > _LONG_LIST for c in lists):
@@ -414,10 +417,11 @@ class _Chunk:
         self._texts: list[str] = []
         self._size = self._rows = 0
 
-    def add(self, text: str, rows: int = 1) -> None:
+    def add(self, text: str) -> None:
+        """One row's text."""
         self._texts.append(text)
         self._size += len(text)
-        self._rows += rows
+        self._rows += 1
         if self._rows >= _ROWS_PER_WRITE or self._size >= _BYTES_PER_WRITE:
             self.flush()
 
@@ -425,19 +429,6 @@ class _Chunk:
         if self._texts:
             self._handle.write("".join(self._texts))
             self._texts, self._size, self._rows = [], 0, 0
-
-
-def _has_long_list(block: list[Row], lists: tuple[str, ...]) -> bool:
-    """Whether a row of `block` has one of the list columns `lists` with more than
-    _LONG_LIST items."""
-    for name in lists:
-        try:
-            values = list(map(itemgetter(name), block))
-        except KeyError:  # a row without the column (written as null)
-            values = [row.get(name) for row in block]
-        if max(map(len, filter(None, values)), default=0) > _LONG_LIST:
-            return True
-    return False
 
 
 def _in_column_order(columns: tuple[str, ...], block: list[Row]) -> list[Row]:
