@@ -42,9 +42,9 @@ DEFAULT_BATCH_SIZE = 10_000
 DEFAULT_BATCH_OUTPUT = 250_000
 STDIN = Path("-")
 _ROWS_PER_WRITE = 10_000  # bounds the memory of writing a large state table
-_BYTES_PER_WRITE = 16 << 20  # (characters) and of a table of large rows
+_BYTES_PER_WRITE = 16 << 20  # and of a table of large rows
 _ENCODE_ROWS = 256  # rows encoded in one go (their texts held at once, twice: kept few)
-# json.dumps's text with these options (_dumps writes the same, faster); json.dumps itself
+# json.dumps's text with these options (_encode writes the same, faster); json.dumps itself
 # builds an encoder per call
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _LIST_SLICE = 10_000  # items of a long list column encoded at a time
@@ -290,7 +290,7 @@ class _AppendFiles:
         self._tables = {t.name: t for t in tables}
         self._out = out
         self._compress = compress
-        self._handles: dict[str, IO[str]] = {}
+        self._handles: dict[str, IO[bytes]] = {}
         # one for the whole replay: a long body is compared with the last, across batches
         self._texts = EntryTexts()
 
@@ -336,14 +336,13 @@ def open_table(path: Path) -> IO[str]:
     return path.open(encoding="utf-8")
 
 
-def _open_table(out: Path, name: str, compress: bool) -> IO[str]:
+def _open_table(out: Path, name: str, compress: bool) -> IO[bytes]:
     written = out / f"{name}{COMPRESSED_SUFFIX if compress else PLAIN_SUFFIX}"
     # the other forms go: a reader must not find a previous run's file next to this one
     for suffix in _SUFFIXES:
         if out / f"{name}{suffix}" != written:
             (out / f"{name}{suffix}").unlink(missing_ok=True)
-    # backslashreplace: a lone surrogate (an undecodable input byte) that reaches a row is
-    # written as a JSON "\\udcXX" escape, so the file stays valid UTF-8 JSON.
+    # (bytes: the rows' JSON is encoded as UTF-8 bytes, see _encode)
     if compress:
         import zstandard  # as in open_table
 
@@ -351,13 +350,14 @@ def _open_table(out: Path, name: str, compress: bool) -> IO[str]:
             _ZSTD_LEVEL, window_log=_ZSTD_WINDOW_LOGS.get(name, _ZSTD_SMALL_WINDOW_LOG)
         )
         compressor = zstandard.ZstdCompressor(compression_params=parameters)
-        stream = compressor.stream_writer(written.open("wb"), closefd=True)
-        return io.TextIOWrapper(stream, encoding="utf-8", errors="backslashreplace")
-    return written.open("w", encoding="utf-8", errors="backslashreplace")
+        # (no buffer in front: gathering the small writes of a long row's pieces cost more
+        # than the compressor's own calls for them)
+        return compressor.stream_writer(written.open("wb"), closefd=True)
+    return written.open("wb")
 
 
 def _write_rows(
-    handle: IO[str],
+    handle: IO[bytes],
     table: Table,
     rows: Iterable[Row],
     texts: EntryTexts | None = None,
@@ -369,7 +369,7 @@ def _write_rows(
     time, encoded in one call with no Python step per row, and written a block at a time.
     A request body (up to _LONG_LIST entries) is encoded in one call and its text gathered
     with others into one write per chunk (_ROWS_PER_WRITE rows or _BYTES_PER_WRITE
-    characters); a longer one (a new broker's UpdateMetadata names every partition: ~290
+    bytes); a longer one (a new broker's UpdateMetadata names every partition: ~290
     MB of JSON at 1M partitions) is written a slice at a time, through `texts` (an
     unchanged entry of the last UpdateMetadata body is not encoded again). `ordered`: the
     rows are the core's, every column in the table's order (tests/test_properties checks
@@ -381,9 +381,9 @@ def _write_rows(
         isinstance(c.type, ArrayOf) and isinstance(c.type.element, StructOf) for c in table.columns
     )
     texts = texts or EntryTexts()
-    dumps = _encoder_of(table)
+    encode = _encoder_of(table)
     # no object inside a row: a row's end is the only "},{" outside a string
-    flat = not any(contains(c.type, _is_object) for c in table.columns) and dumps is _dumps
+    flat = not any(contains(c.type, _is_object) for c in table.columns) and encode is _encode
     chunk = _Chunk(handle)
     remaining = iter(rows)
     # the texts, the encoder's item lists and the kept texts' tuples are acyclic: a
@@ -395,30 +395,31 @@ def _write_rows(
                 # a block's text goes to the file's own buffer, not through a chunk)
                 if not ordered:
                     block = _in_column_order(columns, block)
-                handle.write(_json_lines(block, dumps, flat))
+                handle.write(_json_lines(block, encode, flat))
+                handle.write(b"\n")
                 continue
             for row in block:
                 if any(len(row.get(c) or ()) > _LONG_LIST for c in lists):
                     chunk.flush()
-                    for piece in _json_pieces(columns, row, texts, dumps):
+                    for piece in _json_pieces(columns, row, texts, encode):
                         handle.write(piece)
                 else:  # (a request body: one call for it, its entries too)
-                    chunk.add(_json_line(columns, row, dumps))
+                    chunk.add(_json_line(columns, row, encode))
         chunk.flush()
 
 
 class _Chunk:
     """Texts of rows gathered into one write, of up to _ROWS_PER_WRITE rows or
-    _BYTES_PER_WRITE characters."""
+    _BYTES_PER_WRITE bytes."""
 
     __slots__ = ("_handle", "_size", "_texts")
 
-    def __init__(self, handle: IO[str]) -> None:
+    def __init__(self, handle: IO[bytes]) -> None:
         self._handle = handle
-        self._texts: list[str] = []  # one per row
+        self._texts: list[bytes] = []  # one per row
         self._size = 0
 
-    def add(self, text: str) -> None:
+    def add(self, text: bytes) -> None:
         """One row's text."""
         self._texts.append(text)
         self._size += len(text)
@@ -427,7 +428,7 @@ class _Chunk:
 
     def flush(self) -> None:
         if self._texts:
-            self._handle.write("".join(self._texts))
+            self._handle.write(b"".join(self._texts))
             self._texts, self._size = [], 0
 
 
@@ -438,48 +439,51 @@ def _in_column_order(columns: tuple[str, ...], block: list[Row]) -> list[Row]:
     return [row if tuple(row) == columns else {c: row.get(c) for c in columns} for row in block]
 
 
-def _json_lines(rows: list[Row], dumps: Callable[[object], str], flat: bool) -> str:
-    """The rows' JSON lines, each ended by a newline. Rows of a `flat` table (scalars and
-    lists of scalars: no object inside a row) are encoded by one orjson call for the whole
-    list, whose rows are then split where one ends: a "},{" followed by a quote, which a
-    string cannot hold unescaped. A list orjson refuses is encoded row by row."""
+def _json_lines(
+    rows: list[Row], encode: Callable[[object], bytes], flat: bool
+) -> bytes | memoryview:
+    """The rows' JSON lines, each but the last ended by a newline. Rows of a `flat` table
+    (scalars and lists of scalars: no object inside a row) are encoded by one orjson call
+    for the whole list, whose rows are then split where one ends: a "},{" followed by a
+    quote, which a string cannot hold unescaped. A list orjson refuses is encoded row by
+    row."""
     if flat:
         try:
             text = orjson.dumps(rows)
-        except TypeError:  # orjson.JSONEncodeError: a row for _dumps_exact
+        except TypeError:  # orjson.JSONEncodeError: a row for _encode_exact
             pass
-        else:
-            return text[1:-1].replace(b'},{"', b'}\n{"').decode() + "\n"
-    return "\n".join(map(dumps, rows)) + "\n"
+        else:  # (a view without the list's brackets: no copy)
+            return memoryview(text.replace(b'},{"', b'}\n{"'))[1:-1]
+    return b"\n".join(map(encode, rows))
 
 
 def _is_object(data_type: object) -> bool:
     return isinstance(data_type, (StructOf, MapOf))
 
 
-def _json_line(columns: tuple[str, ...], row: Row, dumps: Callable[[object], str]) -> str:
+def _json_line(columns: tuple[str, ...], row: Row, encode: Callable[[object], bytes]) -> bytes:
     if tuple(row) != columns:  # the core's rows come in column order: no copy for them
         row = {c: row.get(c) for c in columns}
-    return dumps(row) + "\n"
+    return encode(row) + b"\n"
 
 
 def _json_pieces(
-    columns: tuple[str, ...], row: Row, texts: EntryTexts, dumps: Callable[[object], str]
-) -> Iterator[str]:
+    columns: tuple[str, ...], row: Row, texts: EntryTexts, encode: Callable[[object], bytes]
+) -> Iterator[bytes]:
     """_json_line's text in pieces: a list is encoded _LIST_SLICE items at a time, through
     `texts` (request entries: no floats)."""
-    separator = "{"
+    separator = b"{"
     for column in columns:
         value = row.get(column)
-        yield f"{separator}{dumps(column)}:"
-        separator = ","
+        yield separator + encode(column) + b":"
+        separator = b","
         if isinstance(value, list):
-            yield "["
+            yield b"["
             yield from texts.pieces(value)
-            yield "]"
+            yield b"]"
         else:
-            yield dumps(value)
-    yield "}\n"
+            yield encode(value)
+    yield b"}\n"
 
 
 class EntryTexts:
@@ -502,14 +506,14 @@ class EntryTexts:
     def __init__(self) -> None:
         # the last long UpdateMetadata body (held: its items' ids stay theirs) and the
         # texts of its items, position by position
-        self._body: tuple[list, list[str]] | None = None
+        self._body: tuple[list, list[bytes]] | None = None
         # 0, 1, 2, ... made once: the comparison with the kept body takes its positions
         # from here instead of making and freeing an int per item (10M in a 100-broker
         # rolling restart of 100k partitions)
         self._places: list[int] = []
 
-    def pieces(self, items: list) -> Iterator[str]:
-        """`_dumps(items)` without its brackets, in pieces of up to _LIST_SLICE items (never
+    def pieces(self, items: list) -> Iterator[bytes]:
+        """`_encode(items)` without its brackets, in pieces of up to _LIST_SLICE items (never
         the whole text of a body at once)."""
         if (
             _LONG_LIST < len(items) <= _ENTRY_TEXTS
@@ -518,13 +522,16 @@ class EntryTexts:
         ):
             texts = self._body_texts(items)
             for start in range(0, len(items), _LIST_SLICE):
-                text = ",".join(texts[start : start + _LIST_SLICE])
-                yield text if start == 0 else "," + text
+                if start:
+                    yield b","
+                yield b",".join(texts[start : start + _LIST_SLICE])
             return
         for start in range(0, len(items), _LIST_SLICE):
             # (a list's text is its items' texts, joined)
-            text = _dumps(items[start : start + _LIST_SLICE])[1:-1]
-            yield text if start == 0 else "," + text
+            if start:
+                yield b","
+            # (a view without the brackets: the slice's text is not copied)
+            yield memoryview(_encode(items[start : start + _LIST_SLICE]))[1:-1]
 
     def _worth_keeping(self, items: list) -> bool:
         """Whether a long UpdateMetadata body is to be the kept one: not if it is less than
@@ -534,12 +541,12 @@ class EntryTexts:
         kept = self._body
         return kept is None or len(items) >= len(kept[0]) // 2
 
-    def _body_texts(self, items: list) -> list[str]:
+    def _body_texts(self, items: list) -> list[bytes]:
         """The texts of a long UpdateMetadata body's items, which becomes the kept body."""
         kept = self._body
         self._body = None  # (not left half-updated by an error)
         if kept is None or len(kept[0]) != len(items):
-            texts = list(map(_dumps, items))
+            texts = list(map(_kept_text, items))
         else:
             previous, texts = kept
             places = self._places
@@ -547,9 +554,16 @@ class EntryTexts:
                 places.extend(range(len(places), len(items)))
             # the positions whose entry is another object than the kept body's there
             for position in compress(places, map(is_not, items, previous)):
-                texts[position] = _dumps(items[position])
+                texts[position] = _kept_text(items[position])
         self._body = (items, texts)
         return texts
+
+
+def _kept_text(item: object) -> bytes:
+    """`_encode(item)`, copied: orjson's bytes for one entry (~280 bytes) hold its whole
+    first buffer (4 KiB with orjson 3.13, by tracemalloc), so a kept body's 100k of them
+    would hold 400 MB (and made the replay 3% slower); the copy is its own size."""
+    return bytes(memoryview(_encode(item)))
 
 
 def _is_update_metadata_body(items: list) -> bool:
@@ -583,22 +597,29 @@ def _make_exact_dumps() -> Callable[[object], str]:
 _dumps_exact = _make_exact_dumps()
 
 
-def _dumps(value: object) -> str:
-    """`_dumps_exact(value)`'s text for a value holding no float, through orjson (~5x
+def _encode_exact(value: object) -> bytes:
+    """`_dumps_exact(value)` as UTF-8. A lone surrogate (an undecodable input byte that
+    reached a row) becomes a JSON "\\udcXX" escape, so the file stays valid UTF-8 JSON."""
+    return _dumps_exact(value).encode("utf-8", "backslashreplace")
+
+
+def _encode(value: object) -> bytes:
+    """`_encode_exact(value)`'s bytes for a value holding no float, through orjson (~5x
     faster on a request entry or a state change: a 100k-partition rolling restart encodes
-    ~5M of them). What orjson refuses (a lone surrogate, an integer over 64 bits, a key
-    that is not a string) goes through `_dumps_exact`, which writes it as json.dumps
-    does. A float may be written otherwise (1e-05 as 0.00001, NaN as null): tables with a
-    double column are encoded by `_dumps_exact` (`_encoder_of`)."""
+    ~5M of them; its bytes are written as they are, never decoded). What orjson refuses (a
+    lone surrogate, an integer over 64 bits, a key that is not a string) goes through
+    `_encode_exact`, which writes it as json.dumps does. A float may be written otherwise
+    (1e-05 as 0.00001, NaN as null): tables with a double column are encoded by
+    `_encode_exact` (`_encoder_of`)."""
     try:
-        return orjson.dumps(value).decode()
+        return orjson.dumps(value)
     except TypeError:  # orjson.JSONEncodeError
-        return _dumps_exact(value)
+        return _encode_exact(value)
 
 
-def _encoder_of(table: Table) -> Callable[[object], str]:
-    """The encoder of a table's rows: `_dumps`, or `_dumps_exact` where a column holds
+def _encoder_of(table: Table) -> Callable[[object], bytes]:
+    """The encoder of a table's rows: `_encode`, or `_encode_exact` where a column holds
     floats."""
     if any(contains(c.type, lambda t: t == DOUBLE) for c in table.columns):
-        return _dumps_exact
-    return _dumps
+        return _encode_exact
+    return _encode

@@ -189,6 +189,11 @@ def _json_dumps(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def _file_bytes(text: str) -> bytes:
+    """A text as the writer puts it in a file: UTF-8, a lone surrogate as its escape."""
+    return text.encode("utf-8", "backslashreplace")
+
+
 @given(_JSON)
 def test_the_writers_exact_encoder_gives_json_dumps_text(value: object) -> None:
     """The writer's exact encoder (one C encoder made once) writes what json.dumps with
@@ -200,24 +205,26 @@ def test_the_writers_exact_encoder_gives_json_dumps_text(value: object) -> None:
 @given(_NO_FLOATS)
 def test_the_writers_fast_encoder_gives_json_dumps_text_without_floats(value: object) -> None:
     """The writer's fast encoder (orjson, falling back to the exact one on what orjson
-    refuses) writes json.dumps's text for anything without a float."""
-    assert replay._dumps(value) == _json_dumps(value)
+    refuses) writes json.dumps's text, as UTF-8 bytes, for anything without a float."""
+    assert replay._encode(value) == _file_bytes(_json_dumps(value))
+    assert replay._encode_exact(value) == _file_bytes(_json_dumps(value))
 
 
 @pytest.mark.parametrize(
     "value", ["\udcff", {"a": ["x\ud800y"]}, 2**64, -(2**70), {1: "a"}, [{"k": 2**63}]]
 )
 def test_what_orjson_refuses_is_written_as_json_dumps_does(value: object) -> None:
-    assert replay._dumps(value) == _json_dumps(value)
+    assert replay._encode(value) == _file_bytes(_json_dumps(value))
 
 
 def test_a_table_with_a_double_column_is_encoded_exactly() -> None:
     """orjson writes 1e-05 as 0.00001 and NaN as null: the health table (a double column)
     and only such tables take the exact encoder."""
-    assert replay._dumps(1e-05) != _json_dumps(1e-05)  # why the exact one is needed
-    assert replay._encoder_of(TABLES["health"]) is replay._dumps_exact
-    assert replay._encoder_of(TABLES["state_changes"]) is replay._dumps
-    assert replay._encoder_of(TABLES["request_payloads"]) is replay._dumps
+    assert replay._encode(1e-05) != _file_bytes(_json_dumps(1e-05))  # why the exact one
+    assert replay._encode_exact(1e-05) == _file_bytes(_json_dumps(1e-05))
+    assert replay._encoder_of(TABLES["health"]) is replay._encode_exact
+    assert replay._encoder_of(TABLES["state_changes"]) is replay._encode
+    assert replay._encoder_of(TABLES["request_payloads"]) is replay._encode
 
 
 def test_entries_kept_are_bounded_and_those_beyond_are_built_each_time_alike() -> None:
