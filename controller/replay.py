@@ -57,6 +57,9 @@ _ENTRY_TEXTS = 200_000
 # _delta_log) and "._COPYING_" as a file still being written; the file source skips them.
 _HIDDEN_PREFIXES = (".", "_")
 _SKIPPED_SUFFIXES = (".crc", "_SUCCESS", "._COPYING_")
+# what Spark and Hadoop leave beside data files: skipped without a word
+_MARKER_SUFFIXES = (".crc", "_SUCCESS")
+_NAMES_SHOWN = 5  # of the files skipped, in the warning
 # JSON's own whitespace; a line of only these holds no event.
 _JSON_BLANKS = " \t\r"
 PLAIN_SUFFIX = ".jsonl"
@@ -106,7 +109,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "request_payloads: ~190x smaller for a large cluster's requests; up to 128 MiB "
         "more memory to write and to read it) instead of DIR/<table>.jsonl",
     )
-    parser.add_argument("--quiet", action="store_true", help="no summary on stderr")
+    parser.add_argument("--quiet", action="store_true", help="no summary or warning on stderr")
 
 
 def positive_int(text: str) -> int:
@@ -142,6 +145,10 @@ def main(args: argparse.Namespace) -> int:
         print(f"kcsim replay: --out must be a directory, {args.out} is a file", file=sys.stderr)
         return 2
     try:
+        if not args.quiet and source != STDIN:
+            warning = skipped_files_warning(source)
+            if warning:
+                print(f"kcsim replay: {warning}", file=sys.stderr)
         summary = replay(
             args.settings, source, args.out, args.batch_size, args.batch_output, args.compress
         )
@@ -266,6 +273,27 @@ def check_file_name(name: str) -> None:
 
 def is_event_file(name: str) -> bool:
     return not name.startswith(_HIDDEN_PREFIXES) and not name.endswith(_SKIPPED_SUFFIXES)
+
+
+def skipped_files_warning(path: Path) -> str | None:
+    """What to tell of the files directly in the directory `path` that neither engine
+    reads although they may hold events: hidden names (`.x`, `_x`) and files still being
+    copied (`._COPYING_`); checksums and `_SUCCESS` markers go unmentioned. None if there
+    are none (or `path` is a file)."""
+    if not path.is_dir():
+        return None
+    names = sorted(
+        p.name
+        for p in path.iterdir()
+        if p.is_file() and not is_event_file(p.name) and not p.name.endswith(_MARKER_SUFFIXES)
+    )
+    if not names:
+        return None
+    shown = ", ".join(names[:_NAMES_SHOWN]) + (", ..." if len(names) > _NAMES_SHOWN else "")
+    return (
+        f"skipped {len(names)} file(s) in {path} that Spark's file source does not read "
+        f"either (a name starting with '.' or '_', or a copy not finished): {shown}"
+    )
 
 
 # ---------------------------------------------------------------------------- output

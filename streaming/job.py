@@ -67,7 +67,12 @@ from pyspark.sql import functions as F
 
 from controller.config import Settings
 from controller.memory import cyclic_gc_paused, frozen_heap_released
-from controller.replay import check_file_name, is_event_file, split_lines
+from controller.replay import (
+    check_file_name,
+    is_event_file,
+    skipped_files_warning,
+    split_lines,
+)
 from controller.simulator import BatchOutput, RawEvent, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES
 from streaming.kafka_security import KafkaClientConfig
@@ -257,6 +262,8 @@ def run(spark: SparkSession, options: Options, log: Callable[[str], None] | None
     log = log or _stderr
     lake = Lake(spark, options.lake)
     lake.create_tables()
+    if warning := options.source.skipped_warning():
+        log(f"kcsim run: {warning}")
     total_files = options.source.known_files() if options.once else None
     batcher = BatchRunner(spark, lake, options, log, total_files)
     writer = (
@@ -449,6 +456,12 @@ class FileSource:
         names = self._local_names()
         return None if names is None else len(names)
 
+    def skipped_warning(self) -> str | None:
+        """What replay would say of the files the directory holds now that Spark's listing
+        skips (local directories only)."""
+        local = self._local_directory()
+        return None if local is None else skipped_files_warning(Path(local))
+
     def check_names(self) -> None:
         """Stop on an event file Spark's listing skips without a word (a name that is not
         UTF-8; local directories only), as replay refuses it."""
@@ -456,12 +469,16 @@ class FileSource:
             check_file_name(name)
 
     def _local_names(self) -> list[str] | None:
+        local = self._local_directory()
+        if local is None:
+            return None
+        return [e.name for e in os.scandir(local) if e.is_file() and is_event_file(e.name)]
+
+    def _local_directory(self) -> str | None:
         if urlparse(self.directory).scheme not in ("", "file"):
             return None
         local = _uri_path(self.directory)
-        if not os.path.isdir(local):
-            return None
-        return [e.name for e in os.scandir(local) if e.is_file() and is_event_file(e.name)]
+        return local if os.path.isdir(local) else None
 
 
 def _uri_path(path: str) -> str:
@@ -498,6 +515,9 @@ class KafkaSource:
 
     def known_files(self) -> int | None:
         return None
+
+    def skipped_warning(self) -> str | None:
+        return None  # (a topic has no files to skip)
 
 
 def records_to_events(data: pa.Table) -> list[RawEvent]:

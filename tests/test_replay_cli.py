@@ -544,6 +544,44 @@ def test_an_event_file_name_that_is_not_utf8_is_refused_by_both_engines(
     assert main(["replay", str(events), "--out", str(out), "--quiet"]) == 0
 
 
+def test_files_neither_engine_reads_are_named_on_stderr_but_markers_are_not(
+    tmp_path: Path, capsys
+) -> None:
+    """A hidden name or an unfinished copy may hold events that neither engine reads (as
+    Spark's file source lists): replay says which, `--quiet` does not; Spark's own
+    checksums and `_SUCCESS` markers are skipped without a word."""
+    from streaming.job import FileSource
+
+    events = tmp_path / "events"
+    events.mkdir()
+    (events / "a.jsonl").write_text(SCENARIO[0] + "\n", encoding="utf-8")
+    for name in ["_SUCCESS", ".a.jsonl.crc", "part-0.crc"]:
+        (events / name).write_text("x\n", encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["replay", str(events), "--out", str(out)]) == 0
+    assert "skipped" not in capsys.readouterr().err
+    assert FileSource(str(events)).skipped_warning() is None
+
+    for name in ["_b.jsonl", ".c.jsonl", "d.jsonl._COPYING_", *(f"_{n}" for n in range(5))]:
+        (events / name).write_text(SCENARIO[1] + "\n", encoding="utf-8")
+    assert main(["replay", str(events), "--out", str(out)]) == 0
+    expected = (
+        f"kcsim replay: skipped 8 file(s) in {events} that Spark's file source does not read "
+        "either (a name starting with '.' or '_', or a copy not finished): "
+        ".c.jsonl, _0, _1, _2, _3, ...\n"
+    )
+    assert capsys.readouterr().err.startswith(expected)
+    assert FileSource(str(events)).skipped_warning() == expected.removeprefix(
+        "kcsim replay: "
+    ).removesuffix("\n")
+    # a.jsonl's event alone: broker 1's startup
+    assert [row["broker"] for row in read_table(out, "brokers")] == [1]
+    assert main(["replay", str(events), "--out", str(out), "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+    assert main(["replay", str(events / "a.jsonl"), "--out", str(out)]) == 0
+    assert "skipped" not in capsys.readouterr().err
+
+
 def test_an_output_directory_that_cannot_be_written_is_status_2_not_a_traceback(
     tmp_path: Path, capsys
 ) -> None:
