@@ -379,11 +379,8 @@ def _timestamp(name: str, value: object) -> int:
     if _is_int(value) and INT64_MIN <= value <= INT64_MAX:  # type: ignore[operator]
         return value  # type: ignore[return-value]
     if isinstance(value, str):
-        try:
-            moment = datetime.fromisoformat(value)
-        except ValueError:
-            pass
-        else:
+        moment = _iso_moment(value)
+        if moment is not None:
             if moment.tzinfo is None:  # no offset: UTC, so every engine agrees
                 moment = moment.replace(tzinfo=UTC)
             return (moment - _EPOCH) // timedelta(milliseconds=1)
@@ -391,6 +388,39 @@ def _timestamp(name: str, value: object) -> int:
         f"field '{name}' must be an ISO-8601 time like \"2024-05-01T12:00:00Z\" or epoch "
         f"milliseconds (a 64-bit integer), got {show(value)}"
     )
+
+
+# the ISO 8601 forms Python 3.11's `fromisoformat` does not read: an ordinal date (day of
+# the year: 2024-122, 2024122) and midnight written as the end of the day before (T24:00)
+_ORDINAL_DATE = re.compile(r"(\d{4})-?(\d{3})(?=T|$)")
+_END_OF_DAY = re.compile(r"T24(?::?00(?::?00(?:[.,]0+)?)?)?(?=$|Z|[+-])")
+
+
+def _iso_moment(text: str) -> datetime | None:
+    """`datetime.fromisoformat(text)`, or None; an ordinal date and T24:00 read as ISO 8601
+    says (the day's calendar date; 00:00 of the next day)."""
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        pass
+    ordinal = _ORDINAL_DATE.match(text)
+    end_of_day = _END_OF_DAY.search(text)
+    next_day = end_of_day is not None and end_of_day.start() == text.find("T")
+    if not ordinal and not next_day:
+        return None
+    try:
+        if end_of_day and next_day:
+            text = f"{text[: end_of_day.start()]}T00:00{text[end_of_day.end() :]}"
+        if ordinal:
+            year, day = int(ordinal[1]), int(ordinal[2])
+            date = datetime(year, 1, 1) + timedelta(days=day - 1)
+            if day < 1 or date.year != year:
+                return None
+            text = date.strftime("%Y-%m-%d") + text[ordinal.end() :]
+        moment = datetime.fromisoformat(text)
+        return moment + timedelta(days=1) if next_day else moment
+    except (ValueError, OverflowError):  # a year 0, a day past 9999-12-31
+        return None
 
 
 def observed_partitions(name: str, value: object) -> tuple[ObservedPartition, ...]:

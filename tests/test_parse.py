@@ -96,6 +96,16 @@ def test_header_given() -> None:
         ("2024-01-01T01:00:00+01:00", 1_704_067_200_000),
         ("2024-01-01T00:00:00.1239Z", 1_704_067_200_123),  # truncated to the millisecond
         ("1969-12-31T23:59:59.999Z", -1),
+        # ISO 8601 forms Python 3.11's fromisoformat does not read: an ordinal date (the
+        # 122nd day of 2024 is May 1, of 2023 May 2) and 24:00, the end of a day
+        ("2024-122", 1_714_521_600_000),
+        ("2024122T00:00Z", 1_714_521_600_000),
+        ("2023-122T01:00:00+01:00", 1_682_985_600_000),
+        ("2024-366", 1_735_603_200_000),
+        ("2024-04-30T24:00", 1_714_521_600_000),
+        ("2024-04-30T24:00:00.000Z", 1_714_521_600_000),
+        ("2024-121T24Z", 1_714_521_600_000),
+        ("2023-12-31T24:00:00-01:00", 1_704_070_800_000),
         (0, 0),
         (-5, -5),
     ],
@@ -700,7 +710,25 @@ def test_bad_error(error: object) -> None:
     )
 
 
-@pytest.mark.parametrize("ts", ["yesterday", "2024-13-01", True, 1.5, [], 2**63])
+@pytest.mark.parametrize(
+    "ts",
+    [
+        "yesterday",
+        "2024-13-01",
+        True,
+        1.5,
+        [],
+        2**63,
+        "2023-366",  # 2023 has 365 days
+        "2024-000",
+        "0000-001",
+        "2024-122T",
+        "2024-05-01T24:01",  # only 24:00 is the end of a day
+        "2024-05-01T24:00:01",
+        "9999-12-31T24:00",  # past the last day a datetime holds
+        "2024-05-01 T24:00",
+    ],
+)
 def test_bad_ts(ts: object) -> None:
     reason("field 'ts' must be an ISO-8601 time", type="auto_rebalance_check", ts=ts)
 
