@@ -21,6 +21,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass
 from itertools import compress, islice
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
@@ -319,17 +320,22 @@ class _AppendFiles:
         self._out = out
         self._compress = compress
         self._handles: dict[str, IO[bytes]] = {}
+        # closes every file opened, whatever fails: an unclosed compressed file is left
+        # without its frame's end
+        self._closing = ExitStack()
         # one for the whole replay: a long body is compared with the last, across batches
         self._texts = EntryTexts()
 
     def __enter__(self) -> _AppendFiles:
-        for name in self._tables:
-            self._handles[name] = _open_table(self._out, name, self._compress)
+        with ExitStack() as opening:
+            for name in self._tables:
+                handle = _open_table(self._out, name, self._compress)
+                self._handles[name] = opening.enter_context(handle)
+            self._closing = opening.pop_all()  # (all open: closed on exit)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        for handle in self._handles.values():
-            handle.close()
+        self._closing.close()
 
     def write(self, table: str, rows: Iterable[Row]) -> None:
         if table not in self._tables:
@@ -420,7 +426,7 @@ def _write_rows(
         while block := list(islice(remaining, _ENCODE_ROWS)):
             if not has_entries:
                 # (a list there names brokers or topics: never long enough to need pieces;
-                # a block's text goes to the file's own buffer, not through a chunk)
+                # a block's text goes straight to the file, not through a chunk)
                 if not ordered:
                     block = _in_column_order(columns, block)
                 handle.write(_json_lines(block, encode, flat))
@@ -497,7 +503,7 @@ def _json_line(columns: tuple[str, ...], row: Row, encode: Callable[[object], by
 
 def _json_pieces(
     columns: tuple[str, ...], row: Row, texts: EntryTexts, encode: Callable[[object], bytes]
-) -> Iterator[bytes]:
+) -> Iterator[bytes | memoryview]:
     """_json_line's text in pieces: a list is encoded _LIST_SLICE items at a time, through
     `texts` (request entries: no floats)."""
     separator = b"{"
@@ -540,7 +546,7 @@ class EntryTexts:
         # rolling restart of 100k partitions)
         self._places: list[int] = []
 
-    def pieces(self, items: list) -> Iterator[bytes]:
+    def pieces(self, items: list) -> Iterator[bytes | memoryview]:
         """`_encode(items)` without its brackets, in pieces of up to _LIST_SLICE items (never
         the whole text of a body at once)."""
         if (
@@ -590,7 +596,7 @@ class EntryTexts:
 def _kept_text(item: object) -> bytes:
     """`_encode(item)`, copied: orjson's bytes for one entry (~280 bytes) hold its whole
     first buffer (4 KiB with orjson 3.13, by tracemalloc), so a kept body's 100k of them
-    would hold 400 MB (and made the replay 3% slower); the copy is its own size."""
+    would hold 400 MB (and made the replay 4% slower); the copy is its own size."""
     return bytes(memoryview(_encode(item)))
 
 
