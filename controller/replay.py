@@ -284,17 +284,24 @@ def skipped_files_warning(path: Path) -> str | None:
     if not path.is_dir():
         return None
     names = sorted(
-        p.name
+        _printable_name(p.name)
         for p in path.iterdir()
         if p.is_file() and not is_event_file(p.name) and not p.name.endswith(_MARKER_SUFFIXES)
     )
     if not names:
         return None
     shown = ", ".join(names[:_NAMES_SHOWN]) + (", ..." if len(names) > _NAMES_SHOWN else "")
+    where = _printable_name(str(path))
     return (
-        f"skipped {len(names)} file(s) in {path} that Spark's file source does not read "
-        f"either (a name starting with '.' or '_', or a copy not finished): {shown}"
+        f"skipped {len(names)} file(s) in {where} that neither replay nor the Spark job "
+        f"reads (a name starting with '.' or '_', or a copy not finished): {shown}"
     )
+
+
+def _printable_name(name: str) -> str:
+    """A file name whose bytes are not all UTF-8 with each such byte as `\\xNN` (`os`
+    decodes them as surrogates, which no stream can print)."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 # ---------------------------------------------------------------------------- output

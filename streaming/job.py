@@ -81,8 +81,6 @@ from streaming.os_memory import arrow_on_the_c_heap, release_freed_memory
 from streaming.sink import KafkaSink, SinkError
 
 DEFAULT_TRIGGER_SECONDS = 5
-# As controller.replay: JSON's own whitespace (a line of only these holds no event), and
-# the names Hadoop/Spark treat as hidden or in-flight, which neither engine reads.
 # The binaryFile source's fixed schema (a streaming source must be given one).
 BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length long, content binary"
 

@@ -164,6 +164,85 @@ def test_a_row_with_a_long_list_is_written_as_one_json_line(tmp_path: Path) -> N
     )
 
 
+def test_long_rows_with_what_orjson_refuses_are_written_as_json_dumps_does(
+    tmp_path: Path,
+) -> None:
+    """A long body's slices and a kept UpdateMetadata body's entries go through orjson;
+    an entry it refuses (a lone surrogate from an undecodable input byte, an integer over
+    64 bits) is written as `json.dumps` writes it, the surrogate as its escape, whether
+    the body is encoded a slice at a time, kept, or compared with the kept one."""
+
+    def um_entry(partition: int) -> dict[str, Any]:
+        return {"topic": "t", "partition": partition, "leader": 1, "offline_replicas": []}
+
+    full = [um_entry(p) for p in range(1_500)]
+    full[7] = {**full[7], "topic": "sur\udcff"}
+    full[900] = {**full[900], "leader": 2**70}
+    again = list(full)  # the next full body: two entries changed, one to what orjson refuses
+    again[8] = {**again[8], "topic": "x\ud800y"}
+    again[901] = {**again[901], "leader": -(2**65)}
+    plain = [{"topic": "p\udcfe", "partition": p, "isr": [2**64]} for p in range(1_200)]
+    rows = [
+        {"cluster": "c", "event_id": "e", "seq": 1, "payload": n, "type": "UpdateMetadata",
+         "partitions": body, "live_brokers": [1], "ts": None}
+        for n, body in enumerate([full, again, plain, full])
+    ]  # fmt: skip
+    write_tables(tmp_path, {"request_payloads": rows}, compress=True)
+    with replay.open_table(tmp_path / "request_payloads.jsonl.zst") as handle:
+        lines = handle.read().splitlines()
+    columns = TABLES["request_payloads"].column_names
+    expected = [_compact({c: r[c] for c in columns}) for r in rows]
+    assert lines == [line.encode("utf-8", "backslashreplace").decode("utf-8") for line in expected]
+    assert '"topic":"sur\\udcff"' in lines[0] and f'"leader":{2**70}' in lines[0]
+
+
+class _FailingClose:
+    """A file whose closing fails after it closed (a full disk at the last flush)."""
+
+    def __init__(self, handle: Any) -> None:
+        self._handle = handle
+
+    def __enter__(self) -> Any:
+        return self._handle.__enter__()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._handle.__exit__(*exc_info)
+        raise OSError("no room")
+
+
+@pytest.mark.parametrize("fails", ["opening", "closing"])
+def test_every_append_file_opened_is_closed_whatever_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: str
+) -> None:
+    """The append files are opened together and closed together: when one fails to open,
+    or to close, every other one opened is still closed (a compressed file left open has
+    no frame end, and reads as broken)."""
+    from schemas import APPEND_TABLES
+
+    opened: list[Any] = []
+    open_table = replay._open_table
+    failing = APPEND_TABLES[2].name
+
+    def open_or_fail(out: Path, name: str, compress: bool) -> Any:
+        if fails == "opening" and name == failing:
+            raise OSError("no room")
+        handle = open_table(out, name, compress)
+        opened.append((name, handle))
+        return _FailingClose(handle) if fails == "closing" and name == failing else handle
+
+    monkeypatch.setattr(replay, "_open_table", open_or_fail)
+    with (
+        pytest.raises(OSError, match="no room"),
+        replay._AppendFiles(tmp_path, APPEND_TABLES, compress=True),
+    ):
+        pass
+    assert len(opened) == (2 if fails == "opening" else len(APPEND_TABLES))
+    assert all(handle.closed for _, handle in opened)
+    for name, _ in opened:  # each a whole (empty) Zstandard frame
+        with replay.open_table(tmp_path / f"{name}.jsonl.zst") as handle:
+            assert handle.read() == ""
+
+
 # ------------------------------------------------ the plumbing, with a stand-in simulator
 
 
@@ -336,7 +415,8 @@ def test_an_earlier_gzipped_output_still_reads_and_a_new_run_replaces_it(
 # a request entry as the core builds it: typed fields, a few partitions named again and again
 _ENTRY = st.fixed_dictionaries(
     {
-        "topic": st.sampled_from(["a", "b", "ü"]),
+        # (a lone surrogate: an undecodable input byte, which orjson refuses)
+        "topic": st.sampled_from(["a", "b", "ü", "s\udcff"]),
         "partition": st.integers(0, 2),
         "leader": st.integers(-1, 3),
         "leader_epoch": st.integers(0, 2),
@@ -345,7 +425,13 @@ _ENTRY = st.fixed_dictionaries(
         "offline_replicas": st.lists(st.integers(0, 3), max_size=2),
     }
 )
-_ITEM = _ENTRY | _ENTRY.map(lambda e: dict(reversed(e.items()))) | st.integers() | st.none()
+_ITEM = (
+    _ENTRY
+    | _ENTRY.map(lambda e: dict(reversed(e.items())))
+    | st.integers()
+    | st.sampled_from([2**64, -(2**70)])  # (over 64 bits: orjson refuses them too)
+    | st.none()
+)
 
 
 @given(st.lists(st.lists(_ITEM, max_size=12), max_size=8), st.integers(0, 4), st.integers(1, 5))
@@ -356,6 +442,7 @@ def test_entry_texts_encode_each_list_as_json_does(
     exactly as `json.dumps` would, whatever changed in between (a value, the key order, a
     non-entry item), whatever the slice size and with a body kept or not."""
     with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(replay, "_LONG_LIST", 0)  # (so that a short body may be kept)
         patch.setattr(replay, "_ENTRY_TEXTS", room)
         patch.setattr(replay, "_LIST_SLICE", slice_size)
         texts = replay.EntryTexts()
@@ -368,9 +455,11 @@ def _compact(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _um_entry(partition: int, leader: int, offline: list[int]) -> dict[str, Any]:
+def _um_entry(
+    partition: int, leader: int, offline: list[int], topic: str = "t\u00e9"
+) -> dict[str, Any]:
     return {
-        "topic": "t\u00e9",
+        "topic": topic,
         "partition": partition,
         "leader": leader,
         "offline_replicas": offline,
@@ -400,9 +489,12 @@ def test_long_update_metadata_bodies_compared_with_the_kept_one_encode_as_json_d
                 elif position < len(previous) and how == "same":
                     body.append(previous[position])
                 else:
-                    leader = data.draw(st.integers(-1, 3))
-                    body.append(_um_entry(position, leader, data.draw(st.lists(st.integers(0, 3)))))
-            assert b"".join(texts.pieces(body)).decode() == _compact(body)[1:-1]
+                    leader = data.draw(st.integers(-1, 3) | st.just(2**64))
+                    offline = data.draw(st.lists(st.integers(0, 3)))
+                    topic = data.draw(st.sampled_from(["t\u00e9", "s\udcff"]))
+                    body.append(_um_entry(position, leader, offline, topic))
+            expected = _compact(body)[1:-1].encode("utf-8", "backslashreplace")
+            assert b"".join(texts.pieces(body)) == expected
             previous = body
 
 
@@ -566,20 +658,35 @@ def test_files_neither_engine_reads_are_named_on_stderr_but_markers_are_not(
         (events / name).write_text(SCENARIO[1] + "\n", encoding="utf-8")
     assert main(["replay", str(events), "--out", str(out)]) == 0
     expected = (
-        f"kcsim replay: skipped 8 file(s) in {events} that Spark's file source does not read "
-        "either (a name starting with '.' or '_', or a copy not finished): "
+        f"kcsim replay: skipped 8 file(s) in {events} that neither replay nor the Spark job "
+        "reads (a name starting with '.' or '_', or a copy not finished): "
         ".c.jsonl, _0, _1, _2, _3, ...\n"
     )
     assert capsys.readouterr().err.startswith(expected)
     assert FileSource(str(events)).skipped_warning() == expected.removeprefix(
         "kcsim replay: "
     ).removesuffix("\n")
+    # the job's source as a URI names the same files
+    as_uri = FileSource(events.as_uri())
+    assert as_uri.skipped_warning() == FileSource(str(events)).skipped_warning()
     # a.jsonl's event alone: broker 1's startup
     assert [row["broker"] for row in read_table(out, "brokers")] == [1]
     assert main(["replay", str(events), "--out", str(out), "--quiet"]) == 0
     assert capsys.readouterr().err == ""
     assert main(["replay", str(events / "a.jsonl"), "--out", str(out)]) == 0
     assert "skipped" not in capsys.readouterr().err
+
+    # a hidden name that is not UTF-8 is named too, its odd byte shown as an escape
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    (odd / "a.jsonl").write_text(SCENARIO[0] + "\n", encoding="utf-8")
+    (odd / "_\udcfe.jsonl").write_text(SCENARIO[1] + "\n", encoding="utf-8")
+    assert main(["replay", str(odd), "--out", str(out)]) == 0
+    assert capsys.readouterr().err.startswith(
+        f"kcsim replay: skipped 1 file(s) in {odd} that neither replay nor the Spark job reads "
+        "(a name starting with '.' or '_', or a copy not finished): _\\xfe.jsonl\n"
+    )
+    assert [row["broker"] for row in read_table(out, "brokers")] == [1]
 
 
 def test_an_output_directory_that_cannot_be_written_is_status_2_not_a_traceback(

@@ -116,8 +116,8 @@ def test_parity_one_batch(spark, tmp_path: Path) -> None:  # noqa: F811
     (source / "_draft.jsonl").write_text('{"type":"broker_startup","broker":77}\n')
     log = run_once(spark, source, tmp_path / "lake")
     assert log[0] == (
-        f"kcsim run: skipped 1 file(s) in {source} that Spark's file source does not read "
-        "either (a name starting with '.' or '_', or a copy not finished): _draft.jsonl"
+        f"kcsim run: skipped 1 file(s) in {source} that neither replay nor the Spark job "
+        "reads (a name starting with '.' or '_', or a copy not finished): _draft.jsonl"
     )
     assert len([line for line in log if line.startswith("batch ")]) == 1
     files = len(list(CORPUS.glob("*.jsonl")))
