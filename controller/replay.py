@@ -3,12 +3,11 @@
 Streams a JSON-lines file (or a directory of them) through `Simulator` in one process and
 writes every table of `schemas.TABLES` as `DIR/<table>.jsonl`: append-only tables as the
 batches produce them, state tables once at the end. No Spark. With `--compress` each is
-`DIR/<table>.jsonl.zst` instead, the same lines in Zstandard, a 128 MiB window for the
-request bodies: a new broker's UpdateMetadata names every partition (28.5 MB of JSON at
-100k partitions), so a rolling restart of a large cluster writes GBs of JSON, each such
-body nearly the previous one again, and the window reaches back to it (`table_file`
-finds any form, gzipped `.jsonl.gz` of earlier runs too; every reader in the repo goes
-through it).
+`DIR/<table>.jsonl.zst` instead, the same lines in Zstandard: a new broker's
+UpdateMetadata names every partition (28.5 MB of JSON at 100k partitions), so a rolling
+restart of a large cluster writes GBs of JSON, most of it entries the bodies just before
+already held (`table_file` finds any form, gzipped `.jsonl.gz` of earlier runs too; every
+reader in the repo goes through it).
 """
 
 from __future__ import annotations
@@ -67,19 +66,19 @@ PLAIN_SUFFIX = ".jsonl"
 COMPRESSED_SUFFIX = ".jsonl.zst"  # what --compress writes
 GZIP_SUFFIX = ".jsonl.gz"  # what --compress wrote before: still read, never written
 _SUFFIXES = (COMPRESSED_SUFFIX, GZIP_SUFFIX, PLAIN_SUFFIX)  # table_file's order
-# 2^27 = 128 MiB for request bodies: reaches back over a whole UpdateMetadata body of up
-# to ~400k partitions (28.5 MB of JSON at 100k), which the next new broker's body nearly
-# repeats. A window costs up to that much memory on write and on read (per file, as far
-# as it has been written); 2^27 is also the largest window zstd's decoders take by
-# default (pyarrow among them), so none needs telling. The other tables' rows repeat
-# within a few MiB: 2^23 gives them the same sizes. Level 1, no long-distance matching,
-# one thread: on the 100k-partition rolling restart's 3.9 GB of request bodies, 20.8 MB
-# in 1.7 s of CPU; long-distance matching gave 54.7 MB in 17 s, level 3 20.4 MB in 2.0
-# s, a worker thread 20.9 MB in 2.8 s, a 512 KiB window 27.2 MB
-# (docs/performance-log.md, "Session 9").
-_ZSTD_WINDOW_LOG = 27
-_ZSTD_WINDOW_LOGS = {"request_payloads": _ZSTD_WINDOW_LOG}  # others: _ZSTD_SMALL_WINDOW_LOG
-_ZSTD_SMALL_WINDOW_LOG = 23
+# One 2^23 = 8 MiB window for every table. Rows repeat within a few MiB, and a request
+# body's entries repeat those of the bodies just before it. A 128 MiB window (request
+# bodies, sessions 9-18) reached back over a whole UpdateMetadata body of up to ~400k
+# partitions, which the next new broker's nearly repeats: on the 100k-partition rolling
+# restart's 3.9 GB of request bodies it wrote 20.8 MB against 22.3 MB now, for 120 MiB
+# more peak memory (the window is held on write, and on read as far as the file goes) and
+# no less CPU (docs/performance-log.md, "Session 19"). Level 1, no long-distance
+# matching, one thread: long-distance matching gave 54.7 MB in 17 s, level 3 20.4 MB in
+# 2.0 s, a worker thread 20.9 MB in 2.8 s ("Session 9").
+_ZSTD_WINDOW_LOG = 23
+# what a reader takes: the 128 MiB windows of files written before, and the largest
+# window zstd's decoders take by default (pyarrow among them)
+_ZSTD_MAX_WINDOW_LOG = 27
 _ZSTD_LEVEL = 1
 
 
@@ -106,9 +105,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--compress",
         action="store_true",
-        help="write DIR/<table>.jsonl.zst (Zstandard, level 1, a 128 MiB window for "
-        "request_payloads: ~190x smaller for a large cluster's requests; up to 128 MiB "
-        "more memory to write and to read it) instead of DIR/<table>.jsonl",
+        help="write DIR/<table>.jsonl.zst (Zstandard, level 1, an 8 MiB window: ~175x "
+        "smaller for a large cluster's requests) instead of DIR/<table>.jsonl",
     )
     parser.add_argument("--quiet", action="store_true", help="no summary or warning on stderr")
 
@@ -369,7 +367,7 @@ def open_table(path: Path) -> IO[str]:
         import zstandard  # here: the core ships to Spark executors, which do not need it
 
         raw = path.open("rb")
-        decompressor = zstandard.ZstdDecompressor(max_window_size=1 << _ZSTD_WINDOW_LOG)
+        decompressor = zstandard.ZstdDecompressor(max_window_size=1 << _ZSTD_MAX_WINDOW_LOG)
         stream = io.BufferedReader(decompressor.stream_reader(raw, closefd=True))
         return io.TextIOWrapper(stream, encoding="utf-8")
     if path.name.endswith(GZIP_SUFFIX):
@@ -388,7 +386,7 @@ def _open_table(out: Path, name: str, compress: bool) -> IO[bytes]:
         import zstandard  # as in open_table
 
         parameters = zstandard.ZstdCompressionParameters.from_level(
-            _ZSTD_LEVEL, window_log=_ZSTD_WINDOW_LOGS.get(name, _ZSTD_SMALL_WINDOW_LOG)
+            _ZSTD_LEVEL, window_log=_ZSTD_WINDOW_LOG
         )
         compressor = zstandard.ZstdCompressor(compression_params=parameters)
         # (no buffer in front: gathering the small writes of a long row's pieces cost more

@@ -105,8 +105,9 @@ def read_replay(directory: Path) -> dict[str, pa.Table]:
 
 def read_jsonl(path: Path, table_schema: pa.Schema) -> pa.Table:
     """A JSON-lines table, Zstandard or gzip if its name ends so (pyarrow decompresses it
-    by the name; replay's 128 MiB Zstandard window is the largest its decoder takes), only
-    `table_schema`'s columns (other fields are skipped)."""
+    by the name; the 128 MiB Zstandard window replay once wrote request bodies with is
+    the largest its decoder takes), only `table_schema`'s columns (other fields are
+    skipped)."""
     compressed = path.name.endswith((COMPRESSED_SUFFIX, GZIP_SUFFIX))
     if path.stat().st_size == 0 or (compressed and _no_data(path)):
         return table_schema.empty_table()

@@ -384,6 +384,47 @@ def test_compressed_output_is_the_same_lines_in_zstd_and_reads_as_the_plain(
     assert sorted(p.name for p in packed.iterdir()) == sorted(f"{t}.jsonl" for t in TABLES)
 
 
+def test_compressed_tables_take_an_8_mib_window_and_older_128_mib_ones_still_read(
+    tmp_path: Path,
+) -> None:
+    """Every table is written with an 8 MiB window (the memory a writer and a reader
+    hold for it); request bodies written with the 128 MiB window replay used before still
+    read, through `open_table` and the report's pyarrow reader alike."""
+    import zstandard
+
+    from controller.replay import open_table
+    from streaming.report_data import read_jsonl
+
+    events = write_scenario(tmp_path, SCENARIO)
+    out = tmp_path / "out"
+    status = main(["replay", str(events), "--out", str(out), "--quiet", "--compress"])
+    for table in TABLES:
+        header = (out / f"{table}.jsonl.zst").read_bytes()
+        assert zstandard.get_frame_parameters(header).window_size <= 8 << 20, table
+
+    old = tmp_path / "old"
+    old.mkdir()
+    plain = tmp_path / "plain"
+    assert main(["replay", str(events), "--out", str(plain), "--quiet"]) == status
+    text = (plain / "request_payloads.jsonl").read_bytes()
+    parameters = zstandard.ZstdCompressionParameters.from_level(1, window_log=27)
+    writer = zstandard.ZstdCompressor(compression_params=parameters)
+    with writer.stream_writer((old / "request_payloads.jsonl.zst").open("wb")) as handle:
+        handle.write(text)
+    packed = (old / "request_payloads.jsonl.zst").read_bytes()
+    assert zstandard.get_frame_parameters(packed).window_size == 1 << 27
+    with open_table(old / "request_payloads.jsonl.zst") as lines:
+        assert "".join(lines).encode() == text
+    import pyarrow as pa
+
+    payloads = pa.schema(
+        [("event_id", pa.string()), ("payload", pa.int64()), ("type", pa.string())]
+    )
+    table = read_jsonl(old / "request_payloads.jsonl.zst", payloads)
+    assert table.num_rows > 0
+    assert table.equals(read_jsonl(plain / "request_payloads.jsonl", payloads))
+
+
 def test_an_earlier_gzipped_output_still_reads_and_a_new_run_replaces_it(
     tmp_path: Path,
 ) -> None:
