@@ -73,8 +73,9 @@ _SUFFIXES = (COMPRESSED_SUFFIX, GZIP_SUFFIX, PLAIN_SUFFIX)  # table_file's order
 # restart's 3.9 GB of request bodies it wrote 20.8 MB against 22.3 MB now, for 120 MiB
 # more peak memory (the window is held on write, and on read as far as the file goes) and
 # no less CPU (docs/performance-log.md, "Session 19"). Level 1, no long-distance
-# matching, one thread: long-distance matching gave 54.7 MB in 17 s, level 3 20.4 MB in
-# 2.0 s, a worker thread 20.9 MB in 2.8 s ("Session 9").
+# matching, one thread: with the 128 MiB window, against level 1's 20.8 MB in 1.7 s of
+# CPU, long-distance matching gave 54.7 MB in 17 s, level 3 20.4 MB in 2.0 s, a worker
+# thread 20.9 MB in 2.8 s ("Session 9").
 _ZSTD_WINDOW_LOG = 23
 # what a reader takes: the 128 MiB windows of files written before, and the largest
 # window zstd's decoders take by default (pyarrow among them)
@@ -105,7 +106,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--compress",
         action="store_true",
-        help="write DIR/<table>.jsonl.zst (Zstandard, level 1, an 8 MiB window: ~175x "
+        help="write DIR/<table>.jsonl.zst (Zstandard, level 1, an 8 MiB window: ~170x "
         "smaller for a large cluster's requests) instead of DIR/<table>.jsonl",
     )
     parser.add_argument("--quiet", action="store_true", help="no summary or warning on stderr")
@@ -298,7 +299,7 @@ def skipped_files_warning(path: Path) -> str | None:
 
 def _printable_name(name: str) -> str:
     """A file name whose bytes are not all UTF-8 with each such byte as `\\xNN` (`os`
-    decodes them as surrogates, which no stream can print)."""
+    decodes them as surrogates, which a strict stream cannot encode)."""
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
