@@ -298,7 +298,7 @@ def skipped_files_warning(path: Path) -> str | None:
 
 
 def _printable_name(name: str) -> str:
-    """A file name whose bytes are not all UTF-8 with each such byte as `\\xNN` (`os`
+    """A file name or path whose bytes are not all UTF-8 with each such byte as `\\xNN` (`os`
     decodes them as surrogates, which a strict stream cannot encode)."""
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 

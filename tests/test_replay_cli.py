@@ -171,11 +171,7 @@ def test_long_rows_with_what_orjson_refuses_are_written_as_json_dumps_does(
     an entry it refuses (a lone surrogate from an undecodable input byte, an integer over
     64 bits) is written as `json.dumps` writes it, the surrogate as its escape, whether
     the body is encoded a slice at a time, kept, or compared with the kept one."""
-
-    def um_entry(partition: int) -> dict[str, Any]:
-        return {"topic": "t", "partition": partition, "leader": 1, "offline_replicas": []}
-
-    full = [um_entry(p) for p in range(1_500)]
+    full = [_um_entry(p, 1, [], "t") for p in range(1_500)]
     full[7] = {**full[7], "topic": "s\u00fcr\udcff"}
     full[900] = {**full[900], "leader": 2**70}
     again = list(full)  # the next full body: two entries changed, one to what orjson refuses
@@ -390,6 +386,7 @@ def test_compressed_tables_take_an_8_mib_window_and_older_128_mib_ones_still_rea
     """Every table is written with an 8 MiB window (the memory a writer and a reader
     hold for it); request bodies written with the 128 MiB window replay used before still
     read, through `open_table` and the report's pyarrow reader alike."""
+    import pyarrow as pa
     import zstandard
 
     from controller.replay import open_table
@@ -418,8 +415,6 @@ def test_compressed_tables_take_an_8_mib_window_and_older_128_mib_ones_still_rea
     assert zstandard.get_frame_parameters(packed).window_size == 1 << 27
     with open_table(old / "request_payloads.jsonl.zst") as lines:
         assert "".join(lines).encode() == text
-    import pyarrow as pa
-
     payloads = pa.schema(
         [("event_id", pa.string()), ("payload", pa.int64()), ("type", pa.string())]
     )
