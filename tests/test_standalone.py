@@ -133,7 +133,10 @@ def test_worker_killed_mid_batch_loses_and_doubles_nothing(
     driver loses the executor, the batch's tasks run again on the other worker, and the
     lake equals the replay, every append-only row once."""
     files = 3  # the kill lands in batch 1 or 2, whose tasks then run again elsewhere
-    source = fleet_stream(tmp_path / "events", clusters=24, partitions=60, files=files)
+    # 96 clusters: each of a batch's two apply tasks takes 48, and runs for 1.7-3.4 s here
+    # (with 24 they ran 0.8-1.6 s, too short to be caught reliably)
+    clusters = 96
+    source = fleet_stream(tmp_path / "events", clusters=clusters, partitions=60, files=files)
     lake = tmp_path / "lake"
     ui = free_port()
     # not --once: the driver (and its REST API) stays up until the test has seen the loss
@@ -147,7 +150,7 @@ def test_worker_killed_mid_batch_loses_and_doubles_nothing(
     api = f"http://127.0.0.1:{ui}/api/v1/applications"
     try:
         job.wait_batches(1, timeout=JOB_TIMEOUT_S)
-        app, executor, finished = kill_a_busy_worker(job, standalone_cluster, api)
+        app, executor, finished = kill_a_busy_worker(job, standalone_cluster, api, files)
         # the driver lost the executor (its running task runs again elsewhere), and every
         # batch completed
         job.wait_until(lambda: executor_lost(api, app, executor), JOB_TIMEOUT_S)
@@ -159,17 +162,21 @@ def test_worker_killed_mid_batch_loses_and_doubles_nothing(
     rows = lake_rows(spark, lake)
     assert_same_tables(rows, replay_rows(source))
     seqs = [(r["cluster"], r["seq"]) for r in rows["applied_events"]]
-    assert len(seqs) == len(set(seqs)) == 24 * (4 + 2 * 3 * files)
+    assert len(seqs) == len(set(seqs)) == clusters * (4 + 2 * 3 * files)
 
 
-def kill_a_busy_worker(job: JobProcess, cluster: Standalone, api: str) -> tuple[str, str, int]:
+def kill_a_busy_worker(
+    job: JobProcess, cluster: Standalone, api: str, batches: int
+) -> tuple[str, str, int]:
     """Poll the driver's REST API until a task has been running on an executor for a
     while (so it is not about to end), then SIGKILL the worker that runs that executor
-    (and so the executor): (application, executor, batches done before)."""
+    (and so the executor): (application, executor, batches done before). Fails at once
+    if the job finishes all its `batches` first."""
     deadline = time.monotonic() + JOB_TIMEOUT_S
     while True:
         assert job.proc.poll() is None, job.tail()
         assert time.monotonic() < deadline, "no task ran long on an executor after batch 0"
+        assert job.batches() < batches, f"no task ran {RUNNING_S} s in batches 1 to {batches - 1}"
         apps = _get(api) or []
         app = apps[0]["id"] if apps else None
         for executor in running_task_executors(api, app, RUNNING_S) if app else ():
@@ -181,9 +188,10 @@ def kill_a_busy_worker(job: JobProcess, cluster: Standalone, api: str) -> tuple[
         time.sleep(0.05)
 
 
-# A task of the apply stage runs for seconds; one seen running this long is not about to
-# end before the kill lands (the status store lags the executors by up to ~0.1 s)
-RUNNING_S = 1.5
+# A task of the apply stage runs for 1.7 s or more (above); one seen running this long is
+# not about to end before the kill lands (the status store lags the executors by up to
+# ~0.1 s, the poll takes about as long)
+RUNNING_S = 0.5
 
 
 def running_task_executors(api: str, app: str, at_least_s: float) -> list[str]:
