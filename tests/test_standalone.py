@@ -190,7 +190,9 @@ def kill_a_busy_worker(
 
 # A task of the apply stage runs for 1.7 s or more (above); one seen running this long is
 # not about to end before the kill lands (the status store lags the executors by up to
-# ~0.1 s, the poll takes about as long)
+# ~0.1 s, the poll takes about as long). The other stages' tasks ran at most 0.4 s here;
+# one caught past this on a slower machine may end just before the kill, which then still
+# lands in the batch (its executor lost, the batch not yet committed).
 RUNNING_S = 0.5
 
 
