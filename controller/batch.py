@@ -141,7 +141,6 @@ class RequestBatch:
                 context.topics_to_be_deleted,
                 context.live_broker_set(),
             )
-            self._entries.prune(context.partition)
 
     def add_stop_replica(
         self,
@@ -189,7 +188,6 @@ class RequestBatch:
             context.topics_to_be_deleted,  # is_queued_for_deletion
             context.live_broker_set(),
         )
-        self._entries.prune(context.partition)
 
     def add_full_update_metadata(self) -> None:
         """add_update_metadata_records of every partition with a leader
@@ -197,7 +195,6 @@ class RequestBatch:
         such body are not looked at one by one."""
         context = self._context
         tps, entries = self._entries.full_body(context)
-        self._entries.prune(context.partition)
         if self._update_metadata_partitions or self._update_metadata_body is not None:
             self._merge_full_body()
             self._update_metadata_partitions.update(zip(tps, entries, strict=True))

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from operator import itemgetter
+from typing import Any
 
 from controller.model import (
     BrokerStatus,
@@ -103,6 +104,13 @@ class Partition:
     # agree (most partitions: their replicas change together), so a partition holds no
     # second dict (~160 bytes) for it; a dict by broker otherwise
     replica_event_ids: str | dict[int, str | None] | None = None
+    # Derived values kept with the record, so that a touched partition costs no lookup in a
+    # table of every partition (each a cache miss at 100k partitions); not part of its
+    # state. Its UpdateMetadata entry (controller.metadata_entries), built from its
+    # leadership and replica set: dropped when either is replaced.
+    metadata_entry: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    # its part of the health counters (controller.health.Vitals; None: not counted)
+    vitals: tuple[Any, ...] | None = field(default=None, compare=False, repr=False)
 
     def replica_event_id(self, broker: int) -> str | None:
         ids = self.replica_event_ids
@@ -223,11 +231,13 @@ class ControllerContext:
         self.dirty_replicas: set[tuple[TopicPartition, int]] = set()
         self.dirty_brokers: set[int] = set()
         self.dirty_topics: set[str] = set()
-        # partitions and topics changed by the event being applied (the dirty sets above
-        # gather a whole batch): the health counters and invariant checks take them after
-        # each event (controller.health) and clear them
-        self.event_partitions: set[TopicPartition] = set()
+        # partitions (with their records) and topics changed by the event being applied
+        # (the dirty sets above gather a whole batch): the health counters and invariant
+        # checks take them after each event (controller.health) and clear them; the records
+        # the event removed (their topic deleted) apart, with what they held
+        self.event_partitions: dict[TopicPartition, Partition] = {}
         self.event_topics: set[str] = set()
+        self.event_removed: list[Partition] = []
 
     def clear_dirty(self) -> None:
         """Every changed row has been output (or the context was just loaded)."""
@@ -237,6 +247,7 @@ class ControllerContext:
         self.dirty_topics.clear()
         self.event_partitions.clear()
         self.event_topics.clear()
+        self.event_removed.clear()
 
     # ---- brokers -------------------------------------------------------------------------
 
@@ -433,7 +444,8 @@ class ControllerContext:
             for broker in record.assignment.replicas:
                 self._unindex_replica(record.tp, broker)
             self._new_or_offline.discard(record.tp)
-            self.event_partitions.add(record.tp)
+            self.event_partitions.pop(record.tp, None)
+            self.event_removed.append(record)
             if self.marks_rows:
                 self.dirty_partitions.add(record.tp)
                 for broker in record.replica_states:
@@ -453,7 +465,10 @@ class ControllerContext:
                     self._unindex_replica(record.tp, broker)
             for broker in new:
                 self._replicas_on_broker.setdefault(broker, set()).add(record.tp)
-        record.assignment = self._shared(assignment)
+        shared = self._shared(assignment)
+        if shared.replicas is not record.assignment.replicas:
+            record.metadata_entry = None
+        record.assignment = shared
         self._index_preferred(record)
         if self._metadata_changes is not None:
             self._metadata_changes.add(record.tp)
@@ -504,6 +519,8 @@ class ControllerContext:
             self.restamped_partitions.add(record.tp)
         elif self.restamped_partitions:  # mostly empty: no hash of the partition then
             self.restamped_partitions.discard(record.tp)
+        if leadership is not old:
+            record.metadata_entry = None
         record.leadership = leadership
         self._index_preferred(record)
         if self._metadata_changes is not None:
@@ -522,7 +539,7 @@ class ControllerContext:
         record.last_event_id = self.event_id
         if self.marks_rows:
             self.dirty_partitions.add(record.tp)
-        self.event_partitions.add(record.tp)
+        self.event_partitions[record.tp] = record
 
     def set_replica_state(self, record: Partition, broker: int, state: ReplicaState) -> None:
         if self._deletion_counts:

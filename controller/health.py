@@ -27,7 +27,7 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from controller import invariants
-from controller.context import ControllerContext
+from controller.context import ControllerContext, Partition
 from controller.events import ObservedPartition
 from controller.invariants import SIMULATED, SeenEpochs, Violation
 from controller.model import PartitionState, TopicPartition
@@ -62,15 +62,16 @@ _vitals = partial(tuple.__new__, Vitals)
 
 class HealthTracker:
     __slots__ = (
+        "_context",
         "_imbalance_stale",
         "_max_imbalance",
         "_min_isr",
         "_observed",
+        "_partitions",
         "_preferred_not_leading",
         "_preferred_total",
         "_queued",
         "_shared",
-        "_vitals",
         "at_min_isr",
         "not_preferred",
         "offline",
@@ -85,7 +86,8 @@ class HealthTracker:
         self._load(context)
 
     def _load(self, context: ControllerContext) -> None:
-        self._vitals: dict[TopicPartition, Vitals] = {}
+        self._context = context  # the context the counters are of
+        self._partitions = 0  # the partitions counted (those with vitals)
         # one Vitals object per distinct value: most partitions share theirs with many
         # others (a leader, its epochs and flags), so the cluster holds a few thousand
         # tuples, not one per partition (~130 bytes each); cleared when it holds more than
@@ -100,59 +102,55 @@ class HealthTracker:
         self._imbalance_stale = True
         # counted as if every partition had just been touched (the loaded state was
         # checked when it was made)
-        self._track(context, [record.tp for record in context.all_partitions()])
+        for record in context.all_partitions():
+            record.vitals = None
+        self._track(context, context.all_partitions())
 
     # ---- per event -----------------------------------------------------------------------
 
     def update(self, context: ControllerContext) -> tuple[int, list[Violation]]:
         """Take the event's changes (clearing the context's event sets): the number of
         partitions whose leader changed, and the invariants kcsim's state now breaks."""
-        touched: Iterable[TopicPartition] = context.event_partitions
+        touched = context.event_partitions
         topics = context.event_topics
         queued = context.topics_to_be_deleted
         if (queued or self._queued) and queued != self._queued:
             topics = topics | (queued ^ self._queued)
             self._queued = frozenset(queued)
         if topics:
-            touched = set(touched)
+            touched = dict(touched)
             for name in topics:
                 info = context.topics.get(name)
                 if info is None:
                     self._min_isr.pop(name, None)
                 else:
                     self._min_isr[name] = _min_isr(info.configs)
-                    touched.update(record.tp for record in info.partitions.values())
-        result = self._track(context, touched)
+                    touched.update((record.tp, record) for record in info.partitions.values())
+        # (first: a topic deleted and created again in the event starts over)
+        self._forget(context.event_removed)
+        context.event_removed.clear()
+        result = self._track(context, touched.values())
         context.event_partitions.clear()
         if topics:
             context.event_topics.clear()
         return result
 
     def _track(
-        self, context: ControllerContext, touched: Iterable[TopicPartition]
+        self, context: ControllerContext, touched: Iterable[Partition]
     ) -> tuple[int, list[Violation]]:
         """Count each touched partition's new vitals instead of its old ones and check its
         state: the number whose leader changed, and the invariants broken."""
         leader_changes = 0
         found: list[Violation] = []
-        memory = self._vitals
-        all_topics = context.topics
+        self._context = context
         queued = self._queued
         min_isr = self._min_isr
         shared = self._shared
-        if len(shared) > len(memory) // 4 + 1024:
+        if len(shared) > self._partitions // 4 + 1024:
             shared.clear()
-        for tp in touched:
-            info = all_topics.get(tp.topic)
-            record = None if info is None else info.partitions.get(tp.partition)
-            old = memory.get(tp)
-            if record is None:
-                if old is not None:
-                    # gone (its topic deleted): a re-created topic starts over
-                    del memory[tp]
-                    self._count(old, -1)
-                    self._observed.pop(tp, None)
-                continue
+        for record in touched:
+            tp = record.tp
+            old = record.vitals
             # the partition's vitals, computed here rather than in a method: this loop
             # runs for every partition every event touches
             replicas = record.assignment.replicas
@@ -211,12 +209,13 @@ class HealthTracker:
                     )  # fmt: skip
             if old is None:
                 new = shared.setdefault(new, new)
-                memory[tp] = new
+                record.vitals = new
+                self._partitions += 1
                 self._count(new, 1)
                 leader_changes += new.leader >= 0
             elif old != new:
                 new = shared.setdefault(new, new)
-                memory[tp] = new
+                record.vitals = new
                 self.offline += new.offline - old.offline
                 self.under_replicated += new.under_replicated - old.under_replicated
                 self.at_min_isr += new.at_min_isr - old.at_min_isr
@@ -234,10 +233,27 @@ class HealthTracker:
         """After a failover replaced the context: every partition, old and new, and every
         topic, taken as changed."""
         self._min_isr.clear()
-        context.event_partitions.update(self._vitals)
-        context.event_partitions.update(record.tp for record in context.all_partitions())
+        # the old context's records keep the counted vitals: each new record takes its
+        # partition's, and those of partitions the new context lacks are forgotten
+        carried = {record.tp: record for record in self._context.all_partitions()}
+        for record in context.all_partitions():
+            old = carried.pop(record.tp, None)
+            record.vitals = None if old is None else old.vitals
+        self._forget(carried.values())
+        context.event_partitions.update((record.tp, record) for record in context.all_partitions())
         context.event_topics.update(context.topics)
         return self.update(context)
+
+    def _forget(self, records: Iterable[Partition]) -> None:
+        """Take out of the counters the partitions of records no longer in the context (a
+        re-created topic starts over)."""
+        for record in records:
+            old = record.vitals
+            if old is not None:
+                record.vitals = None
+                self._partitions -= 1
+                self._count(old, -1)
+                self._observed.pop(record.tp, None)
 
     def _count(self, vitals: Vitals, sign: int) -> None:
         self.offline += sign * vitals.offline
@@ -300,7 +316,7 @@ class HealthTracker:
 
     @property
     def partitions(self) -> int:
-        return len(self._vitals)
+        return self._partitions
 
     @property
     def max_broker_imbalance(self) -> float:
@@ -326,7 +342,7 @@ class HealthTracker:
             "event_id": event_id,
             "seq": seq,
             "ts": ts,
-            "partitions": len(self._vitals),
+            "partitions": self._partitions,
             "offline": self.offline,
             "under_replicated": self.under_replicated,
             "at_min_isr": self.at_min_isr,

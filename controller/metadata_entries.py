@@ -9,11 +9,17 @@ set are the same objects as when it was built and the rest are equal, the entry 
 is the entry now, so the same dict is handed out again. Request rows are never changed
 once built, which makes the sharing safe; the replay writer reuses the JSON text of an
 entry still at its place in the last long body, by identity (`controller.replay.EntryTexts`).
+
+The entry is held by the partition's record (`Partition.metadata_entry`), which the
+context clears when the leadership or the replica set is replaced: finding it costs a read
+of the record the caller holds, where a table of every partition's entry cost a cache miss
+per lookup at 100k partitions (3.7% of a rolling restart), and an entry goes with its
+record (a deleted topic's), so nothing needs pruning.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from itertools import groupby
@@ -25,17 +31,11 @@ from controller.model import LEADER_DURING_DELETE, LeaderAndIsr, TopicPartition
 
 Row = dict[str, Any]
 Ints = tuple[int, ...]
-_Kept = tuple[Partition, LeaderAndIsr, Ints, list[int], bool, Row]
 
-# the table of shared lists starts afresh once it holds this many per entry kept (up to
-# three distinct tuples per partition: its ISR, replica set and offline replicas), so the
-# values no entry holds any more (old ISRs) do not pile up
-_LISTS_PER_ENTRY = 4
-# Entries kept at most by partition (~0.8 KB each: ~100 MiB), for the requests that name a
-# few partitions (LeaderAndIsr, a shutdown's UpdateMetadata): a larger cluster reuses this
-# many there and builds the rest, so the driver's memory per partition keeps its bound at
-# 1M partitions. The last full body is kept whatever its size (`full_body`).
-MAX_KEPT = 131_072
+# the tables of shared lists (one per distinct ISR, replica set and offline replicas) start
+# afresh once they hold this many, so the values no entry holds any more (old ISRs, replica
+# sets before a reassignment) do not pile up
+MAX_SHARED_LISTS = 524_288
 
 _TP = attrgetter("tp")
 _TOPIC = attrgetter("topic")
@@ -91,21 +91,13 @@ class _Positions:
 class MetadataEntries:
     __slots__ = (
         "_body",
-        "_entries",
         "_lists",
         "_live",
-        "_max_kept",
         "_offline",
-        "_pruned_at",
         "_replica_sets_of",
     )
 
-    def __init__(self, max_kept: int = MAX_KEPT) -> None:
-        self._max_kept = max_kept
-        # id(record) -> (record, leadership, replicas, offline list, deleting, entry): the
-        # entry and what it was built from (the record held, so that its id stays its own;
-        # an id hashes faster than a (topic, partition) pair)
-        self._entries: dict[int, _Kept] = {}
+    def __init__(self) -> None:
         # one list per distinct tuple of broker ids, shared by the entries holding it
         self._lists: dict[Ints, list[int]] = {}
         # each replica set's offline replicas, for the live brokers `_live`; on a change of
@@ -114,7 +106,6 @@ class MetadataEntries:
         self._offline: dict[Ints, list[int]] = {}
         self._replica_sets_of: dict[int, list[Ints]] = {}
         self._live: frozenset[int] = frozenset()
-        self._pruned_at = 0  # the number of entries after the last prune
         self._body: _Body | None = None
 
     def add_to(
@@ -130,7 +121,6 @@ class MetadataEntries:
         if live is not self._live:
             self._sync_live(live)
         offline_of = self._offline
-        entries = self._entries
         # one loop, no call per record: a new broker's UpdateMetadata walks them all
         for record in records:
             leadership = record.leadership
@@ -141,16 +131,10 @@ class MetadataEntries:
             if offline is None:
                 offline = self._offline_replicas(replicas)
             queued = bool(deleting) and record.tp.topic in deleting
-            kept = entries.get(id(record))
-            if (
-                kept is not None
-                and kept[1] is leadership
-                and kept[2] is replicas
-                and kept[4] is queued
-                and kept[3] == offline
-                and kept[0] is record
-            ):
-                out[record.tp] = kept[5]
+            # (a topic queued for deletion: its entries are never kept)
+            kept = None if queued else record.metadata_entry
+            if kept is not None and kept["offline_replicas"] == offline:
+                out[record.tp] = kept
             else:
                 out[record.tp] = self._build(record, leadership, replicas, offline, queued)
 
@@ -224,16 +208,11 @@ class MetadataEntries:
         offline = self._offline.get(replicas)
         if offline is None:
             offline = self._offline_replicas(replicas)
-        kept = self._entries.get(id(record))
-        if (
-            kept is not None
-            and kept[1] is leadership
-            and kept[2] is replicas
-            and kept[4] is False
-            and kept[3] == offline
-            and kept[0] is record
-        ):
-            return kept[5]
+        # (the record's entry is of its leadership and replica set, or None: only the
+        # offline replicas can have changed under it)
+        kept = record.metadata_entry
+        if kept is not None and kept["offline_replicas"] == offline:
+            return kept
         return self._build(record, leadership, replicas, offline, False)
 
     def _sync_live(self, live: frozenset[int]) -> None:
@@ -251,7 +230,7 @@ class MetadataEntries:
     def _offline_replicas(self, replicas: Ints) -> list[int]:
         """The offline list of a replica set not yet in `_offline`, put there."""
         offline_of = self._offline
-        if len(offline_of) > _LISTS_PER_ENTRY * self._max_kept:
+        if len(offline_of) > MAX_SHARED_LISTS:
             # replica sets no partition holds any more (reassigned) do not pile up
             offline_of.clear()
             self._replica_sets_of = {}
@@ -292,31 +271,14 @@ class MetadataEntries:
             "is_new": None,
             "delete_partition": None,
         }
-        entries = self._entries
-        key = id(record)
-        if key in entries or len(entries) < self._max_kept:
-            entries[key] = (record, leadership, replicas, offline, deleting, entry)
+        if not deleting:  # (a queued topic's entry changes with no change of its record)
+            record.metadata_entry = entry
         return entry
-
-    def prune(self, current: Callable[[TopicPartition], Partition | None]) -> None:
-        """Forget the entries of records that are no longer their partition's (`current`:
-        the context's record of a partition; a deleted topic's are gone), once the table
-        has doubled since the last prune: a walk over it costs no more than the entries
-        added since."""
-        entries = self._entries
-        if len(entries) <= 2 * self._pruned_at + 1024:
-            return
-        for key in [k for k, kept in entries.items() if current(kept[0].tp) is not kept[0]]:
-            del entries[key]
-        self._pruned_at = len(entries)
-
-    def __len__(self) -> int:
-        return len(self._entries)
 
     def _list(self, values: Ints) -> list[int]:
         shared = self._lists.get(values)
         if shared is None:
-            if len(self._lists) > _LISTS_PER_ENTRY * len(self._entries) + 1024:
+            if len(self._lists) > MAX_SHARED_LISTS:
                 self._lists = {}
             shared = self._lists[values] = list(values)
         return shared

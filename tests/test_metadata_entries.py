@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from controller import replay
 from controller.config import Settings
 from controller.context import ControllerContext, Partition
-from controller.metadata_entries import MAX_KEPT, MetadataEntries
+from controller.metadata_entries import MetadataEntries
 from controller.model import (
     BrokerStatus,
     LeaderAndIsr,
@@ -90,19 +90,21 @@ def test_an_unchanged_partition_gets_the_same_entry_and_every_input_change_a_new
     assert _entry(entries, context, record)["leader"] == 2
 
 
-def test_a_recreated_partition_gets_its_own_entry_and_deleted_ones_are_forgotten() -> None:
+def test_a_recreated_partition_gets_its_own_entry_and_a_deleted_ones_goes_with_its_record() -> None:
     """A topic deleted and created again has new records: none gets the old topic's entry.
-    The entries of records no longer in the context go once the table has doubled."""
+    An entry is held by its partition's record, so the deleted records take theirs with
+    them (no table of entries to prune)."""
     context, _ = _context()
     entries = MetadataEntries()
     records = []
-    for partition in range(1, 1100):
+    for partition in range(1, 11):
         record = context.add_partition(TopicPartition("t", partition), ReplicaAssignment((1,)))
         context.set_leadership(record, LeaderAndIsr(1, 5, (1,), 5))
         records.append(record)
     out: dict[TopicPartition, Row] = {}
     entries.add_to(out, records, set(), context.live_broker_set())
     old = out[TopicPartition("t", 1)]
+    assert records[0].metadata_entry is old
     context.remove_topic("t")
     context.add_topic("t", {})
     again = context.add_partition(TopicPartition("t", 1), ReplicaAssignment((2,)))
@@ -111,9 +113,37 @@ def test_a_recreated_partition_gets_its_own_entry_and_deleted_ones_are_forgotten
     entries.add_to(out, [again], set(), context.live_broker_set())
     assert out[TopicPartition("t", 1)] is not old
     assert out[TopicPartition("t", 1)]["leader"] == 2
-    assert len(entries) == 1100
-    entries.prune(context.partition)
-    assert len(entries) == 1  # only the recreated partition's
+    assert again.metadata_entry is out[TopicPartition("t", 1)]
+
+
+def test_a_record_keeps_its_entry_until_its_leadership_or_replica_set_is_replaced() -> None:
+    """The context drops a record's entry when it replaces the leadership or the replica
+    set, and only then: writing back the same objects keeps it, so the next body reuses
+    it; an entry for a topic queued for deletion is never kept (it changes with no change
+    of the record)."""
+    context, record = _context()
+    entries = MetadataEntries()
+    first = _entry(entries, context, record)
+    assert record.metadata_entry is first
+    context.set_leadership(record, record.leadership)  # the same object: no change
+    context.set_assignment(record, ReplicaAssignment((1, 2, 3)))  # an equal replica set
+    context.set_partition_state(record, PartitionState.ONLINE)
+    assert record.metadata_entry is first
+    assert _entry(entries, context, record) is first
+
+    context.set_leadership(record, LeaderAndIsr(1, 0, (1, 2, 3), 0))  # equal, not the same
+    assert record.metadata_entry is None
+    second = _entry(entries, context, record)
+    assert second is not first and second == first
+
+    context.set_assignment(record, ReplicaAssignment((1, 2, 3, 4)))
+    assert record.metadata_entry is None
+    assert _entry(entries, context, record)["replicas"] == [1, 2, 3, 4]
+
+    context.topics_to_be_deleted.add("t")
+    kept = record.metadata_entry
+    assert _entry(entries, context, record)["leader"] == -2
+    assert record.metadata_entry is kept  # the queued topic's entry was not kept
 
 
 def test_new_brokers_get_every_partition_as_it_is_after_a_rolling_restart() -> None:
@@ -227,27 +257,6 @@ def test_a_table_with_a_double_column_is_encoded_exactly() -> None:
     assert replay._encoder_of(TABLES["request_payloads"]) is replay._encode
 
 
-def test_entries_kept_are_bounded_and_those_beyond_are_built_each_time_alike() -> None:
-    """Past `max_kept` entries an entry is built afresh for every body (as before reuse),
-    so a cluster larger than the bound costs no memory beyond it; what is handed out is
-    the same either way."""
-    context, _ = _context()
-    records = []
-    for partition in range(1, 21):
-        record = context.add_partition(TopicPartition("t", partition), ReplicaAssignment((1,)))
-        context.set_leadership(record, LeaderAndIsr(1, 3, (1,), 4))
-        records.append(record)
-    entries = MetadataEntries(max_kept=10)
-    first: dict[TopicPartition, Row] = {}
-    entries.add_to(first, records, set(), context.live_broker_set())
-    second: dict[TopicPartition, Row] = {}
-    entries.add_to(second, records, set(), context.live_broker_set())
-    assert len(entries) == 10
-    reused = [r.tp for r in records if second[r.tp] is first[r.tp]]
-    assert reused == [r.tp for r in records[:10]]
-    assert second == first  # equal entries, built again or not
-
-
 # --------------------------------------------- the full body and the context's caches
 
 
@@ -285,9 +294,7 @@ def _check_full_body(entries: MetadataEntries, context: ControllerContext) -> li
     return body
 
 
-# 3: fewer entries kept by partition than the body names; the body is kept all the same
-@pytest.mark.parametrize("max_kept", [MAX_KEPT, 3])
-def test_the_full_body_redoes_every_partition_changed_since_the_last_one(max_kept: int) -> None:
+def test_the_full_body_redoes_every_partition_changed_since_the_last_one() -> None:
     """§8.2: each new broker is sent every partition with a leader as it is now. The body
     keeps the previous body's entries and redoes only the partitions changed since: a
     leadership, an assignment, a replica's broker going down or up, a partition gaining
@@ -304,7 +311,7 @@ def test_the_full_body_redoes_every_partition_changed_since_the_last_one(max_kep
             replicas = (1 + partition, 2 + partition, 1 + (partition + 2) % 4)
             records[tp] = context.add_partition(tp, ReplicaAssignment(replicas))
             context.set_leadership(records[tp], LeaderAndIsr(replicas[0], 0, replicas, 0))
-    entries = MetadataEntries(max_kept)
+    entries = MetadataEntries()
     first = _check_full_body(entries, context)
     assert len(first) == 6
 
