@@ -506,6 +506,12 @@ class ControllerContext:
 
     def set_leadership(self, record: Partition, leadership: LeaderAndIsr | None) -> None:
         old = record.leadership
+        if leadership is old:
+            # written back as it was (an ISR removal that found nothing to remove: 3,000
+            # partitions a broker failure after a controlled shutdown): no index, entry or
+            # health figure can change, only the row's event id
+            self._touch_row(record)
+            return
         if old is not None and (leadership is None or old.leader != leadership.leader):
             led = self._led_by[old.leader]
             led.discard(record.tp)
@@ -519,8 +525,7 @@ class ControllerContext:
             self.restamped_partitions.add(record.tp)
         elif self.restamped_partitions:  # mostly empty: no hash of the partition then
             self.restamped_partitions.discard(record.tp)
-        if leadership is not old:
-            record.metadata_entry = None
+        record.metadata_entry = None
         record.leadership = leadership
         self._index_preferred(record)
         if self._metadata_changes is not None:
@@ -536,10 +541,14 @@ class ControllerContext:
         self._touch(record)
 
     def _touch(self, record: Partition) -> None:
+        self._touch_row(record)
+        self.event_partitions[record.tp] = record
+
+    def _touch_row(self, record: Partition) -> None:
+        """The partition's row changed (its last event id at least)."""
         record.last_event_id = self.event_id
         if self.marks_rows:
             self.dirty_partitions.add(record.tp)
-        self.event_partitions[record.tp] = record
 
     def set_replica_state(self, record: Partition, broker: int, state: ReplicaState) -> None:
         if self._deletion_counts:

@@ -236,3 +236,34 @@ def test_leader_and_isr_sets_every_field_as_the_dataclass_constructor_would() ->
     assert astuple(by_position) == astuple(by_name) == values
     shortest = LeaderAndIsr(1, 2, (1,), 4)
     assert [getattr(shortest, f.name) for f in declared[4:]] == [f.default for f in declared[4:]]
+
+
+def test_a_leadership_written_back_unchanged_moves_only_the_rows_event_id() -> None:
+    """§6.3: an ISR removal that finds nothing to remove writes the cached leadership back
+    as it was (3,000 partitions when a broker fails after its controlled shutdown). The
+    partition row takes the event's id, as for any write, but the event has not changed
+    the partition: its health figures are not taken again and its UpdateMetadata entry is
+    kept. An equal but new leadership is a change."""
+    context = ControllerContext("c")
+    context.register_broker(1, None, 101)
+    context.add_topic("t", {})
+    tp = TopicPartition("t", 0)
+    record = context.add_partition(tp, ReplicaAssignment((1,)))
+    leadership = LeaderAndIsr(1, 0, (1,), 0)
+    context.set_leadership(record, leadership)
+    context.clear_dirty()
+    entry = {"leader": 1}
+    record.metadata_entry = entry
+
+    context.event_id = "e2"
+    context.set_leadership(record, leadership)
+    assert record.last_event_id == "e2"
+    assert context.dirty_partitions == {tp}
+    assert dict(context.event_partitions) == {}
+    assert record.metadata_entry is entry
+
+    context.event_id = "e3"
+    context.set_leadership(record, LeaderAndIsr(1, 0, (1,), 0))
+    assert record.last_event_id == "e3"
+    assert dict(context.event_partitions) == {tp: record}
+    assert record.metadata_entry is None
