@@ -102,9 +102,10 @@ class HealthTracker:
         self._imbalance_stale = True
         # counted as if every partition had just been touched (the loaded state was
         # checked when it was made)
-        for record in context.all_partitions():
+        records = context.all_partitions()
+        for record in records:
             record.vitals = None
-        self._track(context, context.all_partitions())
+        self._track(context, records)
 
     # ---- per event -----------------------------------------------------------------------
 
@@ -236,11 +237,12 @@ class HealthTracker:
         # the old context's records keep the counted vitals: each new record takes its
         # partition's, and those of partitions the new context lacks are forgotten
         carried = {record.tp: record for record in self._context.all_partitions()}
-        for record in context.all_partitions():
+        records = context.all_partitions()
+        for record in records:
             old = carried.pop(record.tp, None)
             record.vitals = None if old is None else old.vitals
         self._forget(carried.values())
-        context.event_partitions.update((record.tp, record) for record in context.all_partitions())
+        context.event_partitions.update((record.tp, record) for record in records)
         context.event_topics.update(context.topics)
         return self.update(context)
 

@@ -90,7 +90,7 @@ def test_an_unchanged_partition_gets_the_same_entry_and_every_input_change_a_new
     assert _entry(entries, context, record)["leader"] == 2
 
 
-def test_a_recreated_partition_gets_its_own_entry_and_a_deleted_ones_goes_with_its_record() -> None:
+def test_a_recreated_partition_gets_its_own_entry_held_by_its_new_record() -> None:
     """A topic deleted and created again has new records: none gets the old topic's entry.
     An entry is held by its partition's record, so the deleted records take theirs with
     them (no table of entries to prune)."""
