@@ -22,7 +22,7 @@ import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
-from itertools import compress, islice
+from itertools import compress, islice, repeat
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from operator import is_not
 from pathlib import Path
@@ -32,6 +32,7 @@ import orjson
 
 from controller.config import Settings
 from controller.memory import cyclic_gc_paused
+from controller.request_log import PayloadRows
 from controller.simulator import RawEvent, Row, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES, TABLES, Table
 from schemas.types import DOUBLE, ArrayOf, MapOf, StructOf, contains
@@ -190,8 +191,8 @@ def replay(
             events += output.events
             rejected += len(output.appends.get("rejected_events", ()))
             requests += len(output.appends.get("controller_requests", ()))
-            for table, rows in output.appends.items():
-                appends.write(table, rows)
+            for table, rows in output.appends.items():  # (request_payloads after requests)
+                appends.write(table, rows.drain() if isinstance(rows, PayloadRows) else rows)
             del output  # not alive through the next batch
     state_tables = {t.name: simulator.table_rows(t.name) for t in STATE_TABLES}
     write_tables(out, state_tables, compress, ordered=True)
@@ -344,10 +345,14 @@ class _AppendFiles:
         self._closing.close()
 
     def write(self, table: str, rows: Iterable[Row]) -> None:
+        """Append the rows to the table's file. A list of them is emptied (its places set
+        to None) as it is written: the caller drops it after."""
         if table not in self._tables:
             raise ValueError(f"the simulator appended rows to {table!r}, not an append table")
         # (the simulator's rows: in column order)
-        _write_rows(self._handles[table], self._tables[table], rows, self._texts, ordered=True)
+        _write_rows(
+            self._handles[table], self._tables[table], rows, self._texts, ordered=True, release=True
+        )
 
 
 def table_file(directory: Path, name: str) -> Path:
@@ -402,6 +407,7 @@ def _write_rows(
     rows: Iterable[Row],
     texts: EntryTexts | None = None,
     ordered: bool = False,
+    release: bool = False,
 ) -> None:
     """Rows as JSON lines in the table's column order. A column missing from a row is
     written as null, as Delta would store it. Rows of a table without request entries (1.7M
@@ -425,11 +431,10 @@ def _write_rows(
     # no object inside a row: a row's end is the only "},{" outside a string
     flat = not any(contains(c.type, _is_object) for c in table.columns) and encode is _encode
     chunk = _Chunk(handle)
-    remaining = iter(rows)
     # the texts, the encoder's item lists and the kept texts' tuples are acyclic: a
     # collection they would trigger finds nothing (2% of the run's CPU at 100k partitions)
     with cyclic_gc_paused():
-        while block := list(islice(remaining, _ENCODE_ROWS)):
+        for block in _blocks(rows, release):
             if not has_entries:
                 # (a list there names brokers or topics: never long enough to need pieces;
                 # a block's text goes straight to the file, not through a chunk)
@@ -446,6 +451,22 @@ def _write_rows(
                 else:  # (a request body: one call for it, its entries too)
                     chunk.add(_json_line(columns, row, encode))
         chunk.flush()
+
+
+def _blocks(rows: Iterable[Row], release: bool) -> Iterator[list[Row]]:
+    """The rows, _ENCODE_ROWS at a time. With `release` (a list the caller drops after),
+    each block's places in the list are emptied as it is taken: its rows are freed once
+    written, while still in the cache, instead of all at once when the batch ends (1.7M
+    state changes in a rolling restart of 100k partitions, freed cold: 6% of its CPU)."""
+    if release and isinstance(rows, list):
+        for start in range(0, len(rows), _ENCODE_ROWS):
+            block = rows[start : start + _ENCODE_ROWS]
+            rows[start : start + _ENCODE_ROWS] = repeat(None, len(block))
+            yield block
+        return
+    remaining = iter(rows)
+    while block := list(islice(remaining, _ENCODE_ROWS)):
+        yield block
 
 
 class _Chunk:

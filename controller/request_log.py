@@ -196,6 +196,15 @@ class PayloadRows(Sequence[Row]):
     def __iter__(self) -> Iterator[Row]:
         return map(_payload_row, self._log._requests)
 
+    def drain(self) -> Iterator[Row]:
+        """The rows, each body dropped from the log as its row is taken: a body's entries
+        are freed once written, while still in the cache, not all at once after the batch.
+        The log's rows cannot be read after (its bodies are gone)."""
+        bodies = self._log._requests
+        for position, body in enumerate(bodies):
+            bodies[position] = None
+            yield _payload_row(body)
+
     def __eq__(self, other: object) -> bool:
         if isinstance(other, PayloadRows | list):
             return list(self) == list(other)

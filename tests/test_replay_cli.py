@@ -606,6 +606,29 @@ def test_flat_rows_are_written_a_block_at_a_time_as_json_lines(
     assert written == expected.encode("utf-8", "backslashreplace")
 
 
+def test_appended_rows_are_released_a_block_at_a_time_and_written_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """replay hands a batch's row lists to the append files, which empty each block's
+    places as they take it: the rows are freed once written, and every one is written."""
+    monkeypatch.setattr(replay, "_ENCODE_ROWS", 4)
+    columns = TABLES["event_results"].column_names
+    rows = [{**dict.fromkeys(columns), "cluster": "c", "seq": seq} for seq in range(10)]
+    expected = [dict(row) for row in rows]
+    seen: list[list[Any]] = []
+    lines = replay._json_lines
+    monkeypatch.setattr(
+        replay, "_json_lines", lambda block, e, f: seen.append(list(rows)) or lines(block, e, f)
+    )
+    with replay._AppendFiles(tmp_path, [TABLES["event_results"]]) as appends:
+        appends.write("event_results", rows)
+    # a block's places are emptied as it is taken: the list holds only the rows to come
+    assert seen == [[None] * 4 + expected[4:], [None] * 8 + expected[8:], [None] * 10]
+    assert rows == [None] * 10
+    written = (tmp_path / "event_results.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in written] == expected
+
+
 def test_a_long_request_body_is_written_as_the_plain_json(tmp_path: Path) -> None:
     """Request bodies of more than 1,000 partitions go through `EntryTexts`: a rolling
     restart of a 3-broker, 2,000-partition cluster (each new broker's UpdateMetadata names

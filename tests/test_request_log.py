@@ -98,6 +98,19 @@ def test_a_payload_view_follows_its_log():
     assert len(payloads) == 3
 
 
+def test_draining_payloads_gives_the_same_rows_and_lets_each_body_go():
+    """replay writes a batch's payloads with `drain`: each body leaves the log as its row
+    is taken, so its entries are freed once written, not all together after the batch."""
+    log = journal_with_requests().requests
+    expected = list(log.payloads())
+    drained = log.payloads().drain()
+    first = next(drained)
+    assert first == expected[0]
+    assert log._requests[0] is None and log._requests[1] is not None
+    assert [first, *drained] == expected
+    assert log._requests == [None] * 3
+
+
 def test_payloads_number_on_within_an_event_and_start_over_with_the_next():
     journal = journal_with_requests()
     journal.request(2, "LeaderAndIsr", 5, True, [PARTITION], None)
