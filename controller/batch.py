@@ -32,7 +32,7 @@ STOP_REPLICA = "StopReplica"
 def _leader_and_isr_entry(
     tp: TopicPartition, leadership: LeaderAndIsr, assignment: Assignment, is_new: bool
 ) -> Row:
-    # one literal, in _request_partition's key order
+    # one literal, in REQUEST_PARTITION's field order
     return {
         "topic": tp.topic,
         "partition": tp.partition,
@@ -51,13 +51,14 @@ def _leader_and_isr_entry(
     }
 
 
-def _request_partition(tp: TopicPartition) -> Row:
+def _stop_replica_entry(tp: TopicPartition, leader_epoch: int, delete: bool) -> Row:
+    # one literal, in REQUEST_PARTITION's field order
     return {
         "topic": tp.topic,
         "partition": tp.partition,
         "controller_epoch": None,
         "leader": None,
-        "leader_epoch": None,
+        "leader_epoch": leader_epoch,
         "isr": None,
         "partition_epoch": None,
         "replicas": None,
@@ -66,7 +67,7 @@ def _request_partition(tp: TopicPartition) -> Row:
         "leader_recovery_state": None,
         "offline_replicas": None,
         "is_new": None,
-        "delete_partition": None,
+        "delete_partition": delete,
     }
 
 
@@ -156,12 +157,9 @@ class RequestBatch:
                 continue
             per_broker = self._stop_replica.setdefault(broker, {})
             previous = per_broker.get(tp)
-            entry = _request_partition(tp)
-            entry["leader_epoch"] = leader_epoch
-            entry["delete_partition"] = delete or (
-                previous is not None and previous["delete_partition"]
+            per_broker[tp] = _stop_replica_entry(
+                tp, leader_epoch, delete or (previous is not None and previous["delete_partition"])
             )
-            per_broker[tp] = entry
 
     def add_update_metadata(
         self, brokers: Iterable[int], partitions: Iterable[TopicPartition] = ()

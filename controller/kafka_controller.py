@@ -16,7 +16,7 @@ from controller import events as ev
 from controller.alter_partition import AlterPartitionRequest, PartitionChange, alter_partition
 from controller.assignment import AssignmentError, assign_replicas
 from controller.config import UNCLEAN_KEY, Settings, scala_to_boolean
-from controller.context import ControllerContext
+from controller.context import ControllerContext, Partition
 from controller.election import CONTROLLED_SHUTDOWN, offline_strategy
 from controller.journal import Journal
 from controller.leader_elections import LeaderElections
@@ -278,10 +278,9 @@ class KafkaController:
         # each record looked up once (not per test): at a million partitions every lookup
         # is a cache miss
         led: list[TopicPartition] = []
-        followed: list[TopicPartition] = []
+        followed: list[Partition] = []
         queued = context.topics_to_be_deleted
-        for tp in context.partitions_on_broker(broker):
-            record = context.partition(tp)
+        for tp, record in context.records_of(context.partitions_on_broker(broker)):
             if (
                 record is None
                 or record.leadership is None
@@ -289,14 +288,19 @@ class KafkaController:
                 or tp.topic in queued  # is_queued_for_deletion
             ):
                 continue
-            (led if record.leadership.leader == broker else followed).append(tp)
+            if record.leadership.leader == broker:
+                led.append(tp)
+            else:
+                followed.append(record)
         self.parts.partitions.handle_state_changes(led, PS.ONLINE, CONTROLLED_SHUTDOWN)
         batch = self.parts.batch
         batch.new_batch()
-        for tp in followed:
-            batch.add_stop_replica((broker,), tp, delete=False)
+        for record in followed:
+            batch.add_stop_replica((broker,), record.tp, delete=False, record=record)
         batch.send()
-        self.parts.replicas.handle_state_changes([(tp, broker) for tp in followed], RS.OFFLINE)
+        self.parts.replicas.handle_state_changes(
+            [(record.tp, broker) for record in followed], RS.OFFLINE
+        )
         remaining = context.partition_leaders_on_broker(broker)
         for tp in remaining:
             journal.result(

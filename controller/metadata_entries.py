@@ -254,7 +254,7 @@ class MetadataEntries:
         deleting: bool,
     ) -> Row:
         tp = record.tp
-        # in batch._request_partition's key order
+        # in schemas.tables.REQUEST_PARTITION's field order
         entry = {
             "topic": tp.topic,
             "partition": tp.partition,

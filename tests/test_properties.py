@@ -43,6 +43,7 @@ from controller.model import ReplicaState
 from controller.request_log import joined
 from controller.simulator import BatchOutput, RawEvent, Simulator
 from schemas import TABLES
+from schemas.tables import REQUEST_PARTITION
 
 CLUSTER = "default"
 PARTITION_STATES = {"NewPartition", "OnlinePartition", "OfflinePartition", "NonExistentPartition"}
@@ -90,6 +91,11 @@ def check_columns(output: BatchOutput) -> None:
             expected = tuple(table.key) if kind is output.deletes else table.column_names
             for row in rows:
                 assert tuple(row) == expected, (name, tuple(row), expected)
+    # and each request entry has REQUEST_PARTITION's fields, in order, whatever built it
+    entry_fields = tuple(name for name, _ in REQUEST_PARTITION.fields)
+    for payload in output.appends.get("request_payloads", ()):
+        for entry in payload["partitions"]:
+            assert tuple(entry) == entry_fields, (payload["type"], tuple(entry))
     # JSON-compatible values: a row survives a round-trip through JSON unchanged
     for kind in (output.appends, output.upserts, output.deletes):
         for rows in kind.values():
