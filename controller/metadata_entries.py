@@ -41,6 +41,25 @@ _TP = attrgetter("tp")
 _TOPIC = attrgetter("topic")
 
 
+class FullBody(list[Row]):
+    """The entries of a body of every partition with a leader (`full_body`), with what
+    changed since the body before it, for the replay writer, which keeps that body's
+    texts: `since` is the `token` of that earlier body, and `changed` the places whose
+    entry is another object than there (every other place holds the same object); `since`
+    None: built afresh, compare it with any other body by identity. Never changed once
+    made, like any request body."""
+
+    __slots__ = ("changed", "since", "token")
+
+    def __init__(
+        self, entries: list[Row], since: object | None = None, changed: list[int] | None = None
+    ) -> None:
+        super().__init__(entries)
+        self.token = object()
+        self.since = since
+        self.changed = changed or []
+
+
 @dataclass(slots=True)
 class _Body:
     """The last body of every partition with a leader: its records (the context's list),
@@ -52,6 +71,7 @@ class _Body:
     entries: list[Row]
     live: frozenset[int]
     positions: _Positions
+    token: object = None  # the last FullBody's made of `entries`
 
 
 @dataclass(slots=True)
@@ -156,7 +176,7 @@ class MetadataEntries:
             self._sync_live(live)
         out[record.tp] = self._entry(record)
 
-    def full_body(self, context: ControllerContext) -> tuple[list[TopicPartition], list[Row]]:
+    def full_body(self, context: ControllerContext) -> tuple[list[TopicPartition], FullBody]:
         """The partitions and entries (new lists, in order) of the body of every partition
         with a leader (context.records_with_leaders), as a new broker is sent: what add_to
         would put in an empty dict. While that list of records is the same object as for
@@ -179,26 +199,33 @@ class MetadataEntries:
             self._body = None
             out: dict[TopicPartition, Row] = {}
             self.add_to(out, records, deleting, live)
-            return list(out), list(out.values())
+            return list(out), FullBody(list(out.values()))
         body = self._body
         if body is None or changes is None or body.records is not records:
             self._body = None  # (the old one freed before the new one is built)
             self._sync_live(live)
             tps = list(map(_TP, records))
             entries = list(map(self._entry, records))
-            self._body = _Body(records, tps, entries, live, _Positions.of(tps))
-            return tps, list(entries)
+            made = FullBody(entries)
+            self._body = _Body(records, tps, entries, live, _Positions.of(tps), made.token)
+            return tps, made
         if live is not body.live:
             changes.update(*map(context.hosted_partitions, live ^ body.live))
             body.live = live
         self._sync_live(live)
         place = body.positions.get
         entries = body.entries  # the body's own: changed in place
+        changed: list[int] = []
         for tp in changes:
             i = place(tp)
             if i is not None:
-                entries[i] = self._entry(records[i])
-        return body.tps, list(entries)
+                entry = self._entry(records[i])
+                if entry is not entries[i]:
+                    entries[i] = entry
+                    changed.append(i)
+        made = FullBody(entries, body.token, changed)
+        body.token = made.token
+        return body.tps, made
 
     def _entry(self, record: Partition) -> Row:
         """The entry of a record with a leader, of a topic not queued for deletion."""

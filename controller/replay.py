@@ -32,6 +32,7 @@ import orjson
 
 from controller.config import Settings
 from controller.memory import cyclic_gc_paused
+from controller.metadata_entries import FullBody
 from controller.request_log import PayloadRows
 from controller.simulator import RawEvent, Row, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES, TABLES, Table
@@ -556,8 +557,10 @@ class EntryTexts:
     rolling restart of 100k partitions), and the core hands out the same dict for a
     partition whose entry is unchanged (controller.metadata_entries; request rows are never
     changed once built). The last such body of at most _ENTRY_TEXTS entries is kept with
-    its entries' texts: the next one of the same length is compared with it item by item
-    in C (`is_not`), and only the positions holding another object are encoded. Other
+    its entries' texts: only the positions of the next one (of the same length) holding
+    another object are encoded. A full body made right after the kept one names them
+    (`FullBody.changed`); any other is compared with it item by item in C (`is_not`),
+    which cost 3% of that rolling restart (70 ns per entry, its lists out of cache). Other
     lists (LeaderAndIsr and StopReplica bodies, ~3 recipients' bodies naming each entry)
     are encoded whole: a text kept per entry and found again by its identity cost more in
     Python than orjson spends encoding it again (0.89 against 0.49 µs per entry)."""
@@ -610,14 +613,25 @@ class EntryTexts:
             texts = list(map(_kept_text, items))
         else:
             previous, texts = kept
-            places = self._places
-            if len(places) < len(items):
-                places.extend(range(len(places), len(items)))
-            # the positions whose entry is another object than the kept body's there
-            for position in compress(places, map(is_not, items, previous)):
+            for position in self._changed_places(items, previous):
                 texts[position] = _kept_text(items[position])
         self._body = (items, texts)
         return texts
+
+    def _changed_places(self, items: list, previous: list) -> Iterable[int]:
+        """The places (of two bodies of the same length) whose entry is another object in
+        `items` than in `previous`: as the core listed them when `items` is a full body
+        made right after `previous` (no pass over 100k places), else found item by item."""
+        if (
+            type(items) is FullBody
+            and type(previous) is FullBody
+            and items.since is previous.token  # (a token is never None)
+        ):
+            return items.changed
+        places = self._places
+        if len(places) < len(items):
+            places.extend(range(len(places), len(items)))
+        return compress(places, map(is_not, items, previous))
 
 
 def _kept_text(item: object) -> bytes:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from controller import replay
 from controller.config import Settings
 from controller.context import ControllerContext, Partition
-from controller.metadata_entries import MetadataEntries
+from controller.metadata_entries import FullBody, MetadataEntries
 from controller.model import (
     BrokerStatus,
     LeaderAndIsr,
@@ -360,6 +360,63 @@ def test_the_full_body_redoes_every_partition_changed_since_the_last_one() -> No
     context.topics_to_be_deleted.add("a")
     _check_full_body(entries, context)
     assert context.take_metadata_changes(log_next=False) is None
+
+
+def test_a_full_body_names_the_places_changed_since_the_body_before_and_the_writer_uses_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each full body made right after another says which places hold another entry than
+    that one (`FullBody.changed`), and exactly those: the replay writer, which keeps the
+    earlier body's texts, encodes only them and makes no pass over the body. A body built
+    afresh (a topic queued for deletion) says nothing, and is compared item by item."""
+    monkeypatch.setattr(replay, "_LONG_LIST", 2)
+    context = ControllerContext("c")
+    for broker in (1, 2, 3):
+        context.register_broker(broker, None, 100 + broker)
+    records = []
+    for topic in ("a", "b"):
+        context.add_topic(topic, {})
+        for partition in range(5):
+            record = context.add_partition(
+                TopicPartition(topic, partition), ReplicaAssignment((1, 2, 3))
+            )
+            context.set_leadership(record, LeaderAndIsr(1, 0, (1, 2, 3), 0))
+            records.append(record)
+    entries = MetadataEntries()
+    texts = replay.EntryTexts()
+    encoded: list[object] = []
+    encode = replay._encode
+    monkeypatch.setattr(replay, "_encode", lambda value: encoded.append(value) or encode(value))
+    monkeypatch.setattr(replay, "compress", None)  # the pass item by item: not taken here
+
+    def next_body() -> FullBody:
+        _, body = entries.full_body(context)
+        encoded.clear()
+        assert (
+            b"".join(texts.pieces(body)).decode() == json.dumps(body, separators=(",", ":"))[1:-1]
+        )
+        return body
+
+    previous = next_body()
+    assert previous.since is None and len(encoded) == 10
+    changes = [  # each with the places it changes
+        (lambda: context.set_leadership(records[3], LeaderAndIsr(2, 1, (2, 3), 1)), [3]),
+        (lambda: context.set_broker_status(3, BrokerStatus.SHUTTING_DOWN), list(range(10))),
+        (lambda: context.set_assignment(records[7], ReplicaAssignment((2, 1))), [7]),
+        (lambda: context.set_leadership(records[0], records[0].leadership), []),
+    ]
+    for change, places in changes:
+        change()
+        body = next_body()
+        assert body.since is previous.token
+        # (in the order the changes were logged)
+        assert sorted(body.changed) == places
+        assert places == [i for i in range(10) if body[i] is not previous[i]]
+        assert encoded == [body[i] for i in body.changed]
+        previous = body
+    context.topics_to_be_deleted.add("b")
+    fresh = next_body()
+    assert fresh.since is None and len(fresh) == 5
 
 
 def test_a_body_finds_the_partitions_of_a_topic_with_gaps_one_by_one() -> None:
