@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from itertools import filterfalse
 
 from controller.model import LeaderAndIsr
 
@@ -52,12 +53,14 @@ def leader_for_offline(
 ) -> ElectionResult:
     """§5.1: the first live ISR member in assignment order; else, if unclean election is
     enabled, the first live replica, alone in the ISR and RECOVERING."""
-    live = tuple(r for r in assignment if is_online(r))
+    # (filter and a plain loop rather than generators: an election runs for every
+    # partition a failed or shutting-down broker led)
+    live = tuple(filter(is_online, assignment))
     isr = current.isr
-    leader = next((r for r in live if r in isr), None)
-    if leader is not None:
-        new_isr = tuple(r for r in isr if is_online(r))
-        return ElectionResult(current.new_leader_and_isr(leader, new_isr), live)
+    for leader in live:
+        if leader in isr:
+            new_isr = tuple(filter(is_online, isr))
+            return ElectionResult(current.new_leader_and_isr(leader, new_isr), live)
     if unclean_enabled and live:
         leader = live[0]
         return ElectionResult(
@@ -93,10 +96,10 @@ def leader_for_controlled_shutdown(
 ) -> ElectionResult:
     """§5.4: the first registered ISR member not shutting down; the ISR loses every
     shutting-down broker; registered replicas (shutting-down ones too) are recipients."""
-    candidates = tuple(r for r in assignment if is_registered(r))
+    candidates = tuple(filter(is_registered, assignment))
     isr = current.isr
-    leader = next((r for r in candidates if r in isr and r not in shutting_down), None)
-    if leader is None:
-        return ElectionResult(None, candidates)
-    new_isr = tuple(r for r in isr if r not in shutting_down)
-    return ElectionResult(current.new_leader_and_isr(leader, new_isr), candidates)
+    for leader in candidates:
+        if leader in isr and leader not in shutting_down:
+            new_isr = tuple(filterfalse(shutting_down.__contains__, isr))
+            return ElectionResult(current.new_leader_and_isr(leader, new_isr), candidates)
+    return ElectionResult(None, candidates)

@@ -179,19 +179,24 @@ class PartitionStateMachine:
     ) -> ElectionResult:
         context = self._context
         replicas = record.assignment.replicas
+        # is_live and is_registered as the sets' own tests: called in C, per replica
+        live = context.live_broker_set()
         if strategy is REASSIGN:
-            return leader_for_reassign(record.assignment.target, leadership, context.is_live)
+            return leader_for_reassign(record.assignment.target, leadership, live.__contains__)
         if strategy is PREFERRED:
-            return leader_for_preferred(replicas, leadership, context.is_live)
+            return leader_for_preferred(replicas, leadership, live.__contains__)
         if strategy is CONTROLLED_SHUTDOWN:
             return leader_for_controlled_shutdown(
-                replicas, leadership, context.is_registered, context.shutting_down
+                replicas,
+                leadership,
+                context.registered_broker_set().__contains__,
+                context.shutting_down,
             )
         # Offline: unclean only matters when no ISR member is live; then an admin-triggered
         # election allows it outright, otherwise the topic's config (or the default) decides.
-        no_live_isr = not any(context.is_live(r) for r in leadership.isr)
+        no_live_isr = live.isdisjoint(leadership.isr)
         unclean = no_live_isr and (strategy.allow_unclean or self.unclean_enabled(record.tp.topic))
-        return leader_for_offline(replicas, leadership, context.is_live, unclean)
+        return leader_for_offline(replicas, leadership, live.__contains__, unclean)
 
     def unclean_enabled(self, topic: str) -> bool:
         info = self._context.topics.get(topic)
