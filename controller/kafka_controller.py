@@ -37,6 +37,8 @@ from controller.topic_configs import topic_config_error
 
 PS = PartitionState
 RS = ReplicaState
+# the replica states a simulated leader takes as caught up, to rejoin the ISR
+_CAUGHT_UP = (RS.ONLINE, RS.NEW)
 
 
 # A resource limit of the simulator, not Kafka's: a larger count would be built in memory
@@ -591,19 +593,20 @@ class KafkaController:
         in one AlterPartition for all the partitions it leads (as a broker batches them)."""
         context = self.context
         by_leader: dict[int, list[PartitionChange]] = {}
+        live = context.live_broker_set()  # (is_live without a call per replica)
+        queued = context.topics_to_be_deleted
         for tp, record in context.records_of(partitions):  # one lookup per run of a topic
             if record is None or record.leadership is None:
                 continue
             current = record.leadership
-            if not context.is_live(current.leader) or context.is_queued_for_deletion(tp.topic):
+            if current.leader not in live or tp.topic in queued:
                 continue
-            joining = tuple(
-                r
-                for r in record.assignment.replicas
-                if r not in current.isr
-                and context.is_live(r)
-                and record.replica_states.get(r) in (RS.ONLINE, RS.NEW)
-            )
+            isr = current.isr
+            states = record.replica_states
+            joining: tuple[int, ...] = ()
+            for r in record.assignment.replicas:  # (a loop, not a generator: per partition)
+                if r not in isr and r in live and states.get(r) in _CAUGHT_UP:
+                    joining += (r,)
             if joining:
                 by_leader.setdefault(current.leader, []).append(
                     PartitionChange(
