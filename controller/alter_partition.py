@@ -125,8 +125,9 @@ def _validate(
             "INVALID_REQUEST",
             message="the leader recovery state cannot change from RECOVERED to RECOVERING",
         )
-    ineligible = sorted(set(request.isr) - context.live_broker_set())
-    if ineligible:
+    live = context.live_broker_set()
+    if not live.issuperset(request.isr):  # (in C: this runs for every change accepted)
+        ineligible = sorted(set(request.isr) - live)
         return AlterPartitionResult(
             "INELIGIBLE_REPLICA",
             message=f"ineligible replicas {ineligible} in the new ISR {list(request.isr)}",
