@@ -39,7 +39,7 @@ def _leader_and_isr_entry(
         "controller_epoch": leadership.controller_epoch,
         "leader": leadership.leader,
         "leader_epoch": leadership.leader_epoch,
-        "isr": leadership.isr_list,
+        "isr": list(leadership.isr),
         "partition_epoch": leadership.partition_epoch,
         "replicas": list(assignment.replicas),
         "adding_replicas": list(assignment.adding),

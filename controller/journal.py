@@ -146,7 +146,7 @@ class Journal:
                 "error": error,
                 "leader": None if leadership is None else leadership.leader,
                 "leader_epoch": None if leadership is None else leadership.leader_epoch,
-                "isr": None if leadership is None else leadership.isr_list,
+                "isr": None if leadership is None else list(leadership.isr),
                 "unclean": unclean,
                 "ts": self.ts,
             }
@@ -171,7 +171,7 @@ class Journal:
                 "message": message,
                 "leader": None if leadership is None else leadership.leader,
                 "leader_epoch": None if leadership is None else leadership.leader_epoch,
-                "isr": None if leadership is None else leadership.isr_list,
+                "isr": None if leadership is None else list(leadership.isr),
                 "partition_epoch": None if leadership is None else leadership.partition_epoch,
                 "ts": self.ts,
             }

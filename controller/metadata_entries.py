@@ -32,8 +32,8 @@ from controller.model import LEADER_DURING_DELETE, LeaderAndIsr, TopicPartition
 Row = dict[str, Any]
 Ints = tuple[int, ...]
 
-# the tables of shared lists (one per distinct replica set and offline replicas) start
-# afresh once they hold this many, so the values no entry holds any more (replica
+# the tables of shared lists (one per distinct ISR, replica set and offline replicas) start
+# afresh once they hold this many, so the values no entry holds any more (old ISRs, replica
 # sets before a reassignment) do not pile up
 MAX_SHARED_LISTS = 524_288
 
@@ -288,7 +288,7 @@ class MetadataEntries:
             "controller_epoch": leadership.controller_epoch,
             "leader": LEADER_DURING_DELETE if deleting else leadership.leader,
             "leader_epoch": 0 if deleting else leadership.leader_epoch,
-            "isr": leadership.isr_list,
+            "isr": self._list(leadership.isr),
             "partition_epoch": 0 if deleting else leadership.partition_epoch,
             "replicas": self._list(replicas),
             "adding_replicas": None,

@@ -5,7 +5,7 @@ Everything here is immutable; the mutable state lives in `context.ControllerCont
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import NamedTuple
 
@@ -116,10 +116,6 @@ class LeaderAndIsr:
     recovery: RecoveryState = RecoveryState.RECOVERED
     controller_epoch: int = 0
     zk_controller_epoch: int | None = None
-    # the ISR as the list a row holds: made once, so the rows naming this leadership (its
-    # state changes, its result, its LeaderAndIsr and UpdateMetadata entries: 4 or more)
-    # share it instead of each making its own (rows are never changed once built)
-    isr_list: list[int] = field(init=False, repr=False, compare=False, hash=False)
 
     def __init__(
         self,
@@ -137,7 +133,6 @@ class LeaderAndIsr:
         _SET_LEADER(self, leader)
         _SET_LEADER_EPOCH(self, leader_epoch)
         _SET_ISR(self, isr)
-        _SET_ISR_LIST(self, list(isr))
         _SET_PARTITION_EPOCH(self, partition_epoch)
         _SET_RECOVERY(self, recovery)
         _SET_CONTROLLER_EPOCH(self, controller_epoch)
@@ -226,7 +221,6 @@ class LeaderAndIsr:
 _SET_LEADER = LeaderAndIsr.leader.__set__  # type: ignore[attr-defined]
 _SET_LEADER_EPOCH = LeaderAndIsr.leader_epoch.__set__  # type: ignore[attr-defined]
 _SET_ISR = LeaderAndIsr.isr.__set__  # type: ignore[attr-defined]
-_SET_ISR_LIST = LeaderAndIsr.isr_list.__set__  # type: ignore[attr-defined]
 _SET_PARTITION_EPOCH = LeaderAndIsr.partition_epoch.__set__  # type: ignore[attr-defined]
 _SET_RECOVERY = LeaderAndIsr.recovery.__set__  # type: ignore[attr-defined]
 _SET_CONTROLLER_EPOCH = LeaderAndIsr.controller_epoch.__set__  # type: ignore[attr-defined]
