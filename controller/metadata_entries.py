@@ -52,7 +52,7 @@ class FullBody(list[Row]):
     __slots__ = ("changed", "since", "token")
 
     def __init__(
-        self, entries: list[Row], since: object | None = None, changed: list[int] | None = None
+        self, entries: Iterable[Row], since: object | None = None, changed: list[int] | None = None
     ) -> None:
         super().__init__(entries)
         self.token = object()
@@ -71,7 +71,7 @@ class _Body:
     entries: list[Row]
     live: frozenset[int]
     positions: _Positions
-    token: object = None  # the last FullBody's made of `entries`
+    token: object  # that of the last FullBody made of `entries`
 
 
 @dataclass(slots=True)
@@ -199,7 +199,7 @@ class MetadataEntries:
             self._body = None
             out: dict[TopicPartition, Row] = {}
             self.add_to(out, records, deleting, live)
-            return list(out), FullBody(list(out.values()))
+            return list(out), FullBody(out.values())
         body = self._body
         if body is None or changes is None or body.records is not records:
             self._body = None  # (the old one freed before the new one is built)

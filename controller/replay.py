@@ -192,8 +192,8 @@ def replay(
             events += output.events
             rejected += len(output.appends.get("rejected_events", ()))
             requests += len(output.appends.get("controller_requests", ()))
-            for table, rows in output.appends.items():  # (request_payloads after requests)
-                appends.write(table, rows.drain() if isinstance(rows, PayloadRows) else rows)
+            for table, rows in output.appends.items():
+                appends.write(table, rows)
             del output  # not alive through the next batch
     state_tables = {t.name: simulator.table_rows(t.name) for t in STATE_TABLES}
     write_tables(out, state_tables, compress, ordered=True)
@@ -346,10 +346,14 @@ class _AppendFiles:
         self._closing.close()
 
     def write(self, table: str, rows: Iterable[Row]) -> None:
-        """Append the rows to the table's file. A list of them is emptied (its places set
-        to None) as it is written: the caller drops it after."""
+        """Append the rows to the table's file, consuming them: the caller drops them
+        after. A list is emptied (its places set to None) as it is written, and request
+        payloads are drained from their log, whose request rows can no longer be read
+        (`controller_requests` comes before `request_payloads` in APPEND_TABLES)."""
         if table not in self._tables:
             raise ValueError(f"the simulator appended rows to {table!r}, not an append table")
+        if isinstance(rows, PayloadRows):
+            rows = rows.drain()
         # (the simulator's rows: in column order)
         _write_rows(
             self._handles[table], self._tables[table], rows, self._texts, ordered=True, release=True
