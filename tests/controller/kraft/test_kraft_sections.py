@@ -282,7 +282,8 @@ def test_s11_1_lenient_assignment_and_its_one_refusal():
     out = create(qc, "u", [1], [7, 8])
     assert out.records == () and out.results[0].error == "INVALID_REPLICA_ASSIGNMENT"
     assert out.results[0].message == (
-        "All brokers specified in the manual partition assignment for partition 1 are fenced or in controlled shutdown."
+        "All brokers specified in the manual partition assignment for partition 1 are fenced "
+        "or in controlled shutdown."
     )
     assert create(qc, "t", [1]).results[0].error == "TOPIC_ALREADY_EXISTS"
     create(qc, "a.b", [1])
@@ -301,7 +302,8 @@ def test_s11_2_placer_refusals():
     )
     assert out.results[0].error == "INVALID_REPLICATION_FACTOR"
     assert out.results[0].message == (
-        "Unable to replicate the partition 3 time(s): The target replication factor of 3 cannot be reached because only 2 broker(s) are registered."
+        "Unable to replicate the partition 3 time(s): The target replication factor of 3 "
+        "cannot be reached because only 2 broker(s) are registered."
     )
     qc.apply({"type": "broker_failure", "brokers": [1, 2]})
     out = qc.apply(
@@ -605,11 +607,11 @@ def test_dump_and_load_continue_exactly():
 
 def test_settings_refuse_bad_values_naming_the_key():
     """§1.1, §1.2."""
-    with pytest.raises(ValueError, match="metadata.version"):
+    with pytest.raises(ValueError, match=r"metadata\.version"):
         KRaftSettings.from_properties({"metadata.version": "3.2-IV0"})
-    with pytest.raises(ValueError, match="eligible.leader.replicas.version"):
+    with pytest.raises(ValueError, match=r"eligible\.leader\.replicas\.version"):
         KRaftSettings.from_properties({"eligible.leader.replicas.version": "2"})
-    with pytest.raises(ValueError, match="eligible.leader.replicas.version"):
+    with pytest.raises(ValueError, match=r"eligible\.leader\.replicas\.version"):
         KRaftSettings.from_properties({"metadata.version": "3.9-IV0"})
     assert (
         KRaftSettings.from_properties(
