@@ -142,7 +142,7 @@ class ClusterControlManager:
                 [r.broker, r.incarnation, r.epoch, r.rack, r.fenced, r.in_controlled_shutdown]
                 for r in sorted(self.registrations.values(), key=lambda r: r.broker)
             ],
-            "register_offsets": sorted(self.register_offsets.items()),
+            "register_offsets": [[b, o] for b, o in sorted(self.register_offsets.items())],
             "shutdown_pending": sorted(self.shutdown_pending),
             "clean_exit": sorted(self.clean_exit),
             "seen": sorted(self.seen),
