@@ -40,7 +40,9 @@ class ClusterControlManager:
         self.register_offsets: dict[int, int] = {}
         # soft state: brokers in the CONTROLLED_SHUTDOWN heartbeat state
         self.shutdown_pending: set[int] = set()
-        # [kcsim] brokers whose last fence ended a shutdown they asked for (SPEC-KRAFT §6.3)
+        # [kcsim] brokers that asked to shut down since they registered, and brokers whose
+        # last fence ended a shutdown they asked for (SPEC-KRAFT §6.3)
+        self.asked_shutdown: set[int] = set()
         self.clean_exit: set[int] = set()
         # every broker id a registration ever named (an id never seen is a rejection)
         self.seen: set[int] = set()
@@ -97,7 +99,6 @@ class ClusterControlManager:
             )
             self.register_offsets[broker] = offset
             self.shutdown_pending.discard(broker)
-            self.clean_exit.discard(broker)
             self.seen.add(broker)
             return True
         current = self.registrations.get(broker)
@@ -107,6 +108,8 @@ class ClusterControlManager:
             del self.registrations[broker]
             self.register_offsets.pop(broker, None)
             self.shutdown_pending.discard(broker)
+            self.asked_shutdown.discard(broker)
+            self.clean_exit.discard(broker)
             return True
         if kind == rec.FENCE_BROKER:
             fenced: int = rec.FENCE
@@ -144,6 +147,7 @@ class ClusterControlManager:
             ],
             "register_offsets": [[b, o] for b, o in sorted(self.register_offsets.items())],
             "shutdown_pending": sorted(self.shutdown_pending),
+            "asked_shutdown": sorted(self.asked_shutdown),
             "clean_exit": sorted(self.clean_exit),
             "seen": sorted(self.seen),
         }
@@ -157,6 +161,7 @@ class ClusterControlManager:
             )
         self.register_offsets = {b: o for b, o in data["register_offsets"]}
         self.shutdown_pending = set(data["shutdown_pending"])
+        self.asked_shutdown = set(data["asked_shutdown"])
         self.clean_exit = set(data["clean_exit"])
         self.seen = set(data["seen"])
         return self

@@ -348,7 +348,7 @@ class QuorumController:
         cc = self.cluster_control
         registration = cc.registrations[broker]
         if not registration.fenced:
-            if registration.in_controlled_shutdown or broker in cc.shutdown_pending:
+            if registration.in_controlled_shutdown or broker in cc.asked_shutdown:
                 cc.clean_exit.add(broker)
             else:
                 cc.clean_exit.discard(broker)
@@ -356,8 +356,8 @@ class QuorumController:
         cc.shutdown_pending.discard(broker)
 
     def _shutdown_now(self, broker: int) -> None:
+        """SHUTDOWN_NOW: the fence of §8 (a redundant one for a fenced broker)."""
         self._fence(broker)
-        self.cluster_control.clean_exit.add(broker)
 
     def _register(
         self,
@@ -366,12 +366,13 @@ class QuorumController:
         broker_epoch: int | None,
         previous_epoch: int | None,
         incarnation: str | None,
-        rack_given: bool,
+        startup: bool = False,
     ) -> None:
+        """A registration (§6.2). `startup`: broker_startup's, whose previous epoch is the
+        stored one when the broker's last fence (the expiry fence of a live broker included)
+        ended a shutdown it asked for (§6.3)."""
         cc = self.cluster_control
         current = cc.registrations.get(broker)
-        if not rack_given and current is not None:
-            rack = current.rack  # [kcsim] a registration without `rack` keeps the broker's
         if incarnation is not None and current is not None and current.incarnation == incarnation:
             same = current
             self._run(
@@ -390,6 +391,10 @@ class QuorumController:
         if current is not None and not current.fenced:
             self._fence(broker)  # [kcsim] the expiry of the old session (§6.2)
         current = cc.registrations.get(broker)
+        if startup:
+            previous_epoch = (
+                current.epoch if current is not None and broker in cc.clean_exit else None
+            )
         stored = current.epoch if current is not None else -2
         clean = previous_epoch is not None and previous_epoch == stored
         epoch = self.next_offset if broker_epoch is None else broker_epoch
@@ -398,7 +403,9 @@ class QuorumController:
             self.replication_control.handle_broker_shutdown(op, broker, clean)
             op.records.append(rec.register_broker(broker, incarnation, epoch, rack, True, False))
 
-        self._run(generate)
+        if self._run(generate):
+            cc.asked_shutdown.discard(broker)
+            cc.clean_exit.discard(broker)
 
     def _unfence(self, broker: int) -> None:
         cc = self.cluster_control
@@ -421,22 +428,12 @@ class QuorumController:
             event.get("broker_epoch"),
             event.get("previous_broker_epoch"),
             event.get("incarnation"),
-            "rack" in event,
         )
 
     def _on_broker_startup(self, event: Mapping[str, Any]) -> None:
         cc = self.cluster_control
         for broker in _brokers_of(event):
-            current = cc.registrations.get(broker)
-            previous = None
-            if current is not None:
-                ends_shutdown = current.fenced and broker in cc.clean_exit
-                live_shutting = not current.fenced and (
-                    current.in_controlled_shutdown or broker in cc.shutdown_pending
-                )
-                if ends_shutdown or live_shutting:
-                    previous = current.epoch
-            self._register(broker, event.get("rack"), None, previous, None, "rack" in event)
+            self._register(broker, event.get("rack"), None, None, None, startup=True)
             if broker in cc.registrations:
                 self._unfence(broker)
 
@@ -463,6 +460,7 @@ class QuorumController:
                 "STALE_BROKER_EPOCH",
             )
             return
+        cc.asked_shutdown.add(broker)
         state = cc.heartbeat_state(broker)
         if state in (FENCED, CONTROLLED_SHUTDOWN):
             self._shutdown_now(broker)

@@ -42,7 +42,8 @@ def register_broker(
     if incarnation is not None:
         fields["incarnationId"] = incarnation
     fields["brokerEpoch"] = epoch
-    fields["rack"] = rack
+    if rack is not None:
+        fields["rack"] = rack
     fields["fenced"] = fenced
     fields["inControlledShutdown"] = in_controlled_shutdown
     return Record(REGISTER_BROKER, fields)

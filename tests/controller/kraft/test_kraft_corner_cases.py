@@ -157,7 +157,6 @@ def test_25_10_last_known_leader_elected_uncleanly_with_unclean_disabled():
             {
                 "brokerId": 1,
                 "brokerEpoch": 6,
-                "rack": None,
                 "fenced": True,
                 "inControlledShutdown": False,
             },
@@ -583,7 +582,6 @@ def test_25_34_broker_epoch_is_the_first_record_of_the_operation_and_same_incarn
                 "brokerId": 1,
                 "incarnationId": "a",
                 "brokerEpoch": 6,
-                "rack": None,
                 "fenced": True,
                 "inControlledShutdown": False,
             },
