@@ -369,10 +369,15 @@ class QuorumController:
         startup: bool = False,
     ) -> None:
         """A registration (§6.2). `startup`: broker_startup's, whose previous epoch is the
-        stored one when the broker's last fence (the expiry fence of a live broker included)
-        ended a shutdown it asked for (§6.3)."""
+        stored one when the broker's last fence *before this event* ended a shutdown it
+        asked for (§6.3: a SHUTDOWN_NOW, or a broker_failure while shutting down; the
+        expiry fence this registration writes for a live broker is neither)."""
         cc = self.cluster_control
         current = cc.registrations.get(broker)
+        if startup:
+            previous_epoch = (
+                current.epoch if current is not None and broker in cc.clean_exit else None
+            )
         if incarnation is not None and current is not None and current.incarnation == incarnation:
             same = current
             self._run(
@@ -391,10 +396,6 @@ class QuorumController:
         if current is not None and not current.fenced:
             self._fence(broker)  # [kcsim] the expiry of the old session (§6.2)
         current = cc.registrations.get(broker)
-        if startup:
-            previous_epoch = (
-                current.epoch if current is not None and broker in cc.clean_exit else None
-            )
         stored = current.epoch if current is not None else -2
         clean = previous_epoch is not None and previous_epoch == stored
         epoch = self.next_offset if broker_epoch is None else broker_epoch
