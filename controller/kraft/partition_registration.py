@@ -1,0 +1,86 @@
+"""A partition's registration and the merge of a PartitionChangeRecord into it
+(Kafka's `PartitionRegistration`, SPEC-KRAFT §2.2, §3.2)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+NO_LEADER = -1
+NO_LEADER_CHANGE = -2
+LRS_RECOVERED = 0
+LRS_RECOVERING = 1
+LRS_NO_CHANGE = -1
+
+Ints = tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRegistration:
+    replicas: Ints
+    isr: Ints
+    removing: Ints
+    adding: Ints
+    leader: int
+    leader_recovery_state: int
+    leader_epoch: int
+    partition_epoch: int
+    elr: Ints = ()
+    lke: Ints = ()
+
+    @property
+    def has_leader(self) -> bool:
+        return self.leader != NO_LEADER
+
+    @property
+    def has_preferred_leader(self) -> bool:
+        """`PReg.hasPreferredLeader`: a leaderless partition is imbalanced."""
+        return self.leader != NO_LEADER and self.leader == self.replicas[0]
+
+    @property
+    def reassigning(self) -> bool:
+        return bool(self.adding or self.removing)
+
+    def merge(self, change: Mapping[str, Any]) -> PartitionRegistration:
+        """`PReg.merge`: the fields a PartitionChangeRecord sets replace ours; a set leader
+        (the same one included) bumps the leader epoch; the partition epoch always grows."""
+        leader = change.get("leader", NO_LEADER_CHANGE)
+        if leader == NO_LEADER_CHANGE:
+            leader, leader_epoch = self.leader, self.leader_epoch
+        else:
+            leader_epoch = self.leader_epoch + 1
+        lrs = change.get("leaderRecoveryState", LRS_NO_CHANGE)
+        return PartitionRegistration(
+            replicas=_ints(change, "replicas", self.replicas),
+            isr=_ints(change, "isr", self.isr),
+            removing=_ints(change, "removingReplicas", self.removing),
+            adding=_ints(change, "addingReplicas", self.adding),
+            leader=leader,
+            leader_recovery_state=self.leader_recovery_state if lrs == LRS_NO_CHANGE else lrs,
+            leader_epoch=leader_epoch,
+            partition_epoch=self.partition_epoch + 1,
+            elr=_ints(change, "eligibleLeaderReplicas", self.elr),
+            lke=_ints(change, "lastKnownElr", self.lke),
+        )
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> PartitionRegistration:
+        """A registration from a PartitionRecord's fields."""
+        return cls(
+            replicas=tuple(record["replicas"]),
+            isr=tuple(record["isr"]),
+            removing=tuple(record.get("removingReplicas") or ()),
+            adding=tuple(record.get("addingReplicas") or ()),
+            leader=record["leader"],
+            leader_recovery_state=record.get("leaderRecoveryState", LRS_RECOVERED),
+            leader_epoch=record.get("leaderEpoch", 0),
+            partition_epoch=record.get("partitionEpoch", 0),
+            elr=tuple(record.get("eligibleLeaderReplicas") or ()),
+            lke=tuple(record.get("lastKnownElr") or ()),
+        )
+
+
+def _ints(change: Mapping[str, Any], name: str, current: Ints) -> Ints:
+    value = change.get(name)
+    return current if value is None else tuple(value)
