@@ -1,0 +1,128 @@
+"""Runs the KRaft oracle (Kafka 4.1.1's own control managers, `tests/oracle/src`) on event
+sequences and returns its per-event outputs, parsed.
+
+One JVM processes every sequence given to one call: each sequence is a header line
+`{"sequence": id, "settings": {...}}` followed by its events, and the oracle answers with
+the header, one line per event and an `{"end": id}` line. The harness is test code: it
+never runs in a user's path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from streaming.jars import JarsMissingError, kraft_oracle_build
+
+MAIN_CLASS = "org.apache.kafka.controller.KcsimOracle"
+JVM_OPTIONS = ("-Xmx256m", "-Xss8m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+
+
+@dataclass(frozen=True, slots=True)
+class OracleSequence:
+    """One cluster's events, with the kcsim settings both sides run it under."""
+
+    name: str
+    events: tuple[Mapping[str, Any], ...]
+    settings: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class OracleStep:
+    """What Kafka's managers did for one event (`error` set when the harness itself failed)."""
+
+    index: int
+    records: tuple[Mapping[str, Any], ...]
+    results: tuple[Mapping[str, Any], ...]
+    partitions: tuple[Mapping[str, Any], ...]
+    brokers: tuple[Mapping[str, Any], ...]
+    error: str | None = None
+
+
+class OracleUnavailableError(RuntimeError):
+    """The oracle is not built, or java is missing."""
+
+
+def classpath() -> str:
+    try:
+        return kraft_oracle_build().classpath()
+    except JarsMissingError as error:
+        raise OracleUnavailableError(
+            f"{error} (python -m streaming.jars --only kraft-oracle)"
+        ) from error
+
+
+def java_binary() -> str:
+    java = shutil.which("java")
+    if java is None:
+        raise OracleUnavailableError("`java` (17+) is not on PATH")
+    return java
+
+
+def encode(sequences: Iterable[OracleSequence]) -> Iterable[str]:
+    for sequence in sequences:
+        yield json.dumps({"sequence": sequence.name, "settings": dict(sequence.settings)})
+        for event in sequence.events:
+            yield json.dumps(dict(event))
+
+
+def run_oracle(sequences: Sequence[OracleSequence]) -> dict[str, list[OracleStep]]:
+    """Every sequence through one JVM; the steps of each, by sequence name."""
+    with tempfile.TemporaryDirectory(prefix="kcsim-oracle-") as tmp:
+        source = Path(tmp) / "events.jsonl"
+        with source.open("w", encoding="utf-8") as handle:
+            for line in encode(sequences):
+                handle.write(line + "\n")
+        with source.open("rb") as stdin:
+            done = subprocess.run(
+                [java_binary(), *JVM_OPTIONS, "-cp", classpath(), MAIN_CLASS],
+                stdin=stdin,
+                capture_output=True,
+                check=False,
+                env={**os.environ, "JAVA_TOOL_OPTIONS": ""},
+            )
+    if done.returncode != 0:
+        raise OracleUnavailableError(
+            f"the oracle exited {done.returncode}: {done.stderr.decode(errors='replace')[-4000:]}"
+        )
+    return parse_output(done.stdout.decode("utf-8").splitlines())
+
+
+def parse_output(lines: Iterable[str]) -> dict[str, list[OracleStep]]:
+    out: dict[str, list[OracleStep]] = {}
+    current: list[OracleStep] | None = None
+    for line in lines:
+        if not line.strip():
+            continue
+        node = json.loads(line)
+        if "sequence" in node:
+            current = out.setdefault(str(node["sequence"]), [])
+        elif "end" in node:
+            current = None
+        elif current is not None:
+            current.append(
+                OracleStep(
+                    index=int(node["i"]),
+                    records=tuple(node.get("records", ())),
+                    results=tuple(node.get("results", ())),
+                    partitions=tuple(node.get("partitions", ())),
+                    brokers=tuple(node.get("brokers", ())),
+                    error=node.get("error"),
+                )
+            )
+    return out
+
+
+def run_one(
+    events: Sequence[Mapping[str, Any]], settings: Mapping[str, str] | None = None
+) -> list[OracleStep]:
+    """One sequence alone (a fresh JVM): for hand-written checks."""
+    sequence = OracleSequence("one", tuple(events), dict(settings or {}))
+    return run_oracle([sequence])["one"]
