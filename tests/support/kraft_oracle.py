@@ -22,7 +22,7 @@ from typing import Any
 from streaming.jars import JarsMissingError, kraft_oracle_build
 
 MAIN_CLASS = "org.apache.kafka.controller.KcsimOracle"
-JVM_OPTIONS = ("-Xmx256m", "-Xss8m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+JVM_OPTIONS = ("-Xmx256m", "-Xss8m", "-XX:+UseSerialGC")
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +36,10 @@ class OracleSequence:
 
 @dataclass(frozen=True, slots=True)
 class OracleStep:
-    """What Kafka's managers did for one event (`error` set when the harness itself failed)."""
+    """What Kafka's managers did for one event (`error` set when the harness itself failed).
+
+    partitions / brokers: the whole state after the event, sorted by (topic, partition) and
+    by broker id (the oracle prints only what changed; the driver carries the rest on)."""
 
     index: int
     records: tuple[Mapping[str, Any], ...]
@@ -98,22 +101,35 @@ def run_oracle(sequences: Sequence[OracleSequence]) -> dict[str, list[OracleStep
 def parse_output(lines: Iterable[str]) -> dict[str, list[OracleStep]]:
     out: dict[str, list[OracleStep]] = {}
     current: list[OracleStep] | None = None
+    partitions: dict[str, Mapping[str, Any]] = {}
+    brokers: dict[str, Mapping[str, Any]] = {}
     for line in lines:
         if not line.strip():
             continue
         node = json.loads(line)
         if "sequence" in node:
             current = out.setdefault(str(node["sequence"]), [])
+            partitions, brokers = {}, {}
         elif "end" in node:
             current = None
         elif current is not None:
+            for p in node.get("partitions", ()):
+                partitions[f"{p['topic']}/{p['partition']}"] = p
+            for key in node.get("removed_partitions", ()):
+                partitions.pop(key, None)
+            for b in node.get("brokers", ()):
+                brokers[str(b["broker"])] = b
+            for key in node.get("removed_brokers", ()):
+                brokers.pop(key, None)
             current.append(
                 OracleStep(
                     index=int(node["i"]),
                     records=tuple(node.get("records", ())),
                     results=tuple(node.get("results", ())),
-                    partitions=tuple(node.get("partitions", ())),
-                    brokers=tuple(node.get("brokers", ())),
+                    partitions=tuple(
+                        sorted(partitions.values(), key=lambda p: (p["topic"], p["partition"]))
+                    ),
+                    brokers=tuple(sorted(brokers.values(), key=lambda b: b["broker"])),
                     error=node.get("error"),
                 )
             )

@@ -107,7 +107,7 @@ def _replicas_guess(rng: random.Random, model: _Model, topic: str, partition: in
     return known or rng.sample(model.brokers, k=min(3, len(model.brokers)))
 
 
-def _next_event(rng: random.Random, model: _Model) -> Event:  # noqa: PLR0911, PLR0912
+def _next_event(rng: random.Random, model: _Model) -> Event:
     roll = rng.random()
     down = sorted(set(model.brokers) - model.live)
     if roll < 0.16 and model.live:
@@ -117,10 +117,14 @@ def _next_event(rng: random.Random, model: _Model) -> Event:  # noqa: PLR0911, P
         model.live -= set(lost)
         if rng.random() < 0.1:
             lost.append(_choice(rng, model.registered))  # a redundant fence, sometimes
-        return {"type": "broker_failure", "brokers": lost} if len(lost) > 1 else {
-            "type": "broker_failure",
-            "broker": lost[0],
-        }
+        return (
+            {"type": "broker_failure", "brokers": lost}
+            if len(lost) > 1
+            else {
+                "type": "broker_failure",
+                "broker": lost[0],
+            }
+        )
     if roll < 0.30 and (down or model.live):
         use_down = down and (not model.live or rng.random() < 0.85)
         b = rng.choice(down) if use_down else rng.choice(sorted(model.live))
@@ -152,9 +156,8 @@ def _next_event(rng: random.Random, model: _Model) -> Event:  # noqa: PLR0911, P
         model.registered.discard(b)
         model.live.discard(b)
         return {"type": "broker_unregistration", "broker": b}
-    if roll < 0.48 or not model.topics:
-        if len(model.topics) < 4 and model.registered:
-            return _topic_creation(rng, model)
+    if (roll < 0.48 or not model.topics) and len(model.topics) < 4 and model.registered:
+        return _topic_creation(rng, model)
     topic = _choice(rng, model.topics)
     if topic is None:
         return {"type": "auto_rebalance_check"}
@@ -207,7 +210,11 @@ def _next_event(rng: random.Random, model: _Model) -> Event:  # noqa: PLR0911, P
         return {"type": rng.choice(["auto_rebalance_check", "unclean_election_check"])}
     if roll < 0.87:
         key = rng.choice(["min.insync.replicas", "min.insync.replicas", "unclean"])
-        value = str(rng.randint(1, 3)) if key == "min.insync.replicas" else rng.choice(["true", "false"])
+        value = (
+            str(rng.randint(1, 3))
+            if key == "min.insync.replicas"
+            else rng.choice(["true", "false"])
+        )
         name = key if key == "min.insync.replicas" else "unclean.leader.election.enable"
         if rng.random() < 0.5:
             return {"type": "topic_config_change", "topic": topic, "configs": {name: value}}

@@ -431,9 +431,35 @@ public final class KcsimOracle {
             ObjectNode out = JSON.createObjectNode();
             out.set("records", pendingRecords.deepCopy());
             out.set("results", results);
-            out.set("partitions", partitionsJson());
-            out.set("brokers", brokersJson());
+            // Only what changed since the previous line: the driver rebuilds the whole state.
+            out.set("partitions", changedSince(partitionsJson(), lastPartitions, out, "removed_partitions"));
+            out.set("brokers", changedSince(brokersJson(), lastBrokers, out, "removed_brokers"));
             return out;
+        }
+
+        final Map<String, String> lastPartitions = new HashMap<>();
+        final Map<String, String> lastBrokers = new HashMap<>();
+
+        static ArrayNode changedSince(ArrayNode now, Map<String, String> last, ObjectNode out, String removedKey) {
+            ArrayNode changed = JSON.createArrayNode();
+            Set<String> seen = new java.util.HashSet<>();
+            for (JsonNode n : now) {
+                String key = n.has("topic") ? n.get("topic").asText() + "/" + n.get("partition").asInt()
+                    : Integer.toString(n.get("broker").asInt());
+                seen.add(key);
+                String text = n.toString();
+                if (!text.equals(last.put(key, text))) changed.add(n);
+            }
+            ArrayNode removed = JSON.createArrayNode();
+            for (Iterator<String> it = last.keySet().iterator(); it.hasNext(); ) {
+                String key = it.next();
+                if (!seen.contains(key)) {
+                    removed.add(key);
+                    it.remove();
+                }
+            }
+            if (!removed.isEmpty()) out.set(removedKey, removed);
+            return changed;
         }
 
         static List<Integer> brokers(JsonNode event) {
@@ -539,6 +565,11 @@ public final class KcsimOracle {
          */
         BrokerHeartbeatReply heartbeat(int b, boolean wantShutDown, boolean wantFence) {
             BrokerRegistration reg = clusterControl.brokerRegistrations().get(b);
+            if (reg == null) {
+                // QuorumController: a heartbeat before registration (kcsim rejects the event).
+                results.add(row(null, null, Errors.STALE_BROKER_EPOCH, "rejected: not registered"));
+                return new BrokerHeartbeatReply(false, true, false, false);
+            }
             BrokerHeartbeatManager hbm = clusterControl.heartbeatManager();
             for (BrokerHeartbeatManager.BrokerHeartbeatState state : new ArrayList<>(hbm.brokers())) {
                 if (!state.fenced() && !state.shuttingDown()) {
@@ -928,6 +959,11 @@ public final class KcsimOracle {
 
         /** SPEC-KRAFT §16: IncrementalAlterConfigs, SET each key. */
         void configChange(ConfigResource resource, JsonNode event) {
+            if (resource.type() == ConfigResource.Type.TOPIC && !topicIds.containsKey(resource.name())) {
+                // QuorumController's existence checker (kcsim's front door rejects it too).
+                results.add(row(resource.name(), null, Errors.UNKNOWN_TOPIC_OR_PARTITION, "rejected"));
+                return;
+            }
             Map<String, Entry<OpType, String>> ops = new LinkedHashMap<>();
             for (Entry<String, String> c : configs(event).entrySet()) {
                 ops.put(c.getKey(), Map.entry(c.getValue() == null ? OpType.DELETE : OpType.SET,
