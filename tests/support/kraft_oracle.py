@@ -14,7 +14,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,6 +74,41 @@ def encode(sequences: Iterable[OracleSequence]) -> Iterable[str]:
         yield json.dumps({"sequence": sequence.name, "settings": dict(sequence.settings)})
         for event in sequence.events:
             yield json.dumps(dict(event))
+
+
+def iter_oracle(sequences: Sequence[OracleSequence]) -> Iterator[tuple[str, list[OracleStep]]]:
+    """Every sequence through one JVM, each sequence's steps yielded as soon as the oracle
+    has finished it (so 10,000 sequences never sit in memory at once)."""
+    with tempfile.TemporaryDirectory(prefix="kcsim-oracle-") as tmp:
+        source = Path(tmp) / "events.jsonl"
+        with source.open("w", encoding="utf-8") as handle:
+            for line in encode(sequences):
+                handle.write(line + "\n")
+        errors = Path(tmp) / "stderr.txt"
+        with source.open("rb") as stdin, errors.open("wb") as stderr:
+            process = subprocess.Popen(
+                [java_binary(), *JVM_OPTIONS, "-cp", classpath(), MAIN_CLASS],
+                stdin=stdin,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                env={**os.environ, "JAVA_TOOL_OPTIONS": ""},
+            )
+            assert process.stdout is not None
+            try:
+                pending: list[str] = []
+                for raw in process.stdout:
+                    line = raw.decode("utf-8")
+                    pending.append(line)
+                    if line.startswith('{"end"'):
+                        yield from parse_output(pending).items()
+                        pending = []
+            finally:
+                process.stdout.close()
+                code = process.wait()
+        if code != 0:
+            raise OracleUnavailableError(
+                f"the oracle exited {code}: {errors.read_text(errors='replace')[-4000:]}"
+            )
 
 
 def run_oracle(sequences: Sequence[OracleSequence]) -> dict[str, list[OracleStep]]:
