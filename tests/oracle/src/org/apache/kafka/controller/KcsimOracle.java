@@ -372,8 +372,11 @@ public final class KcsimOracle {
                     for (int b : brokers(event)) {
                         BrokerRegistration reg = clusterControl.brokerRegistrations().get(b);
                         Long previous = reg != null && cleanExit.getOrDefault(b, false) ? reg.epoch() : null;
-                        brokerRegistration(b, textOrNull(event, "rack"), null, previous, null);
-                        heartbeat(b, false, false);
+                        // A registration Kafka fails (UNKNOWN_SERVER_ERROR) is retried by the
+                        // broker, which sends no heartbeat before it succeeds.
+                        if (brokerRegistration(b, textOrNull(event, "rack"), null, previous, null)) {
+                            heartbeat(b, false, false);
+                        }
                     }
                 }
                 case "broker_unfence" -> heartbeat(event.get("broker").asInt(), false, false);
@@ -484,7 +487,7 @@ public final class KcsimOracle {
         }
 
         /** SPEC-KRAFT §6: BrokerRegistration v3+, one log directory, every feature supported. */
-        void brokerRegistration(int b, String rack, Long brokerEpoch, Long previousEpoch, String incarnation) {
+        boolean brokerRegistration(int b, String rack, Long brokerEpoch, Long previousEpoch, String incarnation) {
             BrokerRegistration existing = clusterControl.brokerRegistrations().get(b);
             Uuid incarnationId;
             if (incarnation != null) {
@@ -528,7 +531,7 @@ public final class KcsimOracle {
             } catch (RuntimeException e) {
                 if (isStaleElrIndexFailure(e)) {
                     results.add(row(null, null, Errors.UNKNOWN_SERVER_ERROR, e.getMessage()));
-                    return;
+                    return false;
                 }
                 throw e;
             }
@@ -537,6 +540,7 @@ public final class KcsimOracle {
                 askedShutdown.remove(b);
                 cleanExit.remove(b);
             }
+            return true;
         }
 
         static boolean isStaleElrIndexFailure(Throwable e) {
