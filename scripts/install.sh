@@ -5,7 +5,8 @@
 #   2. the Python package with its dev extra (editable);
 #   3. the JVM jars: .jars/spark (Delta + Spark's Kafka connector) and .kafka/libs
 #      (an Apache Kafka broker for `kcsim kafka-local`), via Maven; skipped when the
-#      directories already match jars/pom.xml and jars/kafka/pom.xml.
+#      directories already match jars/pom.xml and jars/kafka/pom.xml; and the test
+#      suite's KRaft oracle (.kraft-oracle: jars/kraft-oracle/pom.xml, tests/oracle/src).
 # Env: PYTHON (default python3), KCSIM_EXTRAS (default "dev"; empty for none),
 #      KCSIM_M2_REPO (a Maven local repository other than ~/.m2/repository).
 set -euo pipefail

@@ -6,7 +6,10 @@ Two Maven poms under `jars/` describe them:
   Spark needs on top of the ones the pyspark wheel ships;
 * `jars/kafka/pom.xml` -> `.kafka/libs/`: an Apache Kafka broker for `kcsim kafka-local`;
 * `jars/kafka-zk/pom.xml` -> `.kafka-zk/libs/`: Apache Kafka 3.7.1 and ZooKeeper 3.8.4, for
-  the ZooKeeper-mode cluster of `kcsim kafka-local start --zk`.
+  the ZooKeeper-mode cluster of `kcsim kafka-local start --zk`;
+* `jars/kraft-oracle/pom.xml` -> `.kraft-oracle/libs/`: Kafka 4.1.1's KRaft control managers
+  (kafka-metadata and its dependencies) for the test suite's differential oracle, whose
+  source `tests/oracle/src` is compiled into `.kraft-oracle/classes/` (test code only).
 
 `python -m streaming.jars` resolves both with `mvn` when a directory is missing or was
 built from another version of its pom (a stamp file holds the pom's hash).
@@ -72,8 +75,85 @@ def kafka_zk_jar_set(root: Path | None = None) -> JarSet:
     return JarSet(root / "jars" / "kafka-zk" / "pom.xml", root / ".kafka-zk" / "libs")
 
 
+def kraft_oracle_jar_set(root: Path | None = None) -> JarSet:
+    root = root or project_root()
+    return JarSet(root / "jars" / "kraft-oracle" / "pom.xml", root / ".kraft-oracle" / "libs")
+
+
 def jar_sets(root: Path | None = None) -> tuple[JarSet, ...]:
-    return (spark_jar_set(root), kafka_jar_set(root), kafka_zk_jar_set(root))
+    return (
+        spark_jar_set(root),
+        kafka_jar_set(root),
+        kafka_zk_jar_set(root),
+        kraft_oracle_jar_set(root),
+    )
+
+
+@dataclass(frozen=True)
+class OracleBuild:
+    """The KRaft oracle's classes: `tests/oracle/src` compiled against its jar set."""
+
+    source: Path
+    classes: Path
+    jar_set: JarSet
+
+    def source_files(self) -> list[Path]:
+        return sorted(self.source.rglob("*.java")) if self.source.is_dir() else []
+
+    def source_hash(self) -> str:
+        digest = hashlib.sha256(self.jar_set.pom_hash().encode())
+        for path in self.source_files():
+            digest.update(str(path.relative_to(self.source)).encode() + b"\0")
+            digest.update(path.read_bytes())
+        return digest.hexdigest()
+
+    def is_current(self) -> bool:
+        stamp = self.classes / STAMP
+        return stamp.is_file() and stamp.read_text().strip() == self.source_hash()
+
+    def classpath(self) -> str:
+        """The `java -cp` value; raises JarsMissingError when not built or stale."""
+        if not self.jar_set.is_current() or not self.is_current():
+            raise JarsMissingError(
+                f"the KRaft oracle is not built in {self.classes.parent}: {INSTALL_HINT}"
+            )
+        return os.pathsep.join([str(self.classes), str(self.jar_set.target / "*")])
+
+
+def kraft_oracle_build(root: Path | None = None) -> OracleBuild:
+    root = root or project_root()
+    return OracleBuild(
+        root / "tests" / "oracle" / "src",
+        root / ".kraft-oracle" / "classes",
+        kraft_oracle_jar_set(root),
+    )
+
+
+def compile_oracle(build: OracleBuild) -> None:
+    """javac the oracle into a fresh directory, then swap it in (never half-built)."""
+    javac = shutil.which("javac")
+    if javac is None:
+        raise JarsMissingError("`javac` (JDK 17+) is not on PATH; install it first")
+    staging = build.classes.with_name(build.classes.name + ".tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    cmd = [
+        javac,
+        "-nowarn",
+        "-encoding",
+        "UTF-8",
+        "-d",
+        str(staging),
+        "-cp",
+        str(build.jar_set.target / "*"),
+        *[str(p) for p in build.source_files()],
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise JarsMissingError(f"javac of the KRaft oracle failed:\n{done.stdout}{done.stderr}")
+    (staging / STAMP).write_text(build.source_hash() + "\n")
+    shutil.rmtree(build.classes, ignore_errors=True)
+    staging.rename(build.classes)
 
 
 def spark_jars(root: Path | None = None) -> list[str]:
@@ -142,15 +222,32 @@ def resolve(jar_set: JarSet, *, repo_local: Path | None = None) -> None:
 
 
 def ensure(
-    root: Path | None = None, *, force: bool = False, repo_local: Path | None = None
+    root: Path | None = None,
+    *,
+    force: bool = False,
+    repo_local: Path | None = None,
+    only: str | None = None,
 ) -> list[Path]:
-    """Resolve every jar set that is missing or stale; returns the directories touched."""
+    """Resolve every jar set that is missing or stale, then compile the KRaft oracle if its
+    sources or jars changed; returns the directories touched. `only` names one directory
+    (`spark`, `kafka`, `kafka-zk`, `kraft-oracle`) to do alone."""
     touched = []
     for jar_set in jar_sets(root):
+        if only is not None and jar_set_name(jar_set) != only:
+            continue
         if force or not jar_set.is_current():
             resolve(jar_set, repo_local=repo_local)
             touched.append(jar_set.target)
+    build = kraft_oracle_build(root)
+    if only in (None, "kraft-oracle") and (force or not build.is_current()):
+        compile_oracle(build)
+        touched.append(build.classes)
     return touched
+
+
+def jar_set_name(jar_set: JarSet) -> str:
+    """`spark`, `kafka`, `kafka-zk` or `kraft-oracle`: the pom's directory under `jars/`."""
+    return "spark" if jar_set.pom.parent.name == "jars" else jar_set.pom.parent.name
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,15 +256,26 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--force", action="store_true", help="re-resolve even if current")
     parser.add_argument("--repo-local", type=Path, help="Maven local repository to use")
+    parser.add_argument(
+        "--only",
+        choices=["spark", "kafka", "kafka-zk", "kraft-oracle"],
+        help="resolve (and for kraft-oracle, compile) one directory only",
+    )
     args = parser.parse_args(argv)
     try:
-        touched = ensure(force=args.force, repo_local=args.repo_local)
+        touched = ensure(force=args.force, repo_local=args.repo_local, only=args.only)
     except JarsMissingError as error:
         print(f"streaming.jars: {error}", file=sys.stderr)
         return 1
     for jar_set in jar_sets():
+        if args.only is not None and jar_set_name(jar_set) != args.only:
+            continue
         state = "resolved" if jar_set.target in touched else "up to date"
         print(f"{jar_set.target}: {len(jar_set.jars())} jars, {state}")
+    build = kraft_oracle_build()
+    if args.only in (None, "kraft-oracle"):
+        state = "compiled" if build.classes in touched else "up to date"
+        print(f"{build.classes}: {len(build.source_files())} sources, {state}")
     return 0
 
 
