@@ -122,7 +122,7 @@ def child(part: str, argv: list[str]) -> int:
         replay._AppendFiles.write = lambda self, table, rows: None  # type: ignore[method-assign]
         replay.write_tables = lambda out, tables, compress=False, ordered=False: None
     elif part == "state_changes":
-        from controller.journal import Journal
+        from controller.zk.journal import Journal
 
         Journal.state_change = lambda self, *args, **kwargs: None  # type: ignore[method-assign]
     elif part == "health":

@@ -32,9 +32,9 @@ import orjson
 
 from controller.config import Settings
 from controller.memory import cyclic_gc_paused
-from controller.metadata_entries import FullBody
-from controller.request_log import PayloadRows
 from controller.simulator import RawEvent, Row, Simulator
+from controller.zk.metadata_entries import FullBody
+from controller.zk.request_log import PayloadRows
 from schemas import APPEND_TABLES, STATE_TABLES, TABLES, Table
 from schemas.types import DOUBLE, ArrayOf, MapOf, StructOf, contains
 
@@ -559,7 +559,7 @@ class EntryTexts:
 
     Each new broker's UpdateMetadata names every partition (10M entries in a 100-broker
     rolling restart of 100k partitions), and the core hands out the same dict for a
-    partition whose entry is unchanged (controller.metadata_entries; request rows are never
+    partition whose entry is unchanged (controller.zk.metadata_entries; request rows are never
     changed once built). The last such body of at most _ENTRY_TEXTS entries is kept with
     its entries' texts: only the positions of the next one (of the same length) holding
     another object are encoded. A full body made right after the kept one names them

@@ -47,11 +47,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from controller.config import ConfigError, Settings
-from controller.context import ControllerContext
 from controller.model import ReplicaState, TopicPartition
 from controller.parse import is_unicode
 from controller.replay import positive_int, read_events
 from controller.simulator import RawEvent, Simulator
+from controller.zk.context import ControllerContext
 from streaming.kafka_security import ClientFailures, KafkaClientConfig
 
 DEFAULT_CLUSTER = "default"

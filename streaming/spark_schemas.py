@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from controller.columns import Columns
-from controller.request_log import PayloadRows, RequestLog
+from controller.zk.request_log import PayloadRows, RequestLog
 from schemas import TABLES, ArrayOf, DataType, MapOf, Scalar, StructOf, Table
 from schemas.types import contains
 

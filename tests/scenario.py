@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.config import Settings
-from controller.context import ControllerContext
-from controller.request_log import joined
 from controller.simulator import RawEvent, Simulator
+from controller.zk.context import ControllerContext
+from controller.zk.request_log import joined
 from schemas.tables import STATE_TABLES
 
 Row = dict[str, Any]

@@ -1,4 +1,4 @@
-"""controller.assignment against Kafka 3.7.1's own AdminUtils tests.
+"""controller.zk.assignment against Kafka 3.7.1's own AdminUtils tests.
 
 Expected assignments are those of core/src/test/scala/unit/kafka/admin/AdminRackAwareTest.scala
 at tag 3.7.1; the distribution checks port RackAwareTest.checkReplicaDistribution. Kafka's
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller.assignment import AssignmentError, assign_replicas, rack_alternated_brokers
+from controller.zk.assignment import AssignmentError, assign_replicas, rack_alternated_brokers
 
 Assignment = Mapping[int, tuple[int, ...]]
 SIX_BROKERS = {0: "rack1", 1: "rack2", 2: "rack2", 3: "rack3", 4: "rack3", 5: "rack1"}

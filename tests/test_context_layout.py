@@ -6,13 +6,6 @@ from __future__ import annotations
 
 from dataclasses import astuple, fields
 
-from controller.context import (
-    ControllerContext,
-    Partition,
-    ReplicaStateMaps,
-    sorted_partitions,
-    sorted_replicas,
-)
 from controller.model import (
     LeaderAndIsr,
     PartitionState,
@@ -20,6 +13,13 @@ from controller.model import (
     ReplicaAssignment,
     ReplicaState,
     TopicPartition,
+)
+from controller.zk.context import (
+    ControllerContext,
+    Partition,
+    ReplicaStateMaps,
+    sorted_partitions,
+    sorted_replicas,
 )
 
 RS = ReplicaState

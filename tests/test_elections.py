@@ -10,7 +10,8 @@ from collections.abc import Callable
 
 import pytest
 
-from controller.election import (
+from controller.model import LeaderAndIsr, RecoveryState
+from controller.zk.election import (
     CONTROLLED_SHUTDOWN,
     PREFERRED,
     REASSIGN,
@@ -20,7 +21,6 @@ from controller.election import (
     leader_for_reassign,
     offline_strategy,
 )
-from controller.model import LeaderAndIsr, RecoveryState
 
 RECOVERED = RecoveryState.RECOVERED
 RECOVERING = RecoveryState.RECOVERING

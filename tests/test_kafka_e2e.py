@@ -28,7 +28,7 @@ from kafka import KafkaConsumer, TopicPartition
 from lake_tables import Rows, assert_same_tables, canonical, lake_rows
 from spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
-from controller.request_log import joined
+from controller.zk.request_log import joined
 from schemas import TABLES
 from streaming import kafka_local
 from streaming.produce import (

@@ -1,4 +1,4 @@
-"""UpdateMetadata entries reused while unchanged (controller.metadata_entries), their JSON
+"""UpdateMetadata entries reused while unchanged (controller.zk.metadata_entries), their JSON
 texts found by identity (controller.replay.EntryTexts), and the request batch that shares
 them (SPEC §3.2, §3.4, §8.2)."""
 
@@ -13,8 +13,6 @@ from hypothesis import strategies as st
 
 from controller import replay
 from controller.config import Settings
-from controller.context import ControllerContext, Partition
-from controller.metadata_entries import FullBody, MetadataEntries
 from controller.model import (
     BrokerStatus,
     LeaderAndIsr,
@@ -22,6 +20,8 @@ from controller.model import (
     ReplicaAssignment,
     TopicPartition,
 )
+from controller.zk.context import ControllerContext, Partition
+from controller.zk.metadata_entries import FullBody, MetadataEntries
 from schemas import TABLES
 from tests.scenario import Cluster
 from tests.test_state_machines import Machines, lai

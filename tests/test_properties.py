@@ -40,8 +40,8 @@ from hypothesis.stateful import (
 
 from controller.config import Settings
 from controller.model import ReplicaState
-from controller.request_log import joined
 from controller.simulator import BatchOutput, RawEvent, Simulator
+from controller.zk.request_log import joined
 from schemas import TABLES
 from schemas.tables import REQUEST_PARTITION
 

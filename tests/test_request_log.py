@@ -7,8 +7,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.journal import Journal
-from controller.request_log import RECIPIENT_COLUMNS, REQUEST_COLUMNS, RequestLog, joined
+from controller.zk.journal import Journal
+from controller.zk.request_log import RECIPIENT_COLUMNS, REQUEST_COLUMNS, RequestLog, joined
 from schemas import TABLES
 from streaming.spark_schemas import rows_to_arrow
 

@@ -41,8 +41,8 @@ from lake_tables import canonical, lake_rows
 from spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
 from controller.config import Settings
-from controller.request_log import joined
 from controller.simulator import RawEvent, Simulator
+from controller.zk.request_log import joined
 from streaming.job import query_failure
 from streaming.sink import (
     RECORD_OVERHEAD,

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from scenario import Cluster, entries
 
-from controller.alter_partition import AlterPartitionRequest, PartitionChange, alter_partition
 from controller.config import Settings
-from controller.context import ControllerContext
-from controller.journal import Journal
 from controller.model import LeaderAndIsr, ReplicaAssignment, TopicPartition
-from controller.parts import ControllerParts
+from controller.zk.alter_partition import AlterPartitionRequest, PartitionChange, alter_partition
+from controller.zk.context import ControllerContext
+from controller.zk.journal import Journal
+from controller.zk.parts import ControllerParts
 
 LAI, UM, SR = "LeaderAndIsr", "UpdateMetadata", "StopReplica"
 UM_ALL = [(UM, 1, True), (UM, 2, True), (UM, 3, True)]

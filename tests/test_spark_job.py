@@ -237,7 +237,7 @@ def test_kafka_source_and_request_sink(spark, kafka_bootstrap: str, tmp_path: Pa
 
     from kafka import KafkaConsumer, KafkaProducer
 
-    from controller.request_log import joined
+    from controller.zk.request_log import joined
     from streaming.job import KafkaSource, Options, run
     from streaming.sink import KafkaSink, rebuild_requests, record_id
 

@@ -12,11 +12,7 @@ from typing import Any
 
 import pytest
 
-from controller.batch import RequestBatch
 from controller.config import Settings
-from controller.context import ControllerContext, Partition
-from controller.election import CONTROLLED_SHUTDOWN, PREFERRED, REASSIGN, offline_strategy
-from controller.journal import Journal
 from controller.model import (
     BrokerStatus,
     LeaderAndIsr,
@@ -26,9 +22,13 @@ from controller.model import (
     ReplicaState,
     TopicPartition,
 )
-from controller.partition_state_machine import PartitionStateMachine, StateChangeFailed
-from controller.replica_state_machine import ReplicaStateMachine
-from controller.request_log import joined
+from controller.zk.batch import RequestBatch
+from controller.zk.context import ControllerContext, Partition
+from controller.zk.election import CONTROLLED_SHUTDOWN, PREFERRED, REASSIGN, offline_strategy
+from controller.zk.journal import Journal
+from controller.zk.partition_state_machine import PartitionStateMachine, StateChangeFailed
+from controller.zk.replica_state_machine import ReplicaStateMachine
+from controller.zk.request_log import joined
 
 PS = PartitionState
 RS = ReplicaState

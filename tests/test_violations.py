@@ -14,9 +14,7 @@ from health_recount import STATE_COLUMNS, recount
 
 from controller import invariants
 from controller.config import Settings
-from controller.context import ControllerContext
 from controller.health import HealthTracker
-from controller.journal import Journal
 from controller.model import (
     BrokerStatus,
     LeaderAndIsr,
@@ -25,6 +23,8 @@ from controller.model import (
     TopicPartition,
 )
 from controller.simulator import BatchOutput, RawEvent, Simulator
+from controller.zk.context import ControllerContext
+from controller.zk.journal import Journal
 
 Row = dict[str, Any]
 BROKERS = [{"type": "broker_startup", "broker": b} for b in (1, 2, 3)]

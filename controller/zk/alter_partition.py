@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from controller.context import ControllerContext
 from controller.model import LeaderAndIsr, RecoveryState, TopicPartition
-from controller.parts import ControllerParts
+from controller.zk.context import ControllerContext
+from controller.zk.parts import ControllerParts
 
 
 # The request and its answers are built for every isr_change: named tuples (immutable, and

@@ -26,8 +26,8 @@ from itertools import groupby
 from operator import attrgetter
 from typing import Any
 
-from controller.context import ControllerContext, Partition
 from controller.model import LEADER_DURING_DELETE, LeaderAndIsr, TopicPartition
+from controller.zk.context import ControllerContext, Partition
 
 Row = dict[str, Any]
 Ints = tuple[int, ...]

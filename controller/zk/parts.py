@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from controller.batch import RequestBatch
 from controller.config import Settings
-from controller.context import ControllerContext
-from controller.deletion import TopicDeletionManager
-from controller.journal import Journal
 from controller.model import TopicPartition
-from controller.partition_state_machine import PartitionStateMachine
-from controller.replica_state_machine import ReplicaStateMachine
+from controller.zk.batch import RequestBatch
+from controller.zk.context import ControllerContext
+from controller.zk.deletion import TopicDeletionManager
+from controller.zk.journal import Journal
+from controller.zk.partition_state_machine import PartitionStateMachine
+from controller.zk.replica_state_machine import ReplicaStateMachine
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from typing import Any
 from controller import invariants
 from controller.invariants import Violation
 from controller.model import LeaderAndIsr, TopicPartition
-from controller.request_log import RequestLog
+from controller.zk.request_log import RequestLog
 
 Row = dict[str, Any]
 

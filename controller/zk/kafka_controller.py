@@ -13,13 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from controller import events as ev
-from controller.alter_partition import AlterPartitionRequest, PartitionChange, alter_partition
-from controller.assignment import AssignmentError, assign_replicas
 from controller.config import UNCLEAN_KEY, Settings, scala_to_boolean
-from controller.context import ControllerContext, Partition
-from controller.election import CONTROLLED_SHUTDOWN, offline_strategy
-from controller.journal import Journal
-from controller.leader_elections import LeaderElections
 from controller.model import (
     NO_EPOCH,
     NO_LEADER,
@@ -31,9 +25,15 @@ from controller.model import (
     ReplicaState,
     TopicPartition,
 )
-from controller.parts import ControllerParts
-from controller.reassignment import ReassignmentError, ReassignmentFailed, Reassignments
 from controller.topic_configs import topic_config_error
+from controller.zk.alter_partition import AlterPartitionRequest, PartitionChange, alter_partition
+from controller.zk.assignment import AssignmentError, assign_replicas
+from controller.zk.context import ControllerContext, Partition
+from controller.zk.election import CONTROLLED_SHUTDOWN, offline_strategy
+from controller.zk.journal import Journal
+from controller.zk.leader_elections import LeaderElections
+from controller.zk.parts import ControllerParts
+from controller.zk.reassignment import ReassignmentError, ReassignmentFailed, Reassignments
 
 PS = PartitionState
 RS = ReplicaState

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from controller.batch import RequestBatch
-from controller.context import ControllerContext, Partition
-from controller.journal import Journal
 from controller.model import LeaderAndIsr, ReplicaState, TopicPartition
+from controller.zk.batch import RequestBatch
+from controller.zk.context import ControllerContext, Partition
+from controller.zk.journal import Journal
 
 Replica = tuple[TopicPartition, int]
 RS = ReplicaState

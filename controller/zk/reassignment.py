@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from controller.election import REASSIGN
 from controller.model import PartitionState, ReplicaAssignment, ReplicaState, TopicPartition
-from controller.parts import ControllerParts
+from controller.zk.election import REASSIGN
+from controller.zk.parts import ControllerParts
 
 RS = ReplicaState
 

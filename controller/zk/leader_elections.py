@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from controller.context import Partition
-from controller.election import PREFERRED, leader_for_preferred, offline_strategy
 from controller.model import NO_LEADER, PartitionState, TopicPartition
-from controller.partition_state_machine import ElectionOutcome, StateChangeFailed
-from controller.parts import ControllerParts
+from controller.zk.context import Partition
+from controller.zk.election import PREFERRED, leader_for_preferred, offline_strategy
+from controller.zk.partition_state_machine import ElectionOutcome, StateChangeFailed
+from controller.zk.parts import ControllerParts
 
 PREFERRED_ELECTION = "preferred"
 UNCLEAN_ELECTION = "unclean"

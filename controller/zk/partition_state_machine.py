@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from controller.batch import RequestBatch
 from controller.config import UNCLEAN_KEY, Settings, parse_bool
-from controller.context import ControllerContext, Partition
-from controller.election import (
+from controller.model import LeaderAndIsr, PartitionState, TopicPartition
+from controller.zk.batch import RequestBatch
+from controller.zk.context import ControllerContext, Partition
+from controller.zk.election import (
     CONTROLLED_SHUTDOWN,
     PREFERRED,
     REASSIGN,
@@ -18,8 +19,7 @@ from controller.election import (
     leader_for_preferred,
     leader_for_reassign,
 )
-from controller.journal import Journal
-from controller.model import LeaderAndIsr, PartitionState, TopicPartition
+from controller.zk.journal import Journal
 
 PS = PartitionState
 

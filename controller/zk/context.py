@@ -106,7 +106,7 @@ class Partition:
     replica_event_ids: str | dict[int, str | None] | None = None
     # Derived values kept with the record, so that a touched partition costs no lookup in a
     # table of every partition (each a cache miss at 100k partitions); not part of its
-    # state. Its UpdateMetadata entry (controller.metadata_entries), built from its
+    # state. Its UpdateMetadata entry (controller.zk.metadata_entries), built from its
     # leadership and replica set: dropped when either is replaced.
     metadata_entry: dict[str, Any] | None = field(default=None, compare=False, repr=False)
     # its part of the health counters (controller.health.Vitals; None: not counted)

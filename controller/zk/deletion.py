@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from controller.context import ControllerContext
 from controller.model import PartitionState, ReplicaState, TopicPartition
-from controller.partition_state_machine import PartitionStateMachine
-from controller.replica_state_machine import ReplicaStateMachine
+from controller.zk.context import ControllerContext
+from controller.zk.partition_state_machine import PartitionStateMachine
+from controller.zk.replica_state_machine import ReplicaStateMachine
 
 Replica = tuple[TopicPartition, int]
 RS = ReplicaState

@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from controller.context import ControllerContext, Partition
-from controller.journal import Journal
-from controller.metadata_entries import MetadataEntries
 from controller.model import EPOCH_DURING_DELETE, LeaderAndIsr, TopicPartition
 from controller.model import ReplicaAssignment as Assignment
+from controller.zk.context import ControllerContext, Partition
+from controller.zk.journal import Journal
+from controller.zk.metadata_entries import MetadataEntries
 
 Row = dict[str, Any]
 
