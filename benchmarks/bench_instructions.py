@@ -117,7 +117,7 @@ def count(run: Run, scratch: Path) -> int:
 def child(part: str, argv: list[str]) -> int:
     """`kcsim <argv>` in this process, with `part` switched off ("none": nothing)."""
     if part == "writing":
-        from controller import replay
+        from controller.replay import table_files as replay
 
         replay._AppendFiles.write = lambda self, table, rows: None  # type: ignore[method-assign]
         replay.write_tables = lambda out, tables, compress=False, ordered=False: None

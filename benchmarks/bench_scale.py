@@ -57,7 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench_core import CLUSTER, PARTITIONS_PER_TOPIC, cluster_rows, topic_partition
 
 from controller.config import Settings
-from controller.replay import (
+from controller.replay.table_files import (
     DEFAULT_BATCH_SIZE,
     _AppendFiles,
     read_events,
@@ -338,7 +338,7 @@ def run_replay(args: argparse.Namespace, size: int) -> None:
 
 
 def replay_unencoded(events: Path, out: Path, batch_size: int) -> None:
-    """`kcsim replay` (controller.replay.replay) except that the tables in `out` that are
+    """`kcsim replay` (controller.replay) except that the tables in `out` that are
     /dev/null links are not even encoded: the core and the other tables' writing alone."""
     discarded = {p.stem for p in out.iterdir() if p.is_symlink()}
     simulator = Simulator(Settings())

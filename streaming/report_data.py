@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from controller.replay import COMPRESSED_SUFFIX, GZIP_SUFFIX, table_file
+from controller.replay.table_files import COMPRESSED_SUFFIX, GZIP_SUFFIX, table_file
 
 _JSON_BLOCK = 8 << 20  # bytes a JSON-reader thread parses at once (pyarrow's default: 1 MiB)
 MAX_POINTS = 2000  # points per plotted series at most (two per bucket: its min and max)

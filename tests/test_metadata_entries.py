@@ -1,6 +1,6 @@
 """UpdateMetadata entries reused while unchanged (controller.zk.metadata_entries), their JSON
-texts found by identity (controller.replay.EntryTexts), and the request batch that shares
-them (SPEC §3.2, §3.4, §8.2)."""
+texts found by identity (controller.replay.table_files.EntryTexts), and the request batch
+that shares them (SPEC §3.2, §3.4, §8.2)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller import replay
 from controller.config import Settings
 from controller.model import (
     BrokerStatus,
@@ -20,6 +19,7 @@ from controller.model import (
     ReplicaAssignment,
     TopicPartition,
 )
+from controller.replay import table_files as replay
 from controller.zk.context import ControllerContext, Partition
 from controller.zk.metadata_entries import FullBody, MetadataEntries
 from schemas import TABLES

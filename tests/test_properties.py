@@ -84,7 +84,7 @@ Row = dict[str, Any]
 
 def check_columns(output: BatchOutput) -> None:
     """Every row has exactly its table's columns (CONTRACT §2), in the table's order: the
-    replay writer encodes the core's rows as they come (`controller.replay`)."""
+    replay writer encodes the core's rows as they come (`controller.replay.table_files`)."""
     for kind in (output.appends, output.upserts, output.deletes):
         for name, rows in kind.items():
             table = TABLES[name]

@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller import replay
 from controller.config import Settings
 from controller.events import BrokerStartup, Rejection
 from controller.parse import parse_event
-from controller.replay import event_files, read_events, write_tables
+from controller.replay import table_files as replay
+from controller.replay.table_files import event_files, read_events, write_tables
 from controller.simulator import BatchOutput, RawEvent, Simulator
 from schemas import STATE_TABLES, TABLES
 from streaming.cli import main
@@ -353,7 +353,7 @@ def test_compressed_output_is_the_same_lines_in_zstd_and_reads_as_the_plain(
     behind."""
     import zstandard
 
-    from controller.replay import open_table, table_file
+    from controller.replay.table_files import open_table, table_file
     from streaming.report_data import read_replay
 
     events = Path(__file__).resolve().parent.parent / "examples" / "events"
@@ -389,7 +389,7 @@ def test_compressed_tables_take_an_8_mib_window_and_older_128_mib_ones_still_rea
     import pyarrow as pa
     import zstandard
 
-    from controller.replay import open_table
+    from controller.replay.table_files import open_table
     from streaming.report_data import read_jsonl
 
     events = write_scenario(tmp_path, SCENARIO)
@@ -430,7 +430,7 @@ def test_an_earlier_gzipped_output_still_reads_and_a_new_run_replaces_it(
     still reads as the plain run, and a `--compress` run over it leaves only `.zst`."""
     import gzip
 
-    from controller.replay import open_table, table_file
+    from controller.replay.table_files import open_table, table_file
     from streaming.report_data import read_replay
 
     events = Path(__file__).resolve().parent.parent / "examples" / "events"

@@ -8,7 +8,7 @@ A request entry (a dict of `schemas.tables.REQUEST_PARTITION`) is never changed 
 built: one entry is shared by every recipient of a LeaderAndIsr add, an unchanged
 partition's UpdateMetadata entry by every body naming it (`MetadataEntries`), and the
 replay writer reuses the text of an unchanged entry of the last long UpdateMetadata body,
-found by its identity (`controller.replay.EntryTexts`).
+found by its identity (`controller.replay.table_files.EntryTexts`).
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ offline and whether its topic is queued for deletion. While the leadership and t
 set are the same objects as when it was built and the rest are equal, the entry built then
 is the entry now, so the same dict is handed out again. Request rows are never changed
 once built, which makes the sharing safe; the replay writer reuses the JSON text of an
-entry still at its place in the last long body, by identity (`controller.replay.EntryTexts`).
+entry still at its place in the last long body, by identity
+(`controller.replay.table_files.EntryTexts`).
 
 The entry is held by the partition's record (`Partition.metadata_entry`), which the
 context clears when the leadership or the replica set is replaced: finding it costs a read
