@@ -117,10 +117,10 @@ def count(run: Run, scratch: Path) -> int:
 def child(part: str, argv: list[str]) -> int:
     """`kcsim <argv>` in this process, with `part` switched off ("none": nothing)."""
     if part == "writing":
-        from controller.replay import table_files as replay
+        from controller.replay import command, table_files
 
-        replay._AppendFiles.write = lambda self, table, rows: None  # type: ignore[method-assign]
-        replay.write_tables = lambda out, tables, compress=False, ordered=False: None
+        table_files.AppendFiles.write = lambda self, table, rows: None  # type: ignore[method-assign]
+        command.write_tables = lambda out, tables, compress=False, ordered=False: None
     elif part == "state_changes":
         from controller.zk.journal import Journal
 

@@ -67,7 +67,7 @@ from pyspark.sql import functions as F
 
 from controller.config import Settings
 from controller.memory import cyclic_gc_paused, frozen_heap_released
-from controller.replay.table_files import (
+from controller.replay.event_files import (
     check_file_name,
     is_event_file,
     skipped_files_warning,

@@ -49,7 +49,8 @@ from typing import IO, Any
 from controller.config import ConfigError, Settings
 from controller.model import ReplicaState, TopicPartition
 from controller.parse import is_unicode
-from controller.replay.table_files import positive_int, read_events
+from controller.replay.command import positive_int
+from controller.replay.event_files import read_events
 from controller.simulator import RawEvent, Simulator
 from controller.zk.context import ControllerContext
 from streaming.kafka_security import ClientFailures, KafkaClientConfig

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from controller.config import ConfigError, Settings
-from controller.replay.table_files import replay
+from controller.replay.command import replay
 from streaming.report_data import (
     ReportInputError,
     cluster_report,

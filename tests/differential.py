@@ -25,7 +25,7 @@ from kazoo.exceptions import NoNodeError
 from zk_cluster import ZkCluster, wait_for
 
 from controller.config import Settings
-from controller.replay.table_files import replay
+from controller.replay.command import replay
 from streaming.shadow import Reader
 from streaming.shadow_model import ShadowModel
 

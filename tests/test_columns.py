@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from controller.columns import Columns
 from controller.config import Settings
-from controller.replay.table_files import read_events
+from controller.replay.event_files import read_events
 from controller.simulator import Simulator
 from controller.snapshot import COLUMNAR_TABLES
 from schemas import STATE_TABLES, TABLES, MapOf

@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame
 from spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
 from controller.config import Settings
-from controller.replay.table_files import read_events
+from controller.replay.event_files import read_events
 from controller.simulator import BatchOutput, Simulator
 from schemas import APPEND_TABLES
 from streaming import delta_append

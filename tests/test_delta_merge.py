@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
 from controller.config import Settings
-from controller.replay.table_files import read_events
+from controller.replay.event_files import read_events
 from controller.simulator import BatchOutput, RawEvent, Simulator
 from schemas import STATE_TABLES
 from streaming import delta_files, delta_merge

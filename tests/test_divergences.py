@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.config import Settings
-from controller.replay.table_files import replay
+from controller.replay.command import replay
 from controller.simulator import BatchOutput, RawEvent, Simulator
 
 Row = dict[str, Any]

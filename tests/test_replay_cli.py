@@ -16,8 +16,10 @@ from hypothesis import strategies as st
 from controller.config import Settings
 from controller.events import BrokerStartup, Rejection
 from controller.parse import parse_event
+from controller.replay import command
 from controller.replay import table_files as replay
-from controller.replay.table_files import event_files, read_events, write_tables
+from controller.replay.event_files import EventFileNameError, event_files, read_events, split_lines
+from controller.replay.table_files import write_tables
 from controller.simulator import BatchOutput, RawEvent, Simulator
 from schemas import STATE_TABLES, TABLES
 from streaming.cli import main
@@ -229,7 +231,7 @@ def test_every_append_file_opened_is_closed_whatever_fails(
     monkeypatch.setattr(replay, "_open_table", open_or_fail)
     with (
         pytest.raises(OSError, match="no room"),
-        replay._AppendFiles(tmp_path, APPEND_TABLES, compress=True),
+        replay.AppendFiles(tmp_path, APPEND_TABLES, compress=True),
     ):
         pass
     assert len(opened) == (2 if fails == "opening" else len(APPEND_TABLES))
@@ -301,7 +303,7 @@ def test_replay_plumbing(tmp_path: Path, monkeypatch: Any) -> None:
         made.append(FakeSimulator(settings))
         return made[-1]
 
-    monkeypatch.setattr(replay, "Simulator", make)
+    monkeypatch.setattr(command, "Simulator", make)
     events = write_scenario(tmp_path, SCENARIO)
     texts = []
     for size in ("1", "3"):
@@ -341,7 +343,7 @@ def test_a_file_splits_into_the_lines_each_decoded_alone(content: bytes) -> None
         line = data.decode("utf-8", "surrogateescape").removesuffix("\r")
         if line.strip(" \t\r"):
             expected.append(RawEvent(line, f"f.jsonl:{number}"))
-    assert list(replay.split_lines(content, "f.jsonl")) == expected
+    assert list(split_lines(content, "f.jsonl")) == expected
 
 
 def test_compressed_output_is_the_same_lines_in_zstd_and_reads_as_the_plain(
@@ -620,7 +622,7 @@ def test_appended_rows_are_released_a_block_at_a_time_and_written_whole(
     monkeypatch.setattr(
         replay, "_json_lines", lambda block, e, f: seen.append(list(rows)) or lines(block, e, f)
     )
-    with replay._AppendFiles(tmp_path, [TABLES["event_results"]]) as appends:
+    with replay.AppendFiles(tmp_path, [TABLES["event_results"]]) as appends:
         appends.write("event_results", rows)
     # a block's places are emptied as it is taken: the list holds only the rows to come
     assert seen == [[None] * 4 + expected[4:], [None] * 8 + expected[8:], [None] * 10]
@@ -684,12 +686,12 @@ def test_an_event_file_name_that_is_not_utf8_is_refused_by_both_engines(
     error = capsys.readouterr().err
     assert "event file name b'\\xff-b.jsonl' is not UTF-8" in error
     assert not out.exists()
-    with pytest.raises(replay.EventFileNameError, match="is not UTF-8") as raised:
+    with pytest.raises(EventFileNameError, match="is not UTF-8") as raised:
         FileSource(str(events)).check_names()
     # the job's last line names it, not the first line of Spark's wrapping text
     spark_text = (
         "[STREAM_FAILED] Query terminated with exception: [FOREACH_BATCH_USER_FUNCTION_ERROR]"
-        f" ... Traceback (most recent call last):\n  ...\ncontroller.replay.EventFileNameError:"
+        f" ... Traceback (most recent call last):\n  ...\ncontroller.EventFileNameError:"
         f" {raised.value}\n"
     )
     assert query_failure(RuntimeError(spark_text)) == str(raised.value)

@@ -12,7 +12,7 @@ import json
 import pytest
 
 from controller.config import Settings
-from controller.replay.table_files import replay
+from controller.replay.command import replay
 from streaming.shadow_model import (
     SEQ_SHIFT,
     BadZnode,

@@ -24,7 +24,7 @@ from kazoo.protocol.states import KeeperState
 from planted_cluster import plant_topic, planted
 
 from controller.config import Settings
-from controller.replay.table_files import replay
+from controller.replay.command import replay
 from streaming.shadow import FileSink, Shadow, open_sink
 from streaming.shadow_model import Event
 

@@ -2,9 +2,9 @@
 across kill -9, the fleet mode, and the lake inspection commands.
 
 The expected rows come from the core driven as `kcsim replay` drives it
-(`controller.replay.table_files.read_events` + `Simulator.apply`); both engines name a line's
+(`controller.replay.event_files.read_events` + `Simulator.apply`); both engines name a line's
 `source` "<file name>:<line>" through the same splitter
-(`controller.replay.table_files.split_lines`).
+(`controller.replay.event_files.split_lines`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
 from controller.config import Settings
 from controller.parse import parse_event
-from controller.replay.table_files import read_events
+from controller.replay.event_files import read_events
 from controller.simulator import RawEvent, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES, TABLES
 

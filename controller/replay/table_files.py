@@ -1,27 +1,20 @@
-"""`kcsim replay EVENTS --out DIR`: the local engine (CONTRACT §3).
+"""The tables `kcsim replay` writes, `DIR/<table>.jsonl`, and the reader of every form.
 
-Streams a JSON-lines file (or a directory of them) through `Simulator` in one process and
-writes every table of `schemas.TABLES` as `DIR/<table>.jsonl`: append-only tables as the
-batches produce them, state tables once at the end. No Spark. With `--compress` each is
-`DIR/<table>.jsonl.zst` instead, the same lines in Zstandard: a new broker's
-UpdateMetadata names every partition (28.5 MB of JSON at 100k partitions), so a rolling
-restart of a large cluster writes GBs of JSON, most of it entries the bodies just before
-already held (`table_file` finds any form, gzipped `.jsonl.gz` of earlier runs too; every
-reader in the repo goes through it).
+Append-only tables are written as the batches produce them, state tables once at the
+end. With `--compress` each is `DIR/<table>.jsonl.zst` instead, the same lines in
+Zstandard: a new broker's UpdateMetadata names every partition (28.5 MB of JSON at 100k
+partitions), so a rolling restart of a large cluster writes GBs of JSON, most of it
+entries the bodies just before already held (`table_file` finds any form, gzipped
+`.jsonl.gz` of earlier runs too; every reader in the repo goes through it).
 """
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import io
 import json
-import sys
-import time
-import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack
-from dataclasses import dataclass
 from itertools import compress, islice, repeat
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from operator import is_not
@@ -30,19 +23,13 @@ from typing import IO
 
 import orjson
 
-from controller.config import Settings
 from controller.memory import cyclic_gc_paused
-from controller.simulator import RawEvent, Row, Simulator
+from controller.simulator import Row
 from controller.zk.metadata_entries import FullBody
 from controller.zk.request_log import PayloadRows
-from schemas import APPEND_TABLES, STATE_TABLES, TABLES, Table
+from schemas import TABLES, Table
 from schemas.types import DOUBLE, ArrayOf, MapOf, StructOf, contains
 
-DEFAULT_BATCH_SIZE = 10_000
-# a batch's output held at once, in rows and request-body partition entries (~0.5-1 KB
-# each in memory): replay's memory follows it, whatever the cluster's size
-DEFAULT_BATCH_OUTPUT = 250_000
-STDIN = Path("-")
 _ROWS_PER_WRITE = 10_000  # bounds the memory of writing a large state table
 _BYTES_PER_WRITE = 16 << 20  # and of a table of large rows
 _ENCODE_ROWS = 256  # rows encoded in one go (their texts held at once, twice: kept few)
@@ -55,15 +42,6 @@ _LONG_LIST = 1_000  # a row with a list longer than this is written in pieces (E
 # each, the entries themselves being held by the core anyway: 50 MB at most; a larger
 # cluster's bodies are encoded whole each time)
 _ENTRY_TEXTS = 200_000
-# Hadoop/Spark treat names starting with "." or "_" as hidden (checksums, _SUCCESS,
-# _delta_log) and "._COPYING_" as a file still being written; the file source skips them.
-_HIDDEN_PREFIXES = (".", "_")
-_SKIPPED_SUFFIXES = (".crc", "_SUCCESS", "._COPYING_")
-# what Spark and Hadoop leave beside data files: skipped without a word
-_MARKER_SUFFIXES = (".crc", "_SUCCESS")
-_NAMES_SHOWN = 5  # of the files skipped, in the warning
-# JSON's own whitespace; a line of only these holds no event.
-_JSON_BLANKS = " \t\r"
 PLAIN_SUFFIX = ".jsonl"
 COMPRESSED_SUFFIX = ".jsonl.zst"  # what --compress writes
 GZIP_SUFFIX = ".jsonl.gz"  # what --compress wrote before: still read, never written
@@ -85,227 +63,8 @@ _ZSTD_MAX_WINDOW_LOG = 27
 _ZSTD_LEVEL = 1
 
 
-def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "events", type=Path, help="JSON-lines file, a directory of them, or - (stdin)"
-    )
-    parser.add_argument("--out", type=Path, required=True, help="directory for <table>.jsonl")
-    parser.add_argument(
-        "--batch-size",
-        type=positive_int,
-        default=DEFAULT_BATCH_SIZE,
-        help=f"events per Simulator.apply call (default {DEFAULT_BATCH_SIZE}); "
-        "results do not depend on it",
-    )
-    parser.add_argument(
-        "--batch-output",
-        type=positive_int,
-        default=DEFAULT_BATCH_OUTPUT,
-        help="a batch ends once its output holds this many rows, a request body counting "
-        f"one per partition it names (default {DEFAULT_BATCH_OUTPUT:,}; a single event's "
-        "output is never split); results do not depend on it",
-    )
-    parser.add_argument(
-        "--compress",
-        action="store_true",
-        help="write DIR/<table>.jsonl.zst (Zstandard, level 1, an 8 MiB window: ~170x "
-        "smaller for a large cluster's requests) instead of DIR/<table>.jsonl",
-    )
-    parser.add_argument("--quiet", action="store_true", help="no summary or warning on stderr")
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-@dataclass(frozen=True, slots=True)
-class Summary:
-    events: int
-    rejected: int
-    requests: int
-    seconds: float
-
-    def line(self, out: Path) -> str:
-        return (
-            f"kcsim replay: {self.events} events, {self.rejected} rejected, "
-            f"{self.requests} requests in {self.seconds:.2f} s -> {out}"
-        )
-
-
-def main(args: argparse.Namespace) -> int:
-    source: Path = args.events
-    if source != STDIN and not source.exists():
-        print(f"kcsim replay: no such file or directory: {source}", file=sys.stderr)
-        return 2
-    if args.out.exists() and not args.out.is_dir():
-        print(f"kcsim replay: --out must be a directory, {args.out} is a file", file=sys.stderr)
-        return 2
-    try:
-        if not args.quiet and source != STDIN:
-            warning = skipped_files_warning(source)
-            if warning:
-                print(f"kcsim replay: {warning}", file=sys.stderr)
-        summary = replay(
-            args.settings, source, args.out, args.batch_size, args.batch_output, args.compress
-        )
-    except (EventFileNameError, OSError) as error:
-        print(f"kcsim replay: {error}", file=sys.stderr)
-        return 2
-    except Exception:  # status 1 means "rejected events", not this
-        traceback.print_exc()
-        print("kcsim replay: internal error (a bug in kcsim: the traceback is above)",
-              file=sys.stderr)  # fmt: skip
-        return 3
-    if not args.quiet:
-        print(summary.line(args.out), file=sys.stderr)
-    # the exit status says whether anything was rejected
-    return 1 if summary.rejected else 0
-
-
-def replay(
-    settings: Settings,
-    source: Path,
-    out: Path,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    batch_output: int = DEFAULT_BATCH_OUTPUT,
-    compress: bool = False,
-) -> Summary:
-    """Apply the events under `source` and write every table to `out` (Zstandard with
-    `compress`)."""
-    started = time.monotonic()
-    simulator = Simulator(settings, state_rows=False)  # the state tables: written at the end
-    events = rejected = requests = 0
-    lines = read_events(source)  # lists the files now, before any output file exists
-    out.mkdir(parents=True, exist_ok=True)
-    with _AppendFiles(out, APPEND_TABLES, compress) as appends:
-        while True:
-            # the events a batch does not take stay in `lines` for the next
-            output = simulator.apply(islice(lines, batch_size), batch_output)
-            if output.events == 0:
-                break
-            events += output.events
-            rejected += len(output.appends.get("rejected_events", ()))
-            requests += len(output.appends.get("controller_requests", ()))
-            for table, rows in output.appends.items():
-                appends.write(table, rows)
-            del output  # not alive through the next batch
-    state_tables = {t.name: simulator.table_rows(t.name) for t in STATE_TABLES}
-    write_tables(out, state_tables, compress, ordered=True)
-    return Summary(events, rejected, requests, time.monotonic() - started)
-
-
-# ----------------------------------------------------------------------------- input
-
-
-def read_events(path: Path) -> Iterator[RawEvent]:
-    """The events of a file, or of a directory's files in name order, in line order.
-
-    The directory is listed when this is called; the files are read as it is iterated.
-
-    `source` is "<file name>:<line>" (1-based, counting every line). A line's text is taken
-    without its newline ("\\n" or "\\r\\n"). Lines that are empty or only JSON whitespace
-    are skipped, not rejected: JSON-lines writers often end a file with one, and Spark's
-    JSON source skips them too. Undecodable bytes are kept (as surrogate escapes) so the
-    parser can reject the line and say which byte was wrong."""
-    if path == STDIN:
-        return _stdin_lines()
-    return _read_lines(event_files(path))
-
-
-def _stdin_lines() -> Iterator[RawEvent]:
-    """Standard input, line by line as it arrives (`kcsim import ... | kcsim replay -`)."""
-    for number, raw in enumerate(sys.stdin.buffer, start=1):
-        line = raw.decode("utf-8", "surrogateescape").removesuffix("\n").removesuffix("\r")
-        if line.strip(_JSON_BLANKS):
-            yield RawEvent(line, f"-:{number}")
-
-
-def _read_lines(files: Iterable[Path]) -> Iterator[RawEvent]:
-    for file in files:
-        yield from split_lines(file.read_bytes(), file.name)
-
-
-def split_lines(content: bytes, name: str) -> Iterator[RawEvent]:
-    """One file's events; both engines read files through this, so `source` is the same:
-    "<file name>:<line>", the name relative to the events directory."""
-    # decoded whole: "\n" is never part of a UTF-8 sequence, so a line decodes alike
-    # either way (undecodable bytes escaped one by one), and one call is 10x faster
-    text = content.decode("utf-8", "surrogateescape")
-    for number, line in enumerate(text.split("\n"), start=1):
-        line = line.removesuffix("\r")
-        if line.strip(_JSON_BLANKS):
-            yield RawEvent(line, f"{name}:{number}")
-
-
-class EventFileNameError(ValueError):
-    """An event file whose name is not UTF-8: Spark's file source does not list it, so
-    neither engine reads it (replay would, and its rows would differ from the job's)."""
-
-
-def event_files(path: Path) -> list[Path]:
-    """`path` itself, or the visible files directly in the directory `path`, by name."""
-    if not path.is_dir():
-        return [path]
-    files = sorted(
-        (p for p in path.iterdir() if p.is_file() and is_event_file(p.name)),
-        key=lambda p: p.name,
-    )
-    for file in files:
-        check_file_name(file.name)
-    return files
-
-
-def check_file_name(name: str) -> None:
-    """Refuse a file name that is not UTF-8 (`os` decodes such bytes as surrogates)."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        shown = name.encode("utf-8", "surrogateescape")
-        raise EventFileNameError(
-            f"event file name {shown!r} is not UTF-8: Spark's file source cannot list it, "
-            "so neither engine reads it; rename the file"
-        ) from None
-
-
-def is_event_file(name: str) -> bool:
-    return not name.startswith(_HIDDEN_PREFIXES) and not name.endswith(_SKIPPED_SUFFIXES)
-
-
-def skipped_files_warning(path: Path) -> str | None:
-    """What to tell of the files directly in the directory `path` that neither engine
-    reads although they may hold events: hidden names (`.x`, `_x`) and files still being
-    copied (`._COPYING_`); checksums and `_SUCCESS` markers go unmentioned. None if there
-    are none (or `path` is a file)."""
-    if not path.is_dir():
-        return None
-    names = sorted(
-        _printable_name(p.name)
-        for p in path.iterdir()
-        if p.is_file() and not is_event_file(p.name) and not p.name.endswith(_MARKER_SUFFIXES)
-    )
-    if not names:
-        return None
-    shown = ", ".join(names[:_NAMES_SHOWN]) + (", ..." if len(names) > _NAMES_SHOWN else "")
-    where = _printable_name(str(path))
-    return (
-        f"skipped {len(names)} file(s) in {where} that neither replay nor the Spark job "
-        f"reads (a name starting with '.' or '_', or a copy not finished): {shown}"
-    )
-
-
-def _printable_name(name: str) -> str:
-    """A file name or path whose bytes are not all UTF-8 with each such byte as `\\xNN` (`os`
-    decodes them as surrogates, which a strict stream cannot encode)."""
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
-# ---------------------------------------------------------------------------- output
 
 
 def write_tables(
@@ -319,7 +78,7 @@ def write_tables(
             _write_rows(handle, TABLES[name], rows, ordered=ordered)
 
 
-class _AppendFiles:
+class AppendFiles:
     """One open file per append-only table, created (empty) up front so every table has a
     file even when no row ever comes."""
 
@@ -334,7 +93,7 @@ class _AppendFiles:
         # one for the whole replay: a long body is compared with the last, across batches
         self._texts = EntryTexts()
 
-    def __enter__(self) -> _AppendFiles:
+    def __enter__(self) -> AppendFiles:
         with ExitStack() as opening:
             for name in self._tables:
                 handle = _open_table(self._out, name, self._compress)
