@@ -55,8 +55,8 @@ def write_events(args: argparse.Namespace, clusters: list[str], directory: Path)
 
 
 def seed(args: argparse.Namespace, clusters: list[str], lake_dir: Path) -> None:
-    from streaming.lake import Lake
-    from streaming.session import build_session
+    from streaming.lake.spark_session import build_session
+    from streaming.lake.tables import Lake
 
     spark = build_session("kcsim-bench-seed")
     try:

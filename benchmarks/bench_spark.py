@@ -119,8 +119,8 @@ def main() -> None:
             )
 
     from streaming.job import FileSource, Options, run
-    from streaming.lake import Lake
-    from streaming.session import build_session
+    from streaming.lake.spark_session import build_session
+    from streaming.lake.tables import Lake
 
     began = time.perf_counter()
     conf = dict(item.split("=", 1) for item in args.conf)

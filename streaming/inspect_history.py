@@ -7,7 +7,7 @@ event that last changed the partition in that batch (`last_event_id`) and every 
 the batch that touched it (a partition or replica transition in `state_changes`, an
 answer in `event_results`; matched by `seq`).
 
-A local lake is read without Spark (`streaming.lake_reader`), a lake elsewhere, or a table
+A local lake is read without Spark (`streaming.lake.local_reader`), a lake elsewhere, or a table
 that reader does not handle, through Spark; both print the same text.
 """
 
@@ -24,7 +24,7 @@ from streaming.inspect_state import render
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from streaming.lake_reader import LakeReader
+    from streaming.lake.local_reader import LakeReader
 
 CHANGES = ("insert", "update_postimage", "delete")
 FEED_COLUMNS = (
@@ -55,7 +55,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"kcsim history: {error}", file=sys.stderr)
         return 2
     if changes is None:
-        from streaming.session import build_session
+        from streaming.lake.spark_session import build_session
 
         spark = build_session("kcsim-history", args.master, verbose=getattr(args, "verbose", False))
         try:
@@ -73,7 +73,7 @@ def native_history(
 ) -> list[dict[str, Any]] | None:
     """The history read without Spark; None when the lake is not local or a table is not
     read that way (`lake_reader.NotNative`: a note on stderr)."""
-    from streaming.lake_reader import LakeReader, NotNative, local_root
+    from streaming.lake.local_reader import LakeReader, NotNative, local_root
 
     root = local_root(lake_dir)
     if root is None:
@@ -91,7 +91,7 @@ def read_history(
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from streaming.lake_reader import matching
+    from streaming.lake.local_reader import matching
 
     key = {"cluster": cluster, "topic": topic, "partition": partition}
     feed = matching(reader.changes("partition_state"), **key, _change_type=CHANGES)
@@ -117,7 +117,7 @@ def partition_history(
     """The history read through Spark."""
     from pyspark.sql import functions as F
 
-    from streaming.lake import Lake
+    from streaming.lake.tables import Lake
 
     lake = Lake(spark, lake_dir)
     key = (F.col("cluster") == cluster) & (F.col("topic") == topic)

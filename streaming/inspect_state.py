@@ -4,7 +4,7 @@ lake, now or as it was (Delta time travel).
 VERSION is a version of `partition_state` (`DESCRIBE HISTORY` lists them); every other
 table is read as of the end of the same micro-batch, so the picture is consistent.
 
-A local lake is read without Spark (`streaming.lake_reader`), in about a second instead of
+A local lake is read without Spark (`streaming.lake.local_reader`), in about a second instead of
 Spark's start-up; a lake elsewhere, or a table that reader does not handle, through Spark.
 Both print the same text.
 """
@@ -17,12 +17,12 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from streaming.spark_schemas import arrow_to_rows
+from streaming.lake.spark_schemas import arrow_to_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from streaming.lake_reader import LakeReader
+    from streaming.lake.local_reader import LakeReader
 
 SHOWN: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("brokers", "brokers", ("cluster", "broker")),
@@ -47,7 +47,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         if native_state(args.lake, args.as_of, args.cluster, sys.stdout):
             return 0
-        from streaming.session import build_session
+        from streaming.lake.spark_session import build_session
 
         spark = build_session("kcsim-state", args.master, verbose=getattr(args, "verbose", False))
         try:
@@ -63,7 +63,7 @@ def main(args: argparse.Namespace) -> int:
 def native_state(lake_dir: str, as_of: str | None, cluster: str | None, out: TextIO) -> bool:
     """Print the state read without Spark; False (nothing printed) when the lake is not
     local or a table is not read that way (`lake_reader.NotNative`: a note on stderr)."""
-    from streaming.lake_reader import LakeReader, NotNative, local_root
+    from streaming.lake.local_reader import LakeReader, NotNative, local_root
 
     root = local_root(lake_dir)
     if root is None:
@@ -81,8 +81,8 @@ def native_state(lake_dir: str, as_of: str | None, cluster: str | None, out: Tex
 def show_state_native(
     reader: LakeReader, as_of: str | None, cluster: str | None, out: TextIO
 ) -> None:
-    from streaming.lake_reader import matching
-    from streaming.time_travel import consistent_cut
+    from streaming.lake.local_reader import matching
+    from streaming.lake.time_travel import consistent_cut
 
     versions: dict[str, int] = {}
     if as_of:
@@ -104,7 +104,7 @@ def show_state(
     """The state read through Spark."""
     from pyspark.sql import functions as F
 
-    from streaming.lake import Lake
+    from streaming.lake.tables import Lake
 
     lake = Lake(spark, lake_dir)
     versions = lake.versions_as_of(as_of, [table for _, table, _ in SHOWN]) if as_of else {}

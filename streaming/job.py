@@ -2,7 +2,7 @@
 
 A streaming query over event files (or a Kafka topic) whose `foreachBatch` orders the
 micro-batch's events, applies them through the core and writes the outputs to the Delta
-lake (`streaming.lake`), one commit per changed table, exactly once per batch.
+lake (`streaming.lake.tables`), one commit per changed table, exactly once per batch.
 
 Sources. Files are read with the binaryFile source (whole files as bytes), split into
 lines exactly as `kcsim replay` splits them, so line numbers are exact for any file size;
@@ -35,7 +35,7 @@ Two ways to apply a batch:
   ships the core to the executors as a zip (`streaming.ship_core`), so they need not
   have kcsim installed.
 
-Exactly once (see `streaming.lake`): every commit is tagged with the query id and batch
+Exactly once (see `streaming.lake.tables`): every commit is tagged with the query id and batch
 id; at (re)start the first batch looks up the tables that already hold its commit, loads
 the state as of just before them (time travel), recomputes the batch and skips those
 tables. A batch whose commits all landed is therefore recomputed but writes nothing; a
@@ -76,7 +76,7 @@ from controller.replay.event_files import (
 from controller.simulator import BatchOutput, RawEvent, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES
 from streaming.kafka_security import KafkaClientConfig
-from streaming.lake import RESTORE_TABLES, Lake
+from streaming.lake.tables import RESTORE_TABLES, Lake
 from streaming.os_memory import arrow_on_the_c_heap, release_freed_memory
 from streaming.sink import KafkaSink, SinkError
 
@@ -143,7 +143,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
     from pyspark.errors import StreamingQueryException
 
-    from streaming.session import build_session
+    from streaming.lake.spark_session import build_session
     from streaming.ship_core import is_local_master, ship_core
 
     spark = build_session(

@@ -77,7 +77,7 @@ def main(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
         if args.lake is not None:
-            from streaming.lake_reader import local_root
+            from streaming.lake.local_reader import local_root
 
             root = local_root(args.lake)
             if root is None:

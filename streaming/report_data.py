@@ -127,8 +127,8 @@ def _no_data(path: Path) -> bool:
 
 
 def read_lake(root: str) -> dict[str, pa.Table]:
-    """The tables of a local Delta lake, read without Spark (streaming.lake_reader)."""
-    from streaming.lake_reader import LakeReader, NotNative
+    """The tables of a local Delta lake, read without Spark (streaming.lake.local_reader)."""
+    from streaming.lake.local_reader import LakeReader, NotNative
 
     reader = LakeReader(root)
     tables = {}

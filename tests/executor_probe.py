@@ -26,7 +26,7 @@ def controller_origin(_: object) -> str:
 
 def main() -> None:
     master, python, directory = sys.argv[1], sys.argv[2], Path(sys.argv[3])
-    from streaming.session import build_session
+    from streaming.lake.spark_session import build_session
     from streaming.ship_core import ship_core
 
     spark = build_session("kcsim-probe", master, {"spark.pyspark.python": python})

@@ -14,7 +14,7 @@ Rows = dict[str, list[dict[str, Any]]]
 
 def lake_rows(spark, lake: Path) -> Rows:
     """Every table of the lake, as the core's rows."""
-    from streaming.spark_schemas import arrow_to_rows
+    from streaming.lake.spark_schemas import arrow_to_rows
 
     return {
         name: arrow_to_rows(spark.read.format("delta").load(str(lake / name)).toArrow(), name)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 def spark() -> Iterator[SparkSession]:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from streaming.jars import JarsMissingError
-    from streaming.session import build_session
+    from streaming.lake.spark_session import build_session
 
     try:
         session = build_session(

@@ -110,7 +110,7 @@ def test_arrow_columns_are_the_columns_values_with_one_object_per_distinct_value
     context keeps the event ids, leaders and replica lists it loads)."""
     import pyarrow as pa
 
-    from streaming.spark_schemas import arrow_to_columns
+    from streaming.lake.spark_schemas import arrow_to_columns
 
     topics = [f"orders-{i % 3:04d}-of-a-long-topic-name" for i in range(30)]
     batches = [

@@ -1,4 +1,4 @@
-"""`streaming.delta_append` against Spark's own Delta append, on real local Spark and Delta:
+"""`streaming.lake.delta_append` against Spark's own Delta append, on real local Spark and Delta:
 the same rows, the same commit tag, the same file statistics (what data skipping trusts).
 
 The batch is the core's output for the test corpus (every event type, bad lines too), so
@@ -23,7 +23,7 @@ from controller.config import Settings
 from controller.replay.event_files import read_events
 from controller.simulator import BatchOutput, Simulator
 from schemas import APPEND_TABLES
-from streaming import delta_append
+from streaming.lake import delta_append
 
 pytestmark = pytest.mark.spark
 
@@ -54,7 +54,7 @@ def test_native_append_writes_what_a_spark_append_writes(
     corpus_output: BatchOutput,
     tmp_path: Path,
 ) -> None:
-    from streaming.lake import Lake
+    from streaming.lake.tables import Lake
 
     output = BatchOutput(appends=corpus_output.appends)  # the append-only tables only
     native, through_spark = (
@@ -92,7 +92,7 @@ EDGE_STRINGS = ["x" * 32, "", "a\x7f", "\uffff", "\U0001f600" * 16, "é", "e"]
 
 
 def test_statistics_of_edge_strings_are_sparks(spark, tmp_path: Path) -> None:  # noqa: F811
-    from streaming.lake import Lake
+    from streaming.lake.tables import Lake
 
     lakes = [
         Lake(spark, str(tmp_path / "native")),
@@ -117,7 +117,7 @@ def test_the_restart_lookup_finds_a_native_commit(
     corpus_output: BatchOutput,
     tmp_path: Path,
 ) -> None:
-    from streaming.lake import Lake
+    from streaming.lake.tables import Lake
 
     lake = Lake(spark, str(tmp_path / "lake"))
     lake.create_tables()
@@ -131,7 +131,7 @@ def test_long_string_bounds_are_left_out_and_the_row_is_still_found(
     spark,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    from streaming.lake import Lake
+    from streaming.lake.tables import Lake
 
     lake = Lake(spark, str(tmp_path / "lake"))
     lake.create_tables()
@@ -168,7 +168,7 @@ def test_file_stats_bound_numbers_and_short_strings_and_count_nulls() -> None:
 
 
 def test_only_local_lakes_take_native(spark) -> None:  # noqa: F811
-    from streaming.lake import Lake
+    from streaming.lake.tables import Lake
 
     assert not Lake(spark, "s3a://bucket/lake").native
     with pytest.raises(ValueError, match="local lake"):

@@ -1,4 +1,4 @@
-"""`streaming.delta_merge` against Spark's own Delta MERGE, on real local Spark and Delta:
+"""`streaming.lake.delta_merge` against Spark's own Delta MERGE, on real local Spark and Delta:
 the same table rows after every batch, the same Change Data Feed, the same history
 entries, and files a Spark reader (data skipping included) reads right.
 
@@ -24,7 +24,7 @@ from controller.config import Settings
 from controller.replay.event_files import read_events
 from controller.simulator import BatchOutput, RawEvent, Simulator
 from schemas import STATE_TABLES
-from streaming import delta_files, delta_merge
+from streaming.lake import delta_files, delta_merge
 from streaming.produce import ChaosGenerator
 
 pytestmark = pytest.mark.spark
@@ -103,7 +103,7 @@ def live_files(table: Path) -> list[dict]:
 @pytest.fixture(scope="module")
 def lakes(spark, corpus_batches: list[BatchOutput], tmp_path_factory) -> tuple:  # noqa: F811
     """The corpus batches written natively and through Spark, one lake each."""
-    from streaming.lake import Lake
+    from streaming.lake.tables import Lake
 
     root = tmp_path_factory.mktemp("merges")
     native = Lake(spark, str(root / "native"))
@@ -182,7 +182,7 @@ def test_a_small_merge_rewrites_only_the_file_holding_its_key(
     spark,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    from streaming.lake import Lake
+    from streaming.lake.tables import Lake
 
     lake = Lake(spark, str(tmp_path / "lake"))
     lake.create_tables()
@@ -233,7 +233,7 @@ def test_a_merge_read_a_file_at_a_time_leaves_what_spark_merges_leave(
     """A merge that touches several groups of files (here one file a group: a broker's
     restart touches every file of a large table) changes, deletes and inserts rows in
     each as a Spark MERGE does: the same rows, change feed and row counts."""
-    from streaming.lake import Lake
+    from streaming.lake.tables import Lake
 
     monkeypatch.setattr(delta_merge, "FILES_PER_GROUP", 1)
     every = partition_rows(25_000)
@@ -282,7 +282,7 @@ def test_deleting_an_absent_key_commits_nothing_but_the_tag(
     spark,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    from streaming.lake import Lake
+    from streaming.lake.tables import Lake
 
     lake = Lake(spark, str(tmp_path / "lake"))
     lake.create_tables()
@@ -298,7 +298,7 @@ def test_a_table_with_deletion_vectors_is_merged_by_spark(
     spark,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    from streaming.lake import Lake
+    from streaming.lake.tables import Lake
 
     lake = Lake(spark, str(tmp_path / "lake"))
     lake.create_tables()
@@ -327,7 +327,7 @@ def test_a_table_with_an_extra_column_is_merged_by_spark(
     """README's migration notes leave old columns in `clusters`: its MERGE goes through
     Spark (which leaves them null), not the native one (which writes the table's exact
     schema only)."""
-    from streaming.lake import Lake
+    from streaming.lake.tables import Lake
 
     lake = Lake(spark, str(tmp_path / "lake"))
     lake.create_tables()
@@ -355,7 +355,7 @@ def test_a_merge_committed_from_a_query_thread_carries_the_batch_tag(
     """In foreachBatch the committing thread's active session is the query's clone, which
     never sees the tag set during the batch: native commits must make the lake's session
     the active one."""
-    from streaming.lake import Lake
+    from streaming.lake.tables import Lake
 
     lake = Lake(spark, str(tmp_path / "lake"))
     lake.create_tables()
@@ -377,9 +377,9 @@ def test_a_restart_reads_natively_what_spark_reads(
     lakes: tuple,
     corpus_batches: list[BatchOutput],
 ) -> None:
-    """The start and restart reads (`streaming.delta_files`): the tables at their latest
+    """The start and restart reads (`streaming.lake.delta_files`): the tables at their latest
     versions and as of a re-run batch (time travel), and the lookup of a batch's commits."""
-    from streaming.lake import RESTORE_TABLES, Lake
+    from streaming.lake.tables import RESTORE_TABLES, Lake
 
     native = lakes[0]
     same_through_spark = Lake(spark, native.root, native=False)

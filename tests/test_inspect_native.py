@@ -1,4 +1,4 @@
-"""`kcsim state` and `kcsim history` on a local lake without Spark (streaming.lake_reader):
+"""`kcsim state` and `kcsim history` on a local lake without Spark (streaming.lake.local_reader):
 the same text as the Spark reads, byte for byte, on a lake written by the job; a clean exit
 (deltalake's own table readers abort the interpreter at exit); Spark used only when a table
 needs it."""
@@ -17,7 +17,7 @@ import pytest
 from job_process import ROOT, job_env
 from spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
-from streaming.lake_reader import LakeReader, local_root, matching
+from streaming.lake.local_reader import LakeReader, local_root, matching
 
 KEY = ["cluster", "topic", "partition"]
 

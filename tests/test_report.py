@@ -73,7 +73,7 @@ def test_lake_and_replay_give_the_same_report(replay_dir: Path, tmp_path: Path) 
     """A real Delta lake of the same rows (written with deltalake), read natively."""
     from deltalake import write_deltalake
 
-    from streaming.spark_schemas import arrow_schema
+    from streaming.lake.spark_schemas import arrow_schema
 
     replay_tables = rd.read_replay(replay_dir)
     for name in rd.COLUMNS:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from controller.zk.journal import Journal
 from controller.zk.request_log import RECIPIENT_COLUMNS, REQUEST_COLUMNS, RequestLog, joined
 from schemas import TABLES
-from streaming.spark_schemas import rows_to_arrow
+from streaming.lake.spark_schemas import rows_to_arrow
 
 PARTITION = {
     "topic": "t",

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from streaming.kafka_security import KafkaClientConfig, KafkaConfigError
-from streaming.session import REDACTION_REGEX
+from streaming.lake.spark_session import REDACTION_REGEX
 from streaming.zk_security import ZooKeeperClientConfig, ZooKeeperConfigError
 
 SECRET = "Pa55-w0rd:with=odd;chars"

@@ -7,7 +7,7 @@ one. The log keeps each body once (a `request_payloads` row: its partitions and 
 brokers, with what every request carrying it shares) and, per request, only what differs:
 the recipient, whether it was delivered, its request_seq. Adding a fan-out is then a few
 list appends, and the writer turns the columns into Arrow without visiting a row
-(`streaming.spark_schemas`). Read as a sequence, the log gives the dict rows of
+(`streaming.lake.spark_schemas`). Read as a sequence, the log gives the dict rows of
 `schemas.tables.CONTROLLER_REQUESTS`; `payloads()` gives those of `REQUEST_PAYLOADS`, and
 `joined` a request with its body, as the old single table held it.
 """

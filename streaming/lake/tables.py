@@ -18,9 +18,9 @@ is skipped. Loading the latest versions instead would be wrong: a crash between 
 tables' commits leaves the lake half-way through a batch.
 
 A local lake is written without Spark jobs: pyarrow writes the Parquet files and
-delta-spark's own transaction commits them, with the same tag (`streaming.delta_append`
-for appends, `streaming.delta_merge` for MERGEs: a Spark MERGE costs ~2 s however small).
-Its tables are read at start and restart from their files too (`streaming.delta_files`).
+delta-spark's own transaction commits them, with the same tag (`streaming.lake.delta_append`
+for appends, `streaming.lake.delta_merge` for MERGEs: a Spark MERGE costs ~2 s however small).
+Its tables are read at start and restart from their files too (`streaming.lake.delta_files`).
 A lake on another file system is read and written through Spark.
 
 Appends carry no `txnAppId`/`txnVersion`: the tags already make a re-run batch skip
@@ -48,8 +48,8 @@ from controller.columns import Columns
 from controller.simulator import BatchOutput
 from controller.snapshot import COLUMNAR_TABLES
 from schemas import APPEND_TABLES, STATE_TABLES, TABLES, Table
-from streaming import delta_append, delta_files, delta_merge, time_travel
-from streaming.spark_schemas import (
+from streaming.lake import delta_append, delta_files, delta_merge, time_travel
+from streaming.lake.spark_schemas import (
     arrow_schema,
     arrow_to_columns,
     arrow_to_rows,
@@ -121,8 +121,8 @@ class WriteStats:
 
 class Lake:
     def __init__(self, spark: SparkSession, root: str, native: bool | None = None) -> None:
-        """`native`: tables are written by `streaming.delta_append` and
-        `streaming.delta_merge`, and read at start by `streaming.delta_files` (pyarrow
+        """`native`: tables are written by `streaming.lake.delta_append` and
+        `streaming.lake.delta_merge`, and read at start by `streaming.lake.delta_files` (pyarrow
         files, delta-spark's transactions and log) rather than by Spark jobs; by default
         when the lake is on the local file system, the only one they work on."""
         self.spark = spark
@@ -246,7 +246,7 @@ class Lake:
         return [(r["version"], r["timestamp"], r["userMetadata"]) for r in rows]
 
     def versions_as_of(self, as_of: str, tables: Iterable[str]) -> dict[str, int]:
-        """A consistent cut of the lake (`streaming.time_travel.consistent_cut`)."""
+        """A consistent cut of the lake (`streaming.lake.time_travel.consistent_cut`)."""
         histories = {name: self.history(name) for name in tables}
         return time_travel.consistent_cut(as_of, self.history("partition_state"), histories)
 

@@ -38,7 +38,7 @@ def default_conf() -> dict[str, str]:
         # A MERGE rewrites every file holding a changed key: files of at most 10k rows
         # keep a small batch from rewriting a whole cluster's state (a 1-row MERGE into
         # 100k partitions: 1.4-1.9 s instead of 2.0-2.4 s). MERGE takes no writer options,
-        # so this is the session's; appends lift it (streaming.lake).
+        # so this is the session's; appends lift it (streaming.lake.tables).
         "spark.sql.files.maxRecordsPerFile": "10000",
         # An Arrow table below this size is turned into rows in the driver, one thread,
         # before the job starts; at 0 the tasks convert it (a MERGE of 80k rows: 6.1 ->

@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
-from streaming.delta_files import NotNative
+from streaming.lake.delta_files import NotNative
 
 ROWS_PER_FILE = 1_000_000
 STRING_PREFIX = 32  # spark.databricks.io.skipping.stringPrefixLength's default

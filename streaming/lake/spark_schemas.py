@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from pyspark.sql import types as T
 
 # Spark's types are imported where used: the Arrow half of this module serves the
-# Spark-free reads of `kcsim state` and `kcsim history` (streaming.lake_reader) too.
+# Spark-free reads of `kcsim state` and `kcsim history` (streaming.lake.local_reader) too.
 _SPARK_SCALARS = {
     "string": "StringType",
     "int": "IntegerType",

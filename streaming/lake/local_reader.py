@@ -27,9 +27,9 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError, TableNotFoundError
 
-from streaming.delta_files import NotNative, read_files
-from streaming.spark_schemas import arrow_schema
-from streaming.time_travel import Commit
+from streaming.lake.delta_files import NotNative, read_files
+from streaming.lake.spark_schemas import arrow_schema
+from streaming.lake.time_travel import Commit
 
 __all__ = ["LakeReader", "NotNative", "local_root", "matching"]
 

@@ -1,7 +1,7 @@
 """A consistent cut of the lake for `kcsim state --as-of`, from the tables' histories.
 
-Shared by the Spark reads (`streaming.lake.Lake.versions_as_of`) and the native ones
-(`streaming.lake_reader`), so both pick the same versions.
+Shared by the Spark reads (`streaming.lake.tables.Lake.versions_as_of`) and the native ones
+(`streaming.lake.local_reader`), so both pick the same versions.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
-from streaming import delta_append, delta_files
+from streaming.lake import delta_append, delta_files
 
 ROWS_PER_FILE = 10_000
 # touched files read and rewritten at a time: ~200k rows, a few tens of MB of Arrow
