@@ -75,7 +75,7 @@ from controller.replay.event_files import (
 )
 from controller.simulator import BatchOutput, RawEvent, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES
-from streaming.kafka_security import KafkaClientConfig
+from streaming.clients.kafka_config import KafkaClientConfig
 from streaming.lake.tables import RESTORE_TABLES, Lake
 from streaming.os_memory import arrow_on_the_c_heap, release_freed_memory
 from streaming.sink import KafkaSink, SinkError

@@ -233,7 +233,7 @@ def client_properties(data_dir: Path) -> Path:
 
 
 def _client_config(data_dir: Path) -> dict[str, Any]:
-    from streaming.kafka_security import KafkaClientConfig
+    from streaming.clients.kafka_config import KafkaClientConfig
 
     path = client_properties(data_dir)
     return KafkaClientConfig.load(path if path.is_file() else None).kafka_python()

@@ -53,7 +53,7 @@ from controller.replay.command import positive_int
 from controller.replay.event_files import read_events
 from controller.simulator import RawEvent, Simulator
 from controller.zk.context import ControllerContext
-from streaming.kafka_security import ClientFailures, KafkaClientConfig
+from streaming.clients.kafka_config import ClientFailures, KafkaClientConfig
 
 DEFAULT_CLUSTER = "default"
 RACKS = ("a", "b", "c")

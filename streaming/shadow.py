@@ -49,7 +49,8 @@ from kazoo.exceptions import (
 from kazoo.protocol.states import KeeperState, ZnodeStat
 
 from controller.config import ConfigError
-from streaming.kafka_security import ClientFailures, KafkaClientConfig
+from streaming.clients.kafka_config import ClientFailures, KafkaClientConfig
+from streaming.clients.zookeeper_config import ZooKeeperClientConfig
 from streaming.shadow_kafka import KafkaSink, OutputError
 from streaming.shadow_model import (
     REGISTRATION_VERSION,
@@ -66,7 +67,6 @@ from streaming.shadow_model import (
     parse_topic,
 )
 from streaming.zk_failures import ZooKeeperFailures
-from streaming.zk_security import ZooKeeperClientConfig
 
 DEFAULT_SETTLE_MS = 500
 # Pending causes are written out at the latest after this, even if writes never pause.
@@ -107,7 +107,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--zookeeper-config",
         type=Path,
         metavar="FILE",
-        help="ZooKeeper client auth: digest, sasl.*, ssl.* (see streaming/zk_security.py)",
+        help="ZooKeeper client auth: digest, sasl.*, ssl.* "
+        "(see streaming/clients/zookeeper_config.py)",
     )
     parser.add_argument(
         "--kafka-config",

@@ -22,7 +22,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError, MessageSizeTooLargeError
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from streaming.kafka_security import KafkaClientConfig
+from streaming.clients.kafka_config import KafkaClientConfig
 
 Event = dict[str, Any]
 # how long a record may wait for its acknowledgement (the producer's own delivery timeout

@@ -44,7 +44,7 @@ from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 from kafka.errors import KafkaError, MessageSizeTooLargeError, RecordListTooLargeError
 from kafka.producer.future import FutureRecordMetadata
 
-from streaming.kafka_security import KafkaClientConfig
+from streaming.clients.kafka_config import KafkaClientConfig
 
 READ_BACK_SECONDS = 60.0
 # The producer's own limit (max.request.size, set on it so it is known).

@@ -198,7 +198,7 @@ class Layout:
         """kazoo's arguments for a session with this cluster's ZooKeeper."""
         if not self.security.secured:
             return {}
-        from streaming.zk_security import ZooKeeperClientConfig
+        from streaming.clients.zookeeper_config import ZooKeeperClientConfig
 
         return ZooKeeperClientConfig.load(self.zookeeper_client_config).kazoo_args()
 

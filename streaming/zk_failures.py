@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from kazoo.exceptions import AuthFailedError, SessionClosedRequireSaslError
 
-from streaming.zk_security import ZooKeeperClientConfig
+from streaming.clients.zookeeper_config import ZooKeeperClientConfig
 
 
 class ZooKeeperFailures(logging.Handler):

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from streaming.kafka_security import KafkaClientConfig, KafkaConfigError
+from streaming.clients.kafka_config import KafkaClientConfig, KafkaConfigError
+from streaming.clients.zookeeper_config import ZooKeeperClientConfig, ZooKeeperConfigError
 from streaming.lake.spark_session import REDACTION_REGEX
-from streaming.zk_security import ZooKeeperClientConfig, ZooKeeperConfigError
 
 SECRET = "Pa55-w0rd:with=odd;chars"
 JAAS = (

@@ -27,7 +27,7 @@ from kazoo.exceptions import NoAuthError
 from kazoo.security import make_digest_acl
 
 from streaming import kafka_local
-from streaming.kafka_security import KafkaClientConfig
+from streaming.clients.kafka_config import KafkaClientConfig
 from streaming.produce import scenario_records
 
 pytestmark = [pytest.mark.kafka]

@@ -27,7 +27,7 @@ from test_security_kafka import (
 )
 
 from streaming import kafka_local
-from streaming.kafka_security import KafkaClientConfig
+from streaming.clients.kafka_config import KafkaClientConfig
 from streaming.local_tls import ensure_tls
 from streaming.produce import scenario_records
 

@@ -30,8 +30,8 @@ from test_security_kafka import REFUSED_WITHIN_S, files_holding, kcsim
 from test_security_tls import TlsKafka, tls_kafka  # noqa: F401
 
 from streaming import zk_cluster
-from streaming.kafka_security import KafkaClientConfig
-from streaming.zk_security import ZooKeeperClientConfig
+from streaming.clients.kafka_config import KafkaClientConfig
+from streaming.clients.zookeeper_config import ZooKeeperClientConfig
 
 pytestmark = [pytest.mark.kafka, pytest.mark.zk]
 

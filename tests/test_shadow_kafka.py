@@ -27,7 +27,7 @@ from kafka_broker import alter_configs, create_topic
 from planted_cluster import plant_topic, planted
 
 from streaming import kafka_local
-from streaming.kafka_security import KafkaClientConfig
+from streaming.clients.kafka_config import KafkaClientConfig
 from streaming.local_process import read_pid
 from streaming.shadow_kafka import KafkaSink, OutputError, record_bytes
 from streaming.sink import broker_message_max_bytes, topic_max_message_bytes
