@@ -31,7 +31,7 @@ from kafka.admin import KafkaAdminClient, NewTopic  # noqa: E402
 
 from controller.config import Settings  # noqa: E402
 from controller.simulator import RawEvent, Simulator  # noqa: E402
-from streaming import kafka_local  # noqa: E402
+from streaming.local_clusters import kafka_local  # noqa: E402
 from streaming.sink import KafkaSink, payload_records  # noqa: E402
 
 

@@ -18,7 +18,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("streaming.job", "the Spark Structured Streaming job (Delta tables)"),
     "state": ("streaming.inspect_state", "show cluster state from the lake (time travel)"),
     "history": ("streaming.inspect_history", "a partition's leader/ISR/epoch changes"),
-    "kafka-local": ("streaming.kafka_local", "a local Kafka: KRaft single node, or --zk cluster"),
+    "kafka-local": (
+        "streaming.local_clusters.kafka_local",
+        "a local Kafka: KRaft single node, or --zk cluster",
+    ),
     "produce": ("streaming.produce", "produce scenario or chaos events to Kafka"),
     "shadow": ("streaming.shadow", "watch a ZooKeeper-mode Kafka cluster, write its events"),
     "import": ("streaming.import_logs", "ZooKeeper-mode controller logs or a KRaft log -> events"),

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from streaming.jars import JarsMissingError, kafka_libs_dir
-from streaming.local_process import KafkaLocalError, java
+from streaming.local_clusters.processes import KafkaLocalError, java
 
 MAIN = "kafka.tools.DumpLogSegments"
 JVM_FLAGS = ("-Xmx256m", "-Xss1m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")

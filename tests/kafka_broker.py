@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 from kafka.admin import ConfigResource, KafkaAdminClient, NewTopic
 
-from streaming import kafka_local
+from streaming.local_clusters import kafka_local
 
 
 @pytest.fixture(scope="session")

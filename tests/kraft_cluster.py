@@ -1,6 +1,6 @@
 """pytest fixture: one real 3-node KRaft cluster (Kafka 4.1.1, combined broker+controller
-nodes, `streaming/kraft_cluster.py`) for the whole test session, and helpers to read its
-partitions, quorum and fencing through kafka-python's admin client.
+nodes, `streaming/local_clusters/kraft_cluster.py`) for the whole test session, and helpers to read
+its partitions, quorum and fencing through kafka-python's admin client.
 
 tests/conftest.py imports `kraft_cluster` from here; mark the tests that use it
 `@pytest.mark.kraft`. A test that kills or shuts down a node brings it back before it
@@ -23,7 +23,7 @@ from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, NewTopic
 from kafka.errors import KafkaError, for_code
 
-from streaming import kraft_cluster as cluster
+from streaming.local_clusters import kraft_cluster as cluster
 
 WAIT_S = 90.0
 

@@ -1,12 +1,13 @@
 """pytest fixture: a real Spark standalone cluster (a master and two workers of 1 core and
-1 GiB each, `streaming.standalone`) whose executors run an interpreter without kcsim.
+1 GiB each, `streaming.local_clusters.spark_standalone`) whose executors run an interpreter without
+kcsim.
 
 `bare_python` is that interpreter: a venv (no pip) whose one `.pth` line puts this
 environment's site-packages on its path. A `.pth` line is a plain path entry, and `.pth`
 files inside an entry are not processed, so kcsim's editable install (a `.pth` finder in
 site-packages) is not there: pandas, pyarrow and pyspark import, `controller` does not.
-The workers run without PYTHONPATH (`streaming.standalone.daemon_env`), so the core can
-only reach executors the way the job ships it.
+The workers run without PYTHONPATH (`streaming.local_clusters.spark_standalone.daemon_env`), so the
+core can only reach executors the way the job ships it.
 
 Tests that use the cluster are marked `spark` and `slow`. A test that kills a worker
 calls `ensure_workers()` in a `finally`, so every test finds two live workers.
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from streaming import standalone
+from streaming.local_clusters import spark_standalone as standalone
 
 WORKERS = 2
 

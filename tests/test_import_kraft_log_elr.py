@@ -18,8 +18,8 @@ import pytest
 from kraft_cluster import KraftCluster, wait_for
 from test_import_kraft_log_real import divergence_classes
 
-from streaming import kraft_cluster as cluster
 from streaming.cli import main
+from streaming.local_clusters import kraft_cluster as cluster
 
 pytestmark = pytest.mark.kraft
 

@@ -30,7 +30,7 @@ from spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
 from controller.zk.request_log import joined
 from schemas import TABLES
-from streaming import kafka_local
+from streaming.local_clusters import kafka_local
 from streaming.produce import (
     ChaosGenerator,
     ClusterSpec,

@@ -8,7 +8,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from streaming import kafka_local
+from streaming.local_clusters import kafka_local
 
 pytestmark = pytest.mark.kafka
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from streaming.kafka_local import ScramUser
-from streaming.local_process import KafkaLocalError
-from streaming.zk_cluster import SaslUser
+from streaming.local_clusters.kafka_local import ScramUser
+from streaming.local_clusters.processes import KafkaLocalError
+from streaming.local_clusters.zk_cluster import SaslUser
 
 
 def write(tmp_path: Path, text: str) -> Path:

@@ -29,9 +29,9 @@ from kazoo.security import Permissions
 from test_security_kafka import REFUSED_WITHIN_S, files_holding, kcsim
 from test_security_tls import TlsKafka, tls_kafka  # noqa: F401
 
-from streaming import zk_cluster
 from streaming.clients.kafka_config import KafkaClientConfig
 from streaming.clients.zookeeper_config import ZooKeeperClientConfig
+from streaming.local_clusters import zk_cluster
 
 pytestmark = [pytest.mark.kafka, pytest.mark.zk]
 
@@ -216,7 +216,7 @@ def test_shadow_refused_by_the_secured_zookeeper_says_why(
 
 
 def other_ca_config_zk(props: str, base: Path) -> Path:
-    from streaming.local_tls import ensure_tls
+    from streaming.local_clusters.tls import ensure_tls
 
     other = ensure_tls(base / "other-ca")
     config = base / "zookeeper.properties"

@@ -26,9 +26,9 @@ from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, Kafka
 from kafka_broker import alter_configs, create_topic
 from planted_cluster import plant_topic, planted
 
-from streaming import kafka_local
 from streaming.clients.kafka_config import KafkaClientConfig
-from streaming.local_process import read_pid
+from streaming.local_clusters import kafka_local
+from streaming.local_clusters.processes import read_pid
 from streaming.shadow_kafka import KafkaSink, OutputError, record_bytes
 from streaming.sink import broker_message_max_bytes, topic_max_message_bytes
 

@@ -24,7 +24,7 @@ from spark_session import spark  # noqa: F401  (the session-scoped fixture)
 from standalone_cluster import Standalone, standalone_cluster  # noqa: F401
 from test_spark_job import copy_corpus, replay_rows
 
-from streaming.local_process import free_port
+from streaming.local_clusters.processes import free_port
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

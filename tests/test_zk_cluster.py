@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from zk_cluster import ZkCluster, create_topic, unique_topic, wait_for
 
-from streaming import kafka_local
-from streaming import zk_cluster as cluster
-from streaming.local_process import KafkaLocalError, is_running, port_free
+from streaming.local_clusters import kafka_local
+from streaming.local_clusters import zk_cluster as cluster
+from streaming.local_clusters.processes import KafkaLocalError, is_running, port_free
 
 ROOT = Path(__file__).resolve().parent.parent
 # Kafka's log4j layout, "[%d] %p %m (%c)%n", which the log importer parses

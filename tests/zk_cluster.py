@@ -29,7 +29,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from streaming import zk_cluster as cluster
+from streaming.local_clusters import zk_cluster as cluster
 
 WAIT_S = 60.0
 

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from streaming.jars import JarsMissingError, kafka_zk_libs_dir
-from streaming.local_process import (
+from streaming.local_clusters.processes import (
     KafkaLocalError,
     accepts_connections,
     free_ports,
@@ -54,7 +54,7 @@ from streaming.local_process import (
     wait_until,
     write_properties,
 )
-from streaming.local_tls import TlsFiles, ensure_tls, write_private
+from streaming.local_clusters.tls import TlsFiles, ensure_tls, write_private
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
@@ -471,7 +471,7 @@ def zookeeper_client(
 
     # kazoo warns of every dropped connection, including the one its own stop() closes:
     # keep its noise out of the commands' output (connection failures still raise)
-    quiet = logging.getLogger("streaming.zk_cluster.kazoo")
+    quiet = logging.getLogger("streaming.local_clusters.zk_cluster.kazoo")
     quiet.setLevel(logging.ERROR)
     client = KazooClient(hosts=hosts, timeout=10.0, logger=quiet, **(security or {}))
     try:

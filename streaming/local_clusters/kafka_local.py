@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streaming import kraft_cluster, zk_cluster
 from streaming.jars import JarsMissingError, kafka_libs_dir
-from streaming.local_process import (
+from streaming.local_clusters import kraft_cluster, zk_cluster
+from streaming.local_clusters.processes import (
     KafkaLocalError,
     free_ports,
     is_running,
@@ -51,7 +51,7 @@ from streaming.local_process import (
     read_user_password,
     terminate,
 )
-from streaming.local_tls import TlsFiles, ensure_tls, write_private
+from streaming.local_clusters.tls import TlsFiles, ensure_tls, write_private
 
 DEFAULT_DIR = Path(".kcsim/kafka")
 HEAP = "-Xmx384m"
@@ -495,6 +495,6 @@ def main(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    _parser = argparse.ArgumentParser(prog="python -m streaming.kafka_local")
+    _parser = argparse.ArgumentParser(prog="python -m streaming.local_clusters.kafka_local")
     configure(_parser)
     sys.exit(main(_parser.parse_args()))

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streaming.jars import JarsMissingError, kafka_libs_dir
-from streaming.local_process import (
+from streaming.local_clusters.processes import (
     KILL_WAIT_S,
     KafkaLocalError,
     free_ports,

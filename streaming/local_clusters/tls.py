@@ -24,7 +24,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from streaming.local_process import KafkaLocalError, java
+from streaming.local_clusters.processes import KafkaLocalError, java
 
 VALIDITY_DAYS = "3650"
 KEY = ("-keyalg", "EC", "-groupname", "secp256r1")  # fast to make, small handshakes
