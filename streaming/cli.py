@@ -24,7 +24,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "produce": ("streaming.produce", "produce scenario or chaos events to Kafka"),
     "shadow": ("streaming.shadow", "watch a ZooKeeper-mode Kafka cluster, write its events"),
-    "import": ("streaming.import_logs", "ZooKeeper-mode controller logs or a KRaft log -> events"),
+    "import": (
+        "streaming.importers.zk_logs",
+        "ZooKeeper-mode controller logs or a KRaft log -> events",
+    ),
     "report": ("streaming.report", "one offline HTML page of plots of a replay or a lake"),
     "whatif": ("streaming.whatif", "the same events under two or more settings, side by side"),
 }

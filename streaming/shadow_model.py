@@ -37,7 +37,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from streaming.state_field import state_field
+from streaming.importers.state_field import state_field
 
 Event = dict[str, Any]
 TP = tuple[str, int]

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from streaming.cli import main
+from streaming.importers.kraft_log_decoder import DecoderError, decoder_command, log_files
 from streaming.jars import kafka_libs_dir
-from streaming.kraft_log_decoder import DecoderError, decoder_command, log_files
 from tests.test_import_kraft_log_real import EXPECTED_CLASSES, divergence_classes
 
 ROOT = Path(__file__).resolve().parents[1]

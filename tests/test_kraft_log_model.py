@@ -1,5 +1,5 @@
-"""The pure mapping of KRaft metadata records to events (`streaming/kraft_log_model.py`), on
-records shaped as Kafka 4.1.1's decoder prints them, for cases the recorded run does not
+"""The pure mapping of KRaft metadata records to events (`streaming/importers/kraft_log_model.py`),
+on records shaped as Kafka 4.1.1's decoder prints them, for cases the recorded run does not
 hold: a cancelled reassignment, an unclean election, a re-registration, a deletion with a
 replica's broker down (SPEC §13, §10, §8, §15)."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from streaming.kraft_log_decoder import Record
-from streaming.kraft_log_model import KraftLogModel
+from streaming.importers.kraft_log_decoder import Record
+from streaming.importers.kraft_log_model import KraftLogModel
 
 TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, NamedTuple
 
-from streaming.zk_log_lines import Layout, LayoutError, is_continuation, parse_message
-from streaming.zk_log_model import ZkLogModel
+from streaming.importers.zk_log_lines import Layout, LayoutError, is_continuation, parse_message
+from streaming.importers.zk_log_model import ZkLogModel
 
 KINDS = ("controller.log", "state-change.log")  # merge rank at equal times: event lines first
 _REPORTED = 20  # problems printed one by one; the rest are counted
@@ -112,7 +112,7 @@ def main(args: argparse.Namespace) -> int:
         if args.pattern is not None:
             print("kcsim import: --pattern is for zk-logs (a KRaft log is binary)", file=sys.stderr)
             return 2
-        from streaming import import_kraft
+        from streaming.importers import kraft_log as import_kraft
 
         return import_kraft.main(args)
     if args.from_snapshot:

@@ -1,6 +1,6 @@
 """A KRaft cluster's metadata records, in log order → CONTRACT §1 events (pure).
 
-`KraftLogModel.feed` takes the records of `streaming/kraft_log_decoder.py` (Kafka's own
+`KraftLogModel.feed` takes the records of `streaming/importers/kraft_log_decoder.py` (Kafka's own
 JSON form of each record) and returns the events a batch completes. The KRaft controller
 appends the records of one operation atomically, in one batch: a cause record
 (registration change, TopicRecord, RemoveTopicRecord, ...) and the partition changes it
@@ -49,8 +49,8 @@ from typing import Any, NamedTuple
 
 from controller.config import UNCLEAN_KEY
 from controller.topic_configs import topic_config_error
-from streaming.kraft_log_decoder import Record
-from streaming.state_field import state_field
+from streaming.importers.kraft_log_decoder import Record
+from streaming.importers.state_field import state_field
 
 Event = dict[str, Any]
 TP = tuple[str, int]

@@ -1,6 +1,6 @@
 """A ZooKeeper-mode controller's log facts, in time order → CONTRACT §1 events (pure).
 
-`ZkLogModel.feed` takes the facts of `streaming/zk_log_lines.py` as the merged logs of
+`ZkLogModel.feed` takes the facts of `streaming/importers/zk_log_lines.py` as the merged logs of
 every broker give them. Only the active controller's lines count: the one elected with
 the highest epoch so far ("N successfully elected as the controller. Epoch incremented
 to E"); the lines of any other broker's `[Controller id=N]` (a resigned or never-elected
@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from streaming.state_field import state_field
-from streaming.zk_log_lines import KNOWN, Fact, State
+from streaming.importers.state_field import state_field
+from streaming.importers.zk_log_lines import KNOWN, Fact, State
 
 Event = dict[str, Any]
 TP = tuple[str, int]
