@@ -25,7 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "produce": ("streaming.produce", "produce scenario or chaos events to Kafka"),
     "shadow": ("streaming.shadow", "watch a ZooKeeper-mode Kafka cluster, write its events"),
     "import": (
-        "streaming.importers.zk_logs",
+        "streaming.importers.command",
         "ZooKeeper-mode controller logs or a KRaft log -> events",
     ),
     "report": ("streaming.report", "one offline HTML page of plots of a replay or a lake"),

@@ -17,7 +17,7 @@ import sys
 
 from streaming.importers.kraft_log_decoder import Decoded, DecoderError, log_files
 from streaming.importers.kraft_log_model import KraftLogModel
-from streaming.importers.zk_logs import EventsOutput, ProgressBar, Report, write_events
+from streaming.importers.output import EventsOutput, ProgressBar, Report, write_events
 
 _PROGRESS_EVERY = 4096  # records between progress bar updates
 

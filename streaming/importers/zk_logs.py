@@ -15,20 +15,17 @@ from __future__ import annotations
 import argparse
 import gzip
 import heapq
-import json
-import os
 import re
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, NamedTuple
 
+from streaming.importers.output import EventsOutput, Problem, ProgressBar, Report, write_events
 from streaming.importers.zk_log_lines import Layout, LayoutError, is_continuation, parse_message
 from streaming.importers.zk_log_model import ZkLogModel
 
 KINDS = ("controller.log", "state-change.log")  # merge rank at equal times: event lines first
-_REPORTED = 20  # problems printed one by one; the rest are counted
 _PROGRESS_EVERY = 65_536  # lines between progress bar updates
 # log4j stamps a line when its thread logs it, before the thread takes the appender's
 # lock: lines of one file written by two threads can go back by a few milliseconds
@@ -37,64 +34,6 @@ _THREAD_SKEW_MS = 1_000
 
 
 DEFAULT_PATTERN = "[%d] %p %m (%c)%n"  # Kafka's log4j.properties
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "source",
-        choices=["zk-logs", "kraft-log"],
-        help="zk-logs: a ZooKeeper-mode cluster's controller logs; kraft-log: a KRaft "
-        "cluster's __cluster_metadata log directory",
-    )
-    parser.add_argument(
-        "dir",
-        type=Path,
-        help="zk-logs: directory with the brokers' logs (recursive); kraft-log: the "
-        "__cluster_metadata-0 directory (segments and snapshots)",
-    )
-    parser.add_argument(
-        "--out", required=True, help="events file, a directory of event files, or - (stdout)"
-    )
-    parser.add_argument("--cluster", default="default", help="the events' cluster name")
-    parser.add_argument(
-        "--pattern",
-        help="zk-logs: log4j ConversionPattern of the logs (default: Kafka's, "
-        f"'{DEFAULT_PATTERN.replace('%', '%%')}')",
-    )
-    parser.add_argument("--quiet", action="store_true", help="no summary on stderr")
-    parser.add_argument(
-        "--from-snapshot",
-        action="store_true",
-        help="kraft-log: start at the latest snapshot, not at the log's first record",
-    )
-
-
-class Problem(NamedTuple):
-    path: Path
-    line: int
-    what: str
-    text: str
-
-    def __str__(self) -> str:
-        shown = self.text if len(self.text) <= 160 else self.text[:157] + "..."
-        return f"{self.path}:{self.line}: {self.what}: {shown}"
-
-
-@dataclass(slots=True)
-class Report:
-    files: int = 0
-    lines: int = 0
-    events: int = 0
-    continuation: int = 0
-    problems: list[Problem] = field(default_factory=list)
-    problem_count: int = 0
-    understood: dict[Path, int] = field(default_factory=dict)
-    first_line: dict[Path, tuple[int, str]] = field(default_factory=dict)
-
-    def add(self, problem: Problem) -> None:
-        self.problem_count += 1
-        if len(self.problems) < _REPORTED:
-            self.problems.append(problem)
 
 
 class Record(NamedTuple):
@@ -108,16 +47,7 @@ class Record(NamedTuple):
 
 
 def main(args: argparse.Namespace) -> int:
-    if args.source == "kraft-log":
-        if args.pattern is not None:
-            print("kcsim import: --pattern is for zk-logs (a KRaft log is binary)", file=sys.stderr)
-            return 2
-        from streaming.importers import kraft_log as import_kraft
-
-        return import_kraft.main(args)
-    if args.from_snapshot:
-        print("kcsim import: --from-snapshot is for kraft-log", file=sys.stderr)
-        return 2
+    """`kcsim import zk-logs`."""
     try:
         layout = Layout.from_pattern(args.pattern or DEFAULT_PATTERN)
     except LayoutError as error:
@@ -248,78 +178,6 @@ def _unsupported(report: Report, streams: list[tuple[int, list[Path]]]) -> None:
                 else "no line is a Kafka 2.4-3.9 ZooKeeper-mode controller's"
             )
             report.add(Problem(path, line, f"unsupported log: {what}", message))
-
-
-# ----------------------------------------------------------------------------- output
-
-
-class EventsOutput:
-    """The events' destination: written to a hidden temporary file, renamed when complete
-    (nothing at the final name before then); stdout for "-"."""
-
-    def __init__(self, target: str) -> None:
-        self.target = target
-        self.handle: IO[str] | None = None
-        self.temp: Path | None = None
-        self.final: Path | None = None
-
-    def __enter__(self) -> IO[str]:
-        if self.target == "-":
-            return sys.stdout
-        final = Path(self.target)
-        if final.is_dir():
-            final = final / "import-{seq}.jsonl"
-        final.parent.mkdir(parents=True, exist_ok=True)
-        self.final = final
-        self.temp = final.parent / f".{final.name}.{os.getpid()}.tmp"
-        self.handle = self.temp.open("w", encoding="utf-8")
-        return self.handle
-
-    def __exit__(self, kind, value, traceback) -> None:
-        if self.handle is None or self.temp is None or self.final is None:
-            sys.stdout.flush()
-            return
-        self.handle.flush()
-        os.fsync(self.handle.fileno())
-        self.handle.close()
-        if kind is not None:
-            self.temp.unlink(missing_ok=True)
-            return
-        final = self.final
-        if "{seq}" in final.name:
-            final = final.with_name(final.name.format(seq=f"{_first_seq(self.temp):020d}"))
-        os.replace(self.temp, final)
-
-
-def _first_seq(path: Path) -> int:
-    with path.open(encoding="utf-8") as handle:
-        first = handle.readline()
-    return int(json.loads(first)["seq"]) if first else 0
-
-
-def write_events(out: IO[str], events: list[dict], report: Report) -> None:
-    for event in events:
-        out.write(json.dumps(event, separators=(",", ":")) + "\n")
-    report.events += len(events)
-
-
-class ProgressBar:
-    """A tqdm bar of bytes read, on a terminal only (stderr a TTY)."""
-
-    def __init__(self, total: int) -> None:
-        self.bar = None
-        if sys.stderr.isatty():
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=total, unit="B", unit_scale=True, desc="kcsim import")
-
-    def __enter__(self):
-        bar = self.bar
-        return (lambda n: bar.update(n)) if bar is not None else (lambda n: None)
-
-    def __exit__(self, *exc) -> None:
-        if self.bar is not None:
-            self.bar.close()
 
 
 def _print_report(report: Report, model: ZkLogModel, out: str) -> None:
