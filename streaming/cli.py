@@ -23,7 +23,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "a local Kafka: KRaft single node, or --zk cluster",
     ),
     "produce": ("streaming.produce", "produce scenario or chaos events to Kafka"),
-    "shadow": ("streaming.shadow", "watch a ZooKeeper-mode Kafka cluster, write its events"),
+    "shadow": (
+        "streaming.shadow.command",
+        "watch a ZooKeeper-mode Kafka cluster, write its events",
+    ),
     "import": (
         "streaming.importers.command",
         "ZooKeeper-mode controller logs or a KRaft log -> events",

@@ -29,7 +29,7 @@ from planted_cluster import plant_topic, planted
 from streaming.clients.kafka_config import KafkaClientConfig
 from streaming.local_clusters import kafka_local
 from streaming.local_clusters.processes import read_pid
-from streaming.shadow_kafka import KafkaSink, OutputError, record_bytes
+from streaming.shadow.kafka_output import KafkaSink, OutputError, record_bytes
 from streaming.sink import broker_message_max_bytes, topic_max_message_bytes
 
 pytestmark = pytest.mark.kafka

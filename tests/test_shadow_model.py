@@ -13,7 +13,7 @@ import pytest
 
 from controller.config import Settings
 from controller.replay.command import replay
-from streaming.shadow_model import (
+from streaming.shadow.model import (
     SEQ_SHIFT,
     BadZnode,
     Broker,

@@ -1,13 +1,13 @@
 """`kcsim shadow`: watch a ZooKeeper-mode Kafka cluster and write its changes as events.
 
 The znodes are read with kazoo (sessions, reconnects, watches) and never written: this
-module calls only get, get_children and exists. `streaming/shadow_model.py` turns what
+module calls only get, get_children and exists. `streaming/shadow/model.py` turns what
 is read into CONTRACT §1 events carrying `observed`; this module reads, waits for the
 controller's writes to settle, and writes the events out:
 
 * `--out file:DIR`: one JSON-lines file per flush, written under a hidden temporary name
   and renamed, named by its first `seq` so name order is event order;
-* `--out kafka:BOOTSTRAP/TOPIC`: `streaming/shadow_kafka.py`, a kafka-python producer
+* `--out kafka:BOOTSTRAP/TOPIC`: `streaming/shadow/kafka_output.py`, a kafka-python producer
   keyed by cluster, acks=all, idempotent; an event counts as written once acknowledged.
 
 Restart: the model's view of the cluster is saved after every flush (`--state`, by
@@ -51,8 +51,8 @@ from kazoo.protocol.states import KeeperState, ZnodeStat
 from controller.config import ConfigError
 from streaming.clients.kafka_config import ClientFailures, KafkaClientConfig
 from streaming.clients.zookeeper_config import ZooKeeperClientConfig
-from streaming.shadow_kafka import KafkaSink, OutputError
-from streaming.shadow_model import (
+from streaming.shadow.kafka_output import KafkaSink, OutputError
+from streaming.shadow.model import (
     REGISTRATION_VERSION,
     BadZnode,
     Change,
@@ -66,7 +66,7 @@ from streaming.shadow_model import (
     parse_state,
     parse_topic,
 )
-from streaming.zk_failures import ZooKeeperFailures
+from streaming.shadow.zk_failures import ZooKeeperFailures
 
 DEFAULT_SETTLE_MS = 500
 # Pending causes are written out at the latest after this, even if writes never pause.

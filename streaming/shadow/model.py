@@ -1,6 +1,6 @@
 """ZooKeeper observations → CONTRACT §1 events, for `kcsim shadow` (pure: no I/O, no clock).
 
-`streaming/shadow.py` reads the znodes of a ZooKeeper-mode Kafka cluster and hands this
+`streaming/shadow/command.py` reads the znodes of a ZooKeeper-mode Kafka cluster and hands this
 module `Change`s: one znode (or registration) as it now is, with the zxid that made it so.
 `ShadowModel` keeps the cluster as it last saw it, turns the changes into the controller
 events that caused them and attributes the controller's partition-state writes to them.
