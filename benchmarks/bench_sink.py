@@ -31,8 +31,8 @@ from kafka.admin import KafkaAdminClient, NewTopic  # noqa: E402
 
 from controller.config import Settings  # noqa: E402
 from controller.simulator import RawEvent, Simulator  # noqa: E402
+from streaming.job.request_sink import KafkaSink, payload_records  # noqa: E402
 from streaming.local_clusters import kafka_local  # noqa: E402
-from streaming.sink import KafkaSink, payload_records  # noqa: E402
 
 
 def scenario(partitions: int) -> list[dict]:

@@ -118,7 +118,7 @@ def main() -> None:
                 flush=True,
             )
 
-    from streaming.job import FileSource, Options, run
+    from streaming.job.command import FileSource, Options, run
     from streaming.lake.spark_session import build_session
     from streaming.lake.tables import Lake
 

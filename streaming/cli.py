@@ -15,7 +15,7 @@ from controller.config import ConfigError, Settings
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("controller.replay.command", "apply an event log through the core, no Spark"),
-    "run": ("streaming.job", "the Spark Structured Streaming job (Delta tables)"),
+    "run": ("streaming.job.command", "the Spark Structured Streaming job (Delta tables)"),
     "state": ("streaming.inspect_state", "show cluster state from the lake (time travel)"),
     "history": ("streaming.inspect_history", "a partition's leader/ISR/epoch changes"),
     "kafka-local": (

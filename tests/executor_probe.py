@@ -1,5 +1,5 @@
 """Run as a script by tests/test_standalone.py: where an executor's Python finds
-`controller`, before and after the driver ships the core (`streaming.ship_core`).
+`controller`, before and after the driver ships the core (`streaming.job.ship_core`).
 
     python tests/executor_probe.py MASTER_URL EXECUTOR_PYTHON DIR
 
@@ -26,8 +26,8 @@ def controller_origin(_: object) -> str:
 
 def main() -> None:
     master, python, directory = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+    from streaming.job.ship_core import ship_core
     from streaming.lake.spark_session import build_session
-    from streaming.ship_core import ship_core
 
     spark = build_session("kcsim-probe", master, {"spark.pyspark.python": python})
     try:

@@ -30,6 +30,7 @@ from spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
 from controller.zk.request_log import joined
 from schemas import TABLES
+from streaming.job.request_sink import rebuild_requests
 from streaming.local_clusters import kafka_local
 from streaming.produce import (
     ChaosGenerator,
@@ -42,7 +43,6 @@ from streaming.produce import (
     produce,
     scenario_records,
 )
-from streaming.sink import rebuild_requests
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 

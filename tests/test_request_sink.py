@@ -43,8 +43,8 @@ from spark_session import spark  # noqa: F401  (the session-scoped fixture)
 from controller.config import Settings
 from controller.simulator import RawEvent, Simulator
 from controller.zk.request_log import joined
-from streaming.job import query_failure
-from streaming.sink import (
+from streaming.job.command import query_failure
+from streaming.job.request_sink import (
     RECORD_OVERHEAD,
     KafkaSink,
     SinkError,

@@ -1,4 +1,4 @@
-"""The core's zip for executors without kcsim (`streaming.ship_core`): self-contained,
+"""The core's zip for executors without kcsim (`streaming.job.ship_core`): self-contained,
 reproducible, shipped on cluster masters only. (On a real standalone cluster:
 tests/test_standalone.py.)"""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from streaming.ship_core import core_zip_bytes, is_local_master, write_core_zip
+from streaming.job.ship_core import core_zip_bytes, is_local_master, write_core_zip
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -74,7 +74,7 @@ def replay_rows(directory: Path) -> Rows:
 
 
 def run_once(spark, source: Path, lake: Path, *, files: int | None = None, fleet=False):  # noqa: F811
-    from streaming.job import FileSource, Options, run
+    from streaming.job.command import FileSource, Options, run
 
     lines: list[str] = []
     options = Options(
@@ -139,7 +139,7 @@ def test_parity_many_batches_and_lake_inspection(spark, tmp_path: Path) -> None:
 
     # time travel: partition_state's first tagged version is the state after batch 0
     from streaming.inspect_state import show_state, write_state
-    from streaming.job import split_lines
+    from streaming.job.command import split_lines
 
     first = source / sorted(os.listdir(source))[0]
     after_first = simulate(list(split_lines(first.read_bytes(), first.name)))
@@ -239,8 +239,8 @@ def test_kafka_source_and_request_sink(spark, kafka_bootstrap: str, tmp_path: Pa
     from kafka import KafkaConsumer, KafkaProducer
 
     from controller.zk.request_log import joined
-    from streaming.job import KafkaSource, Options, run
-    from streaming.sink import KafkaSink, rebuild_requests, record_id
+    from streaming.job.command import KafkaSource, Options, run
+    from streaming.job.request_sink import KafkaSink, rebuild_requests, record_id
 
     topic, out_topic = f"kcsim-in-{uuid.uuid4().hex[:8]}", f"kcsim-out-{uuid.uuid4().hex[:8]}"
     lines = [e.raw for e in read_events(CORPUS / "01-startup.jsonl")]
@@ -302,7 +302,7 @@ def test_sink_rerun_produces_only_what_an_interrupted_send_left_out(
     from kafka import KafkaAdminClient, KafkaConsumer
     from kafka.admin import NewTopic
 
-    from streaming.sink import KafkaSink, payload_records
+    from streaming.job.request_sink import KafkaSink, payload_records
 
     topic = f"kcsim-sink-{uuid.uuid4().hex[:8]}"
     admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)

@@ -1,6 +1,6 @@
 """`kcsim run --fleet` on a real Spark standalone cluster (issue 16, item 1): a master and
 two workers (tests/standalone_cluster.py) whose executors' Python cannot import kcsim, so
-the core reaches them only in the zip the job ships (`streaming.ship_core`).
+the core reaches them only in the zip the job ships (`streaming.job.ship_core`).
 
 The expected rows are `kcsim replay`'s: the core applying the whole stream in one process
 (`controller.replay.event_files.read_events` + `Simulator.apply`), as in tests/test_spark_job.py.

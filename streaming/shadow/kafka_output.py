@@ -67,7 +67,7 @@ class KafkaSink:
         read_back_stall_s: float = READ_BACK_STALL_S,
     ) -> None:
         # the request sink's reading of the limit, shared (imported here: it loads pyspark)
-        from streaming.sink import broker_message_max_bytes, topic_max_message_bytes
+        from streaming.job.request_sink import broker_message_max_bytes, topic_max_message_bytes
 
         self.bootstrap, self.topic, self.cluster = bootstrap, topic, cluster
         self.read_back_stall_s = read_back_stall_s

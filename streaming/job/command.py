@@ -32,7 +32,7 @@ Two ways to apply a batch:
   contexts alive on executors (transformWithStateInPandas) would remove the reload but
   serialize each touched context into the state store every batch and tie the
   checkpoint to the context's pickled form; not done. On any master but local, `main`
-  ships the core to the executors as a zip (`streaming.ship_core`), so they need not
+  ships the core to the executors as a zip (`streaming.job.ship_core`), so they need not
   have kcsim installed.
 
 Exactly once (see `streaming.lake.tables`): every commit is tagged with the query id and batch
@@ -40,7 +40,7 @@ id; at (re)start the first batch looks up the tables that already hold its commi
 the state as of just before them (time travel), recomputes the batch and skips those
 tables. A batch whose commits all landed is therefore recomputed but writes nothing; a
 half-written one completes. Rebuilding from the latest versions instead would double-
-apply a half-written batch. The Kafka sink (`streaming.sink`) reads back what a re-run
+apply a half-written batch. The Kafka sink (`streaming.job.request_sink`) reads back what a re-run
 batch already produced and sends only the rest.
 """
 
@@ -76,9 +76,9 @@ from controller.replay.event_files import (
 from controller.simulator import BatchOutput, RawEvent, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES
 from streaming.clients.kafka_config import KafkaClientConfig
+from streaming.job.os_memory import arrow_on_the_c_heap, release_freed_memory
+from streaming.job.request_sink import KafkaSink, SinkError
 from streaming.lake.tables import RESTORE_TABLES, Lake
-from streaming.os_memory import arrow_on_the_c_heap, release_freed_memory
-from streaming.sink import KafkaSink, SinkError
 
 DEFAULT_TRIGGER_SECONDS = 5
 # The binaryFile source's fixed schema (a streaming source must be given one).
@@ -143,8 +143,8 @@ def main(args: argparse.Namespace) -> int:
         return 2
     from pyspark.errors import StreamingQueryException
 
+    from streaming.job.ship_core import is_local_master, ship_core
     from streaming.lake.spark_session import build_session
-    from streaming.ship_core import is_local_master, ship_core
 
     spark = build_session(
         "kcsim-run", options.master, options.spark_conf, verbose=getattr(args, "verbose", False)
