@@ -97,7 +97,7 @@ def lake(spark, tmp_path_factory) -> Path:  # noqa: F811
 
 
 def _spark_state(spark, lake: Path, as_of: str | None, cluster: str | None) -> str:  # noqa: F811
-    from streaming.inspect_state import show_state
+    from streaming.insight.state import show_state
 
     out = io.StringIO()
     show_state(spark, str(lake), as_of, cluster, out)
@@ -105,7 +105,7 @@ def _spark_state(spark, lake: Path, as_of: str | None, cluster: str | None) -> s
 
 
 def _native_state(lake: Path | str, as_of: str | None, cluster: str | None) -> str:
-    from streaming.inspect_state import native_state
+    from streaming.insight.state import native_state
 
     out = io.StringIO()
     assert native_state(str(lake), as_of, cluster, out)
@@ -145,7 +145,7 @@ def test_state_errors_are_spark_s_errors(spark, lake: Path) -> None:  # noqa: F8
 
 @pytest.mark.spark
 def test_history_reads_as_spark_does_for_every_partition(spark, lake: Path) -> None:  # noqa: F811
-    from streaming.inspect_history import native_history, partition_history
+    from streaming.insight.history import native_history, partition_history
 
     feed = LakeReader(str(lake)).changes("partition_state")
     keys = sorted({tuple(r.values()) for r in feed.select(KEY).to_pylist()})
@@ -164,7 +164,7 @@ def test_the_commands_print_spark_s_text_and_exit_0_without_spark(
     spark,  # noqa: F811
     lake: Path,
 ) -> None:
-    from streaming.inspect_history import partition_history, show_history
+    from streaming.insight.history import partition_history, show_history
 
     state = _kcsim("state", "--lake", str(lake), "--as-of", "3")
     assert state.returncode == 0, state.stderr
@@ -200,7 +200,7 @@ def test_a_table_needing_more_than_its_files_is_read_through_spark(
 ) -> None:
     import shutil
 
-    from streaming.inspect_state import native_state
+    from streaming.insight.state import native_state
 
     copy = tmp_path / "lake"
     shutil.copytree(lake, copy)

@@ -356,7 +356,7 @@ def test_compressed_output_is_the_same_lines_in_zstd_and_reads_as_the_plain(
     import zstandard
 
     from controller.replay.table_files import open_table, table_file
-    from streaming.report_data import read_replay
+    from streaming.insight.report_data import read_replay
 
     events = Path(__file__).resolve().parent.parent / "examples" / "events"
     plain, packed = tmp_path / "plain", tmp_path / "packed"
@@ -392,7 +392,7 @@ def test_compressed_tables_take_an_8_mib_window_and_older_128_mib_ones_still_rea
     import zstandard
 
     from controller.replay.table_files import open_table
-    from streaming.report_data import read_jsonl
+    from streaming.insight.report_data import read_jsonl
 
     events = write_scenario(tmp_path, SCENARIO)
     out = tmp_path / "out"
@@ -433,7 +433,7 @@ def test_an_earlier_gzipped_output_still_reads_and_a_new_run_replaces_it(
     import gzip
 
     from controller.replay.table_files import open_table, table_file
-    from streaming.report_data import read_replay
+    from streaming.insight.report_data import read_replay
 
     events = Path(__file__).resolve().parent.parent / "examples" / "events"
     plain, old = tmp_path / "plain", tmp_path / "old"

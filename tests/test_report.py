@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from streaming import report_data as rd
 from streaming.cli import main
-from streaming.report import HEALTH_LINES, LIVE_BROKERS, MOMENT_COLOURS, REQUEST_COLOURS
+from streaming.insight import report_data as rd
+from streaming.insight.report import HEALTH_LINES, LIVE_BROKERS, MOMENT_COLOURS, REQUEST_COLOURS
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "events"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

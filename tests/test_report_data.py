@@ -1,4 +1,4 @@
-"""streaming.report_data on hand-made rows: reading, downsampling that keeps spikes, marks
+"""streaming.insight.report_data on hand-made rows: reading, downsampling that keeps spikes, marks
 per bucket, requests per event, leaders per broker at the report's moments, the summary."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from streaming import report_data as rd
+from streaming.insight import report_data as rd
 
 
 def health_row(seq: int, **values: Any) -> dict[str, Any]:

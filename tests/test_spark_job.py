@@ -138,7 +138,7 @@ def test_parity_many_batches_and_lake_inspection(spark, tmp_path: Path) -> None:
     assert_same_tables(lake_rows(spark, lake), expected)
 
     # time travel: partition_state's first tagged version is the state after batch 0
-    from streaming.inspect_state import show_state, write_state
+    from streaming.insight.state import show_state, write_state
     from streaming.job.command import split_lines
 
     first = source / sorted(os.listdir(source))[0]
@@ -162,7 +162,7 @@ def test_parity_many_batches_and_lake_inspection(spark, tmp_path: Path) -> None:
     assert "clicks" in latest.getvalue() and "orders" not in latest.getvalue()
 
     # history of orders-0: every change of leader/epoch shows, with its event id
-    from streaming.inspect_history import partition_history
+    from streaming.insight.history import partition_history
 
     changes = partition_history(spark, str(lake), "default", "orders", 0)
     epochs = [c["leader_epoch"] for c in changes if c["change"] != "delete"]

@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from controller.config import ConfigError, Settings
 from controller.replay.command import replay
-from streaming.report_data import (
+from streaming.insight.report_data import (
     ReportInputError,
     cluster_report,
     clusters,
@@ -138,7 +138,7 @@ def main(args: argparse.Namespace) -> int:
     print()
     print(differences_text(runs, differing_leaders(leaders)))
     if args.report is not None:
-        from streaming.whatif_report import render_whatif
+        from streaming.insight.whatif_report import render_whatif
 
         args.report.parent.mkdir(parents=True, exist_ok=True)
         args.report.write_text(

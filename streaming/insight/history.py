@@ -19,7 +19,7 @@ import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
-from streaming.inspect_state import render
+from streaming.insight.state import render
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -7,8 +7,8 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-from streaming.report import figure_html, page
-from streaming.report_data import ClusterReport
+from streaming.insight.report import figure_html, page
+from streaming.insight.report_data import ClusterReport
 
 RUN_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf")
 PANELS = (

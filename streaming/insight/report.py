@@ -5,7 +5,7 @@ The page holds plotly.js itself (inlined, no CDN), so it opens offline in any br
 Per cluster: the health timeline over events (x = seq) with the requests per event by
 type and the events that had unclean elections, divergences or violations on the same
 axis, then leaders per broker at the start, the worst moment and the end. A summary table
-comes first. The data and its reductions are `streaming.report_data`'s.
+comes first. The data and its reductions are `streaming.insight.report_data`'s.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from streaming.report_data import (
+from streaming.insight.report_data import (
     ClusterReport,
     Marks,
     ReportInputError,
