@@ -49,8 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from controller.config import Settings  # noqa: E402
-from streaming.local_clusters import kafka_local  # noqa: E402
-from streaming.produce import (  # noqa: E402
+from streaming.chaos.generator import (  # noqa: E402
     ChaosGenerator,
     ClusterSpec,
     Limits,
@@ -59,6 +58,7 @@ from streaming.produce import (  # noqa: E402
     make_producer,
     produce,
 )
+from streaming.local_clusters import kafka_local  # noqa: E402
 
 SAMPLE_S = 0.5
 

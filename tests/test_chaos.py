@@ -1,4 +1,4 @@
-"""The chaos generator (`streaming.produce.ChaosGenerator`): pure, no Kafka.
+"""The chaos generator (`streaming.chaos.generator.ChaosGenerator`): pure, no Kafka.
 
 Same seed, same events; every fault kind shows up over a long run; every event parses
 and applies through the core with no rejection, in both broker modes; ISR flaps and
@@ -20,7 +20,7 @@ from controller.events import Event, Rejection
 from controller.parse import parse_event
 from controller.simulator import RawEvent, Simulator
 from schemas.events import EVENT_TYPES
-from streaming.produce import (
+from streaming.chaos.generator import (
     FAULT_KINDS,
     ChaosGenerator,
     ClusterSpec,

@@ -24,8 +24,8 @@ from controller.config import Settings
 from controller.replay.event_files import read_events
 from controller.simulator import BatchOutput, RawEvent, Simulator
 from schemas import STATE_TABLES
+from streaming.chaos.generator import ChaosGenerator
 from streaming.lake import delta_files, delta_merge
-from streaming.produce import ChaosGenerator
 
 pytestmark = pytest.mark.spark
 

@@ -30,9 +30,7 @@ from spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
 from controller.zk.request_log import joined
 from schemas import TABLES
-from streaming.job.request_sink import rebuild_requests
-from streaming.local_clusters import kafka_local
-from streaming.produce import (
+from streaming.chaos.generator import (
     ChaosGenerator,
     ClusterSpec,
     Limits,
@@ -43,6 +41,8 @@ from streaming.produce import (
     produce,
     scenario_records,
 )
+from streaming.job.request_sink import rebuild_requests
+from streaming.local_clusters import kafka_local
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 

@@ -17,7 +17,7 @@ from itertools import islice
 from controller.config import Settings
 from controller.memory import LongLivedHeap, frozen_heap_released
 from controller.simulator import RawEvent, Simulator
-from streaming.produce import ChaosGenerator, ClusterSpec
+from streaming.chaos.generator import ChaosGenerator, ClusterSpec
 
 SPEC = ClusterSpec(name="chaos", brokers=5, topics=3, partitions=4, rf=3)
 

@@ -14,7 +14,7 @@ from kafka import KafkaConsumer, TopicPartition
 
 from controller.config import Settings
 from streaming import cli
-from streaming.produce import ChaosGenerator, ClusterSpec, event_cluster
+from streaming.chaos.generator import ChaosGenerator, ClusterSpec, event_cluster
 
 pytestmark = pytest.mark.kafka
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "events"

@@ -26,10 +26,10 @@ from test_security_kafka import (
     unredacted_jaas,
 )
 
+from streaming.chaos.generator import scenario_records
 from streaming.clients.kafka_config import KafkaClientConfig
 from streaming.local_clusters import kafka_local
 from streaming.local_clusters.tls import ensure_tls
-from streaming.produce import scenario_records
 
 pytestmark = [pytest.mark.kafka]
 
