@@ -22,7 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "streaming.local_clusters.kafka_local",
         "a local Kafka: KRaft single node, or --zk cluster",
     ),
-    "produce": ("streaming.chaos.generator", "produce scenario or chaos events to Kafka"),
+    "produce": ("streaming.chaos.produce", "produce scenario or chaos events to Kafka"),
     "shadow": (
         "streaming.shadow.command",
         "watch a ZooKeeper-mode Kafka cluster, write its events",

@@ -20,13 +20,8 @@ from controller.events import Event, Rejection
 from controller.parse import parse_event
 from controller.simulator import RawEvent, Simulator
 from schemas.events import EVENT_TYPES
-from streaming.chaos.generator import (
-    FAULT_KINDS,
-    ChaosGenerator,
-    ClusterSpec,
-    Fault,
-    event_record,
-)
+from streaming.chaos.generator import FAULT_KINDS, ChaosGenerator, ClusterSpec, Fault
+from streaming.chaos.produce import event_record
 
 SMALL = ClusterSpec(name="chaos", brokers=4, topics=2, partitions=3, rf=2)
 SIMULATE = Settings(simulate_brokers=True)

@@ -30,9 +30,8 @@ from spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
 from controller.zk.request_log import joined
 from schemas import TABLES
-from streaming.chaos.generator import (
-    ChaosGenerator,
-    ClusterSpec,
+from streaming.chaos.generator import ChaosGenerator, ClusterSpec
+from streaming.chaos.produce import (
     Limits,
     ProduceStats,
     Record,

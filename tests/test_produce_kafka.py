@@ -14,7 +14,8 @@ from kafka import KafkaConsumer, TopicPartition
 
 from controller.config import Settings
 from streaming import cli
-from streaming.chaos.generator import ChaosGenerator, ClusterSpec, event_cluster
+from streaming.chaos.generator import ChaosGenerator, ClusterSpec
+from streaming.chaos.produce import event_cluster
 
 pytestmark = pytest.mark.kafka
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "events"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from streaming.chaos.generator import scenario_records
+from streaming.chaos.produce import scenario_records
 
 
 def test_every_line_becomes_a_record_bad_ones_included(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import make_digest_acl
 
-from streaming.chaos.generator import scenario_records
+from streaming.chaos.produce import scenario_records
 from streaming.clients.kafka_config import KafkaClientConfig
 from streaming.local_clusters import kafka_local
 

@@ -26,7 +26,7 @@ from test_security_kafka import (
     unredacted_jaas,
 )
 
-from streaming.chaos.generator import scenario_records
+from streaming.chaos.produce import scenario_records
 from streaming.clients.kafka_config import KafkaClientConfig
 from streaming.local_clusters import kafka_local
 from streaming.local_clusters.tls import ensure_tls
