@@ -43,15 +43,14 @@ from spark_session import spark  # noqa: F401  (the session-scoped fixture)
 from controller.config import Settings
 from controller.simulator import RawEvent, Simulator
 from controller.zk.request_log import joined
+from streaming.clients.message_size import broker_message_max_bytes, topic_max_message_bytes
 from streaming.job.command import query_failure
 from streaming.job.request_sink import (
     RECORD_OVERHEAD,
     KafkaSink,
     SinkError,
-    broker_message_max_bytes,
     payload_records,
     rebuild_requests,
-    topic_max_message_bytes,
 )
 
 SMALL_MESSAGE_BYTES = 64 * 1024

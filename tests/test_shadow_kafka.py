@@ -27,7 +27,7 @@ from kafka_broker import alter_configs, create_topic
 from planted_cluster import plant_topic, planted
 
 from streaming.clients.kafka_config import KafkaClientConfig
-from streaming.job.request_sink import broker_message_max_bytes, topic_max_message_bytes
+from streaming.clients.message_size import broker_message_max_bytes, topic_max_message_bytes
 from streaming.local_clusters import kafka_local
 from streaming.local_clusters.processes import read_pid
 from streaming.shadow.kafka_output import KafkaSink, OutputError, record_bytes

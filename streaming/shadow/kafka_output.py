@@ -23,6 +23,7 @@ from kafka.errors import KafkaError, MessageSizeTooLargeError
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from streaming.clients.kafka_config import KafkaClientConfig
+from streaming.clients.message_size import broker_message_max_bytes, topic_max_message_bytes
 
 Event = dict[str, Any]
 # how long a record may wait for its acknowledgement (the producer's own delivery timeout
@@ -66,9 +67,6 @@ class KafkaSink:
         client: KafkaClientConfig,
         read_back_stall_s: float = READ_BACK_STALL_S,
     ) -> None:
-        # the request sink's reading of the limit, shared (imported here: it loads pyspark)
-        from streaming.job.request_sink import broker_message_max_bytes, topic_max_message_bytes
-
         self.bootstrap, self.topic, self.cluster = bootstrap, topic, cluster
         self.read_back_stall_s = read_back_stall_s
         self.key = cluster.encode("utf-8")
