@@ -118,7 +118,9 @@ def main() -> None:
                 flush=True,
             )
 
-    from streaming.job.command import FileSource, Options, run
+    from streaming.job.command import Options
+    from streaming.job.query import run
+    from streaming.job.sources import FileSource
     from streaming.lake.spark_session import build_session
     from streaming.lake.tables import Lake
 

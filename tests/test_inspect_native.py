@@ -81,7 +81,9 @@ def lake(spark, tmp_path_factory) -> Path:  # noqa: F811
     from test_spark_job import copy_corpus
 
     from controller.config import Settings
-    from streaming.job.command import FileSource, Options, run
+    from streaming.job.command import Options
+    from streaming.job.query import run
+    from streaming.job.sources import FileSource
 
     root = tmp_path_factory.mktemp("inspect")
     source = copy_corpus(root / "events", lines_per_file=15)

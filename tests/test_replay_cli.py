@@ -674,7 +674,8 @@ def test_an_event_file_name_that_is_not_utf8_is_refused_by_both_engines(
 ) -> None:
     """Spark's file source does not list such a file: replay refuses it too (status 2, the
     name shown), and the job stops on it instead of reading the directory without it."""
-    from streaming.job.command import FileSource, query_failure
+    from streaming.job.command import query_failure
+    from streaming.job.sources import FileSource
 
     events = tmp_path / "events"
     events.mkdir()
@@ -706,7 +707,7 @@ def test_files_neither_engine_reads_are_named_on_stderr_but_markers_are_not(
     """A hidden name or an unfinished copy may hold events that neither engine reads (as
     Spark's file source lists): replay says which, `--quiet` does not; Spark's own
     checksums and `_SUCCESS` markers are skipped without a word."""
-    from streaming.job.command import FileSource
+    from streaming.job.sources import FileSource
 
     events = tmp_path / "events"
     events.mkdir()

@@ -74,7 +74,9 @@ def replay_rows(directory: Path) -> Rows:
 
 
 def run_once(spark, source: Path, lake: Path, *, files: int | None = None, fleet=False):  # noqa: F811
-    from streaming.job.command import FileSource, Options, run
+    from streaming.job.command import Options
+    from streaming.job.query import run
+    from streaming.job.sources import FileSource
 
     lines: list[str] = []
     options = Options(
@@ -139,7 +141,7 @@ def test_parity_many_batches_and_lake_inspection(spark, tmp_path: Path) -> None:
 
     # time travel: partition_state's first tagged version is the state after batch 0
     from streaming.insight.state import show_state, write_state
-    from streaming.job.command import split_lines
+    from streaming.job.sources import split_lines
 
     first = source / sorted(os.listdir(source))[0]
     after_first = simulate(list(split_lines(first.read_bytes(), first.name)))
@@ -239,8 +241,10 @@ def test_kafka_source_and_request_sink(spark, kafka_bootstrap: str, tmp_path: Pa
     from kafka import KafkaConsumer, KafkaProducer
 
     from controller.zk.request_log import joined
-    from streaming.job.command import KafkaSource, Options, run
+    from streaming.job.command import Options
+    from streaming.job.query import run
     from streaming.job.request_sink import KafkaSink, rebuild_requests, record_id
+    from streaming.job.sources import KafkaSource
 
     topic, out_topic = f"kcsim-in-{uuid.uuid4().hex[:8]}", f"kcsim-out-{uuid.uuid4().hex[:8]}"
     lines = [e.raw for e in read_events(CORPUS / "01-startup.jsonl")]
