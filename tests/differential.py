@@ -26,8 +26,8 @@ from zk_cluster import ZkCluster, wait_for
 
 from controller.config import Settings
 from controller.replay.command import replay
-from streaming.shadow.command import Reader
 from streaming.shadow.model import ShadowModel
+from streaming.shadow.znode_reader import Reader
 
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTER = "real"

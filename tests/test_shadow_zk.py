@@ -25,8 +25,9 @@ from planted_cluster import plant_topic, planted
 
 from controller.config import Settings
 from controller.replay.command import replay
-from streaming.shadow.command import FileSink, Shadow, open_sink
+from streaming.shadow.command import Shadow
 from streaming.shadow.model import Event
+from streaming.shadow.outputs import FileSink, open_sink
 
 pytestmark = pytest.mark.zk
 ROOT = Path(__file__).resolve().parents[1]
