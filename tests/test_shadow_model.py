@@ -13,14 +13,13 @@ import pytest
 
 from controller.config import Settings
 from controller.replay.command import replay
-from streaming.shadow.model import (
-    SEQ_SHIFT,
+from streaming.shadow.model import SEQ_SHIFT, ShadowModel
+from streaming.shadow.znodes import (
     BadZnode,
     Broker,
     Change,
     Controller,
     PartitionState,
-    ShadowModel,
     Snapshot,
     Topic,
     ZnodeError,

@@ -49,10 +49,7 @@ from controller.config import ConfigError
 from streaming.clients.kafka_config import ClientFailures, KafkaClientConfig
 from streaming.clients.zookeeper_config import ZooKeeperClientConfig
 from streaming.shadow.kafka_output import OutputError
-from streaming.shadow.model import (
-    Event,
-    ShadowModel,
-)
+from streaming.shadow.model import Event, ShadowModel
 from streaming.shadow.outputs import Sink, open_sink, save_state
 from streaming.shadow.zk_failures import ZooKeeperFailures
 from streaming.shadow.znode_reader import Reader, changes_for, version_warnings

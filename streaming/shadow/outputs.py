@@ -10,10 +10,7 @@ from typing import Protocol
 
 from streaming.clients.kafka_config import KafkaClientConfig
 from streaming.shadow.kafka_output import KafkaSink
-from streaming.shadow.model import (
-    Event,
-    ShadowModel,
-)
+from streaming.shadow.model import Event, ShadowModel
 
 
 class Sink(Protocol):

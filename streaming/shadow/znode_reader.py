@@ -13,11 +13,11 @@ from kazoo.exceptions import (
 )
 from kazoo.protocol.states import ZnodeStat
 
-from streaming.shadow.model import (
+from streaming.shadow.model import ShadowModel
+from streaming.shadow.znodes import (
     REGISTRATION_VERSION,
     BadZnode,
     Change,
-    ShadowModel,
     Snapshot,
     ZnodeError,
     parse_broker,
