@@ -118,7 +118,7 @@ def main() -> None:
                 flush=True,
             )
 
-    from streaming.job.command import Options
+    from streaming.job.options import Options
     from streaming.job.query import run
     from streaming.job.sources import FileSource
     from streaming.lake.spark_session import build_session

@@ -81,7 +81,7 @@ def lake(spark, tmp_path_factory) -> Path:  # noqa: F811
     from test_spark_job import copy_corpus
 
     from controller.config import Settings
-    from streaming.job.command import Options
+    from streaming.job.options import Options
     from streaming.job.query import run
     from streaming.job.sources import FileSource
 

@@ -74,7 +74,7 @@ def replay_rows(directory: Path) -> Rows:
 
 
 def run_once(spark, source: Path, lake: Path, *, files: int | None = None, fleet=False):  # noqa: F811
-    from streaming.job.command import Options
+    from streaming.job.options import Options
     from streaming.job.query import run
     from streaming.job.sources import FileSource
 
@@ -241,7 +241,7 @@ def test_kafka_source_and_request_sink(spark, kafka_bootstrap: str, tmp_path: Pa
     from kafka import KafkaConsumer, KafkaProducer
 
     from controller.zk.request_log import joined
-    from streaming.job.command import Options
+    from streaming.job.options import Options
     from streaming.job.query import run
     from streaming.job.request_sink import KafkaSink, rebuild_requests, record_id
     from streaming.job.sources import KafkaSource

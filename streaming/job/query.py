@@ -15,18 +15,15 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 
 from controller.memory import cyclic_gc_paused
 from controller.simulator import BatchOutput, RawEvent, Simulator
 from streaming.job.fleet import apply_fleet
+from streaming.job.options import Options
 from streaming.job.os_memory import release_freed_memory
 from streaming.lake.tables import RESTORE_TABLES, Lake
-
-if TYPE_CHECKING:
-    from streaming.job.command import Options
 
 
 def run(spark: SparkSession, options: Options, log: Callable[[str], None] | None = None) -> int:
