@@ -57,3 +57,28 @@ def test_exit_statuses_are_documented_and_kept(tmp_path: Path) -> None:
     missing = _kcsim("replay", str(tmp_path / "nope"), "--out", str(tmp_path / "c"))
     assert missing.returncode == 2
     assert _kcsim("replay", str(clean), "--set", "no.such.key=1").returncode == 2
+
+
+def test_python_dash_m_streaming_is_kcsim(tmp_path: Path) -> None:
+    # for a venv or a container without the `kcsim` script on PATH
+    as_module = subprocess.run(
+        [sys.executable, "-m", "streaming", "replay", str(EXAMPLES), "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=job_env(),
+        cwd=ROOT,
+        timeout=300,
+        check=False,
+    )
+    assert as_module.returncode == 1, as_module.stderr  # the examples hold bad lines
+    assert as_module.stderr.startswith("kcsim replay: 34 events, 2 rejected")
+    help_text = subprocess.run(
+        [sys.executable, "-m", "streaming", "--help"],
+        capture_output=True,
+        text=True,
+        env=job_env(),
+        cwd=ROOT,
+        timeout=300,
+        check=False,
+    ).stdout
+    assert help_text == _kcsim("--help").stdout
