@@ -47,7 +47,7 @@ from streaming.clients.message_size import broker_message_max_bytes, topic_max_m
 from streaming.job.command import query_failure
 from streaming.job.request_sink import (
     RECORD_OVERHEAD,
-    KafkaSink,
+    RequestSink,
     SinkError,
     payload_records,
     rebuild_requests,
@@ -188,12 +188,12 @@ def partition_values(bootstrap: str, topic: str) -> dict[int, list[bytes]]:
 
 
 @pytest.fixture
-def sink_for() -> Iterator[Callable[[str, str], KafkaSink]]:
+def sink_for() -> Iterator[Callable[[str, str], RequestSink]]:
     """A sink on a topic, closed after the test."""
-    opened: list[KafkaSink] = []
+    opened: list[RequestSink] = []
 
-    def make(bootstrap: str, topic: str) -> KafkaSink:
-        opened.append(KafkaSink(bootstrap, topic))
+    def make(bootstrap: str, topic: str) -> RequestSink:
+        opened.append(RequestSink(bootstrap, topic))
         return opened[-1]
 
     yield make
@@ -203,7 +203,7 @@ def sink_for() -> Iterator[Callable[[str, str], KafkaSink]]:
 
 @pytest.mark.kafka
 def test_sink_produces_every_record_once_in_order_and_a_rerun_none_again(
-    kafka_bootstrap: str, sink_for: Callable[[str, str], KafkaSink]
+    kafka_bootstrap: str, sink_for: Callable[[str, str], RequestSink]
 ) -> None:
     topic = create_topic(kafka_bootstrap, "kcsim-sink", 3)
     sink = sink_for(kafka_bootstrap, topic)
@@ -229,7 +229,7 @@ def test_sink_produces_every_record_once_in_order_and_a_rerun_none_again(
 
 @pytest.mark.kafka
 def test_a_record_over_a_lowered_topic_limit_fails_the_batch_naming_sizes(
-    kafka_bootstrap: str, sink_for: Callable[[str, str], KafkaSink]
+    kafka_bootstrap: str, sink_for: Callable[[str, str], RequestSink]
 ) -> None:
     """The topic's max.message.bytes lowered after the sink read it: the batch's big
     records are refused, the batch fails with the record's size and the limit read again,
@@ -290,7 +290,7 @@ def broker_ids(bootstrap: str) -> list[str]:
 
 @pytest.mark.kafka
 def test_a_topic_the_sink_creates_takes_the_brokers_message_max_bytes(
-    kafka_bootstrap: str, sink_for: Callable[[str, str], KafkaSink]
+    kafka_bootstrap: str, sink_for: Callable[[str, str], RequestSink]
 ) -> None:
     """No topic yet: the sink sizes its records by the brokers' message.max.bytes (lowered
     here, as a dynamic broker config), which the topic its first record creates takes."""

@@ -243,7 +243,7 @@ def test_kafka_source_and_request_sink(spark, kafka_bootstrap: str, tmp_path: Pa
     from controller.zk.request_log import joined
     from streaming.job.options import Options
     from streaming.job.query import run
-    from streaming.job.request_sink import KafkaSink, rebuild_requests, record_id
+    from streaming.job.request_sink import RequestSink, rebuild_requests, record_id
     from streaming.job.sources import KafkaSource
 
     topic, out_topic = f"kcsim-in-{uuid.uuid4().hex[:8]}", f"kcsim-out-{uuid.uuid4().hex[:8]}"
@@ -261,7 +261,7 @@ def test_kafka_source_and_request_sink(spark, kafka_bootstrap: str, tmp_path: Pa
         lake=str(lake),
         checkpoint=str(lake / "_checkpoints" / "run"),
         once=True,
-        sink=KafkaSink(kafka_bootstrap, out_topic),
+        sink=RequestSink(kafka_bootstrap, out_topic),
     )
     assert run(spark, options, log=lambda line: None) == 0
     rows = lake_rows(spark, lake)
@@ -306,7 +306,7 @@ def test_sink_rerun_produces_only_what_an_interrupted_send_left_out(
     from kafka import KafkaAdminClient, KafkaConsumer
     from kafka.admin import NewTopic
 
-    from streaming.job.request_sink import KafkaSink, payload_records
+    from streaming.job.request_sink import RequestSink, payload_records
 
     topic = f"kcsim-sink-{uuid.uuid4().hex[:8]}"
     admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
@@ -321,7 +321,7 @@ def test_sink_rerun_produces_only_what_an_interrupted_send_left_out(
     output = simulator.apply(events[half:]).appends
     batch = (list(output["controller_requests"]), list(output["request_payloads"]))
     assert len(earlier[1]) > 5 and len(batch[1]) > 5
-    sink = KafkaSink(kafka_bootstrap, topic)
+    sink = RequestSink(kafka_bootstrap, topic)
     try:
         assert sink.send(*earlier, may_be_rerun=True) == 0  # nothing there yet
         cut = len(batch[1]) // 3

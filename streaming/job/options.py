@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from controller.config import Settings
 from streaming.clients.kafka_config import KafkaClientConfig
-from streaming.job.request_sink import KafkaSink
+from streaming.job.request_sink import RequestSink
 from streaming.job.sources import FileSource, KafkaSource
 
 DEFAULT_TRIGGER_SECONDS = 5
@@ -23,7 +23,7 @@ class Options:
     checkpoint: str
     once: bool = False
     trigger_seconds: float = DEFAULT_TRIGGER_SECONDS
-    sink: KafkaSink | None = None
+    sink: RequestSink | None = None
     fleet: bool = False
     master: str = "local[2]"
     spark_conf: dict[str, str] = field(default_factory=dict)
@@ -49,7 +49,7 @@ class Options:
             kind, _, where = args.sink.partition(":")
             if kind != "kafka":
                 raise ValueError(f"--sink expects kafka:HOST:PORT/TOPIC, got {args.sink!r}")
-            sink = KafkaSink(*parse_endpoint(where), client)
+            sink = RequestSink(*parse_endpoint(where), client)
         conf: dict[str, str] = {}
         for item in args.conf:
             key, sep, value = item.partition("=")

@@ -209,7 +209,7 @@ class SinkError(RuntimeError):
 
 
 @dataclass(frozen=True, slots=True)
-class KafkaSink:
+class RequestSink:
     bootstrap: str
     topic: str
     client: KafkaClientConfig = field(default_factory=KafkaClientConfig)
