@@ -30,7 +30,7 @@ from streaming.clients.kafka_config import KafkaClientConfig
 from streaming.clients.message_size import broker_message_max_bytes, topic_max_message_bytes
 from streaming.local_clusters import kafka_local
 from streaming.local_clusters.processes import read_pid
-from streaming.shadow.kafka_output import KafkaSink, OutputError, record_bytes
+from streaming.shadow.kafka_output import KafkaOutput, OutputError, record_bytes
 
 pytestmark = pytest.mark.kafka
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,7 +138,7 @@ def test_a_record_the_broker_refuses_is_an_error_naming_it_not_a_silent_loss(kaf
     """The topic's limit lowered under a running shadow: the broker refuses a record the
     shadow let through, and the write says which event instead of returning."""
     topic = new_topic(kafka_bootstrap)
-    sink = KafkaSink(kafka_bootstrap, topic, "c1", KafkaClientConfig())
+    sink = KafkaOutput(kafka_bootstrap, topic, "c1", KafkaClientConfig())
     try:
         assert sink.limit == topic_max_message_bytes(kafka_bootstrap, topic)
         set_max_message_bytes(kafka_bootstrap, topic, 2000)
@@ -167,7 +167,7 @@ def test_an_event_over_a_mebibyte_goes_out_when_the_topic_takes_it(kafka_bootstr
     ]
     failover = event(7, "controller_failover", controller=1, observed={"partitions": rows})
     assert len(json.dumps(failover)) > 1_500_000
-    sink = KafkaSink(kafka_bootstrap, topic, "c1", KafkaClientConfig())
+    sink = KafkaOutput(kafka_bootstrap, topic, "c1", KafkaClientConfig())
     try:
         assert sink.limit == 3_000_000
         sink.write([event(6), failover])
@@ -191,7 +191,7 @@ def test_last_seq_is_the_clusters_own_behind_other_clusters_records(kafka_bootst
         producer.flush()
     finally:
         producer.close()
-    sink = KafkaSink(kafka_bootstrap, topic, "c1", KafkaClientConfig())
+    sink = KafkaOutput(kafka_bootstrap, topic, "c1", KafkaClientConfig())
     try:
         assert sink.last_seq("c1") == 3
         assert sink.last_seq("c2") == 10**12 + 2499
@@ -235,7 +235,7 @@ def test_a_topic_not_created_yet_takes_the_brokers_message_max_bytes(kafka_boots
             lambda: broker_message_max_bytes(kafka_bootstrap) == small,
         )
         topic = f"shadow-auto-{uuid.uuid4().hex[:10]}"
-        sink = KafkaSink(kafka_bootstrap, topic, "c1", KafkaClientConfig())
+        sink = KafkaOutput(kafka_bootstrap, topic, "c1", KafkaClientConfig())
         try:
             assert sink.limit == small
             big = event(
@@ -262,7 +262,7 @@ def test_a_topic_not_created_yet_takes_the_brokers_message_max_bytes(kafka_boots
         )
 
 
-class StopsTheBroker(KafkaSink):
+class StopsTheBroker(KafkaOutput):
     """Freezes the broker (SIGSTOP: its connections stay open, nothing answers) once the
     read-back has found the partitions' ends, as it starts reading a window."""
 
@@ -307,7 +307,7 @@ def test_a_read_back_that_makes_no_progress_ends_with_an_error(tmp_path):
         finally:
             os.kill(pid, signal.SIGCONT)
             sink.close()
-        thawed = KafkaSink(bootstrap, topic, "c1", KafkaClientConfig())
+        thawed = KafkaOutput(bootstrap, topic, "c1", KafkaClientConfig())
         try:
             assert thawed.last_seq("c1") == 3  # the same read-back, the broker answering
         finally:

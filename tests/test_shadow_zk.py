@@ -27,7 +27,7 @@ from controller.config import Settings
 from controller.replay.command import replay
 from streaming.shadow.command import Shadow
 from streaming.shadow.model import Event
-from streaming.shadow.outputs import FileSink, open_sink
+from streaming.shadow.outputs import FileOutput, open_output
 
 pytestmark = pytest.mark.zk
 ROOT = Path(__file__).resolve().parents[1]
@@ -253,7 +253,7 @@ def test_a_refused_authentication_ends_the_running_shadow_with_an_error(zk_clust
     session callback, the one its connection thread calls on an AUTH_FAILED answer."""
     client = KazooClient(hosts=zk_cluster.zookeeper, read_only=True)
     client.start(timeout=30)
-    sink, state = open_sink(f"file:{tmp_path / 'out'}", "real")
+    sink, state = open_output(f"file:{tmp_path / 'out'}", "real")
     runner = Shadow(client, sink, state, "real")
     outcome: list[BaseException | None] = []
 
@@ -285,7 +285,7 @@ class StopsAfterWriting:
     """A file output that stops the shadow once it has written the first `kept` events of
     a flush (all of them with None): the state save after the write never happens."""
 
-    def __init__(self, out: FileSink, kept: int | None) -> None:
+    def __init__(self, out: FileOutput, kept: int | None) -> None:
         self.out, self.kept = out, kept
 
     def last_seq(self, cluster: str) -> int:
@@ -324,7 +324,7 @@ def test_a_shadow_stopped_between_its_bootstrap_and_its_first_save_restarts_once
         address = zk_cluster.zookeeper + chroot
         reference = tmp_path / "reference"
         reference.mkdir()
-        shadow_once(address, FileSink(reference), reference / "state.json")
+        shadow_once(address, FileOutput(reference), reference / "state.json")
         bootstrap = events(reference)
         assert [e["type"] for e in bootstrap] == [
             "broker_startup",
@@ -335,10 +335,10 @@ def test_a_shadow_stopped_between_its_bootstrap_and_its_first_save_restarts_once
         out, state = tmp_path / "events", tmp_path / "state.json"
         out.mkdir()
         with pytest.raises(Stopped):
-            shadow_once(address, StopsAfterWriting(FileSink(out), kept), state)
+            shadow_once(address, StopsAfterWriting(FileOutput(out), kept), state)
         assert events(out) == bootstrap[:kept]
         plant_topic(writer, chroot, "b", [[2, 1]])  # while the shadow is down
-        restarted = shadow_once(address, FileSink(out), state)
+        restarted = shadow_once(address, FileOutput(out), state)
     emitted = events(out)
     assert emitted[: len(bootstrap)] == bootstrap  # the stopped start's, each once
     assert restarted.emitted == len(emitted) - len(bootstrap[:kept])
@@ -416,9 +416,9 @@ def test_a_start_stopped_after_writing_its_bootstrap_writes_no_unreadable_line_t
         out, state = tmp_path / "events", tmp_path / "state.json"
         out.mkdir()
         with pytest.raises(Stopped):
-            shadow_once(address, StopsAfterWriting(FileSink(out), None), state)
+            shadow_once(address, StopsAfterWriting(FileOutput(out), None), state)
         bootstrap = events(out)
         assert [e.get("znode") for e in bootstrap] == [None, None, "/brokers/ids/2"]
-        restarted = shadow_once(address, FileSink(out), state)
+        restarted = shadow_once(address, FileOutput(out), state)
     assert restarted.emitted == 0 and events(out) == bootstrap
     assert json.loads(state.read_text())["last_seq"] == bootstrap[-1]["seq"]

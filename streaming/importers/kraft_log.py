@@ -17,7 +17,7 @@ import sys
 
 from streaming.importers.kraft_log_decoder import Decoded, DecoderError, log_files
 from streaming.importers.kraft_log_model import KraftLogModel
-from streaming.importers.output import EventsOutput, ProgressBar, Report, write_events
+from streaming.importers.output import FileOutput, ProgressBar, Report, write_events
 
 _PROGRESS_EVERY = 4096  # records between progress bar updates
 
@@ -32,7 +32,7 @@ def main(args: argparse.Namespace) -> int:
     model = KraftLogModel(args.cluster)
     report = Report(files=len(files.all()))
     try:
-        with EventsOutput(args.out) as out, ProgressBar(files.total_bytes()) as progress:
+        with FileOutput(args.out) as out, ProgressBar(files.total_bytes()) as progress:
             shown = 0
             for record in decoded:
                 write_events(out, model.feed(record), report)

@@ -47,7 +47,7 @@ class Report:
             self.problems.append(problem)
 
 
-class EventsOutput:
+class FileOutput:
     """The events' destination: written to a hidden temporary file, renamed when complete
     (nothing at the final name before then); stdout for "-"."""
 

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, NamedTuple
 
-from streaming.importers.output import EventsOutput, Problem, ProgressBar, Report, write_events
+from streaming.importers.output import FileOutput, Problem, ProgressBar, Report, write_events
 from streaming.importers.zk_log_lines import Layout, LayoutError, is_continuation, parse_message
 from streaming.importers.zk_log_model import ZkLogModel
 
@@ -66,7 +66,7 @@ def main(args: argparse.Namespace) -> int:
     report = Report(files=sum(len(files) for _, files in streams))
     model = ZkLogModel(args.cluster)
     total = sum(path.stat().st_size for _, files in streams for path in files)
-    with EventsOutput(args.out) as out, ProgressBar(total) as progress:
+    with FileOutput(args.out) as out, ProgressBar(total) as progress:
         records = heapq.merge(
             *(
                 _records(i, rank, files, layout, report, progress)

@@ -50,7 +50,7 @@ from streaming.clients.kafka_config import ClientFailures, KafkaClientConfig
 from streaming.clients.zookeeper_config import ZooKeeperClientConfig
 from streaming.shadow.kafka_output import OutputError
 from streaming.shadow.model import Event, ShadowModel
-from streaming.shadow.outputs import Sink, open_sink, save_state
+from streaming.shadow.outputs import EventOutput, open_output, save_state
 from streaming.shadow.zk_failures import ZooKeeperFailures
 from streaming.shadow.znode_reader import Reader, changes_for, version_warnings
 
@@ -100,7 +100,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 class Shadow:
-    def __init__(self, client: KazooClient, sink: Sink, state_path: Path, cluster: str) -> None:
+    def __init__(
+        self, client: KazooClient, sink: EventOutput, state_path: Path, cluster: str
+    ) -> None:
         self.client, self.sink, self.state_path, self.cluster = client, sink, state_path, cluster
         self.fired: queue.Queue[str] = queue.Queue()
         self.reader = Reader(client, self._on_watch)
@@ -255,7 +257,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
     with ClientFailures(kafka_client) as failures:
         try:
-            sink, default_state = open_sink(args.out, args.cluster, kafka_client)
+            sink, default_state = open_output(args.out, args.cluster, kafka_client)
         except ValueError as error:
             print(f"kcsim shadow: {error}", file=sys.stderr)
             return 2
@@ -276,7 +278,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _run(
-    args: argparse.Namespace, sink: Sink, default_state: Path, config: ZooKeeperClientConfig
+    args: argparse.Namespace, sink: EventOutput, default_state: Path, config: ZooKeeperClientConfig
 ) -> int:
     with ZooKeeperFailures() as failures:
         # kazoo retries for ever (CONNECTION_RETRY): stop() in `finally` ends its thread
@@ -316,7 +318,7 @@ def _run(
 def _follow(
     args: argparse.Namespace,
     client: KazooClient,
-    sink: Sink,
+    sink: EventOutput,
     default_state: Path,
     failures: ZooKeeperFailures,
 ) -> int:

@@ -58,7 +58,7 @@ def describe(event: Event) -> str:
     return f"the {event.get('type')} line of the unreadable znode {event.get('znode')}"
 
 
-class KafkaSink:
+class KafkaOutput:
     def __init__(
         self,
         bootstrap: str,

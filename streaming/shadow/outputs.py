@@ -9,18 +9,18 @@ from pathlib import Path
 from typing import Protocol
 
 from streaming.clients.kafka_config import KafkaClientConfig
-from streaming.shadow.kafka_output import KafkaSink
+from streaming.shadow.kafka_output import KafkaOutput
 from streaming.shadow.model import Event, ShadowModel
 
 
-class Sink(Protocol):
+class EventOutput(Protocol):
     def last_seq(self, cluster: str) -> int: ...
     def write(self, events: list[Event]) -> None: ...
     def close(self) -> None: ...
 
 
 @dataclass(slots=True)
-class FileSink:
+class FileOutput:
     directory: Path
 
     def last_seq(self, cluster: str) -> int:
@@ -47,15 +47,17 @@ class FileSink:
         pass
 
 
-def open_sink(out: str, cluster: str, client: KafkaClientConfig | None = None) -> tuple[Sink, Path]:
+def open_output(
+    out: str, cluster: str, client: KafkaClientConfig | None = None
+) -> tuple[EventOutput, Path]:
     """The sink and the default place of the saved state."""
     if out.startswith("file:"):
         directory = Path(out.removeprefix("file:"))
         directory.mkdir(parents=True, exist_ok=True)
-        return FileSink(directory), directory / f".shadow-state-{cluster}.json"
+        return FileOutput(directory), directory / f".shadow-state-{cluster}.json"
     if out.startswith("kafka:") and "/" in out:
         bootstrap, topic = out.removeprefix("kafka:").split("/", 1)
-        sink = KafkaSink(bootstrap, topic, cluster, client or KafkaClientConfig())
+        sink = KafkaOutput(bootstrap, topic, cluster, client or KafkaClientConfig())
         return sink, Path(f".kcsim-shadow-{cluster}.json")
     raise ValueError(f"--out must be file:DIR or kafka:BOOTSTRAP/TOPIC, got {out!r}")
 
