@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from streaming.local_clusters.kafka_local import ScramUser
-from streaming.local_clusters.processes import KafkaLocalError
+from streaming.local_clusters.processes import LocalClusterError
 from streaming.local_clusters.zk_cluster import SaslUser
 
 
@@ -37,7 +37,7 @@ def test_a_malformed_file_is_refused_naming_the_option_not_the_secret(
 ) -> None:
     """Every would-be password in these files is one of SECRETS: none reaches the error."""
     with pytest.raises(
-        KafkaLocalError, match=f"^{option} .* must hold one line USER:PASSWORD$"
+        LocalClusterError, match=f"^{option} .* must hold one line USER:PASSWORD$"
     ) as e:
         reader.read(write(tmp_path, text))
     message = str(e.value).replace(str(tmp_path), "")
@@ -48,15 +48,15 @@ def test_a_malformed_file_is_refused_naming_the_option_not_the_secret(
 def test_a_missing_file_is_an_error_naming_the_option(
     tmp_path: Path, reader: type[ScramUser] | type[SaslUser], option: str
 ) -> None:
-    with pytest.raises(KafkaLocalError, match=f"^cannot read {option} .*: No such file"):
+    with pytest.raises(LocalClusterError, match=f"^cannot read {option} .*: No such file"):
         reader.read(tmp_path / "absent")
 
 
 def test_each_reader_refuses_what_its_server_cannot_quote(tmp_path: Path) -> None:
     # kafka-storage's SCRAM syntax [name=..,password=..] cannot hold , [ ] = " or \
-    with pytest.raises(KafkaLocalError, match="may not hold"):
+    with pytest.raises(LocalClusterError, match="may not hold"):
         ScramUser.read(write(tmp_path, "kcsim:pa,ss"))
     # ZooKeeper's JAAS file: one token each, no quotes, backslashes or semicolons
-    with pytest.raises(KafkaLocalError, match="may not hold"):
+    with pytest.raises(LocalClusterError, match="may not hold"):
         SaslUser.read(write(tmp_path, "kcsim:pa ss"))
     assert SaslUser.read(write(tmp_path, "kcsim:pa,ss")).password == "pa,ss"

@@ -19,7 +19,7 @@ from zk_cluster import ZkCluster, create_topic, unique_topic, wait_for
 
 from streaming.local_clusters import kafka_local
 from streaming.local_clusters import zk_cluster as cluster
-from streaming.local_clusters.processes import KafkaLocalError, is_running, port_free
+from streaming.local_clusters.processes import LocalClusterError, is_running, port_free
 
 ROOT = Path(__file__).resolve().parent.parent
 # Kafka's log4j layout, "[%d] %p %m (%c)%n", which the log importer parses
@@ -207,7 +207,7 @@ def test_broker_settings_take_overrides_and_reject_bad_ones(tmp_path: Path) -> N
     assert config["broker.id"] == 2
     assert config["listeners"] == "PLAINTEXT://127.0.0.1:9002"
     assert config["zookeeper.connect"] == "127.0.0.1:2181"
-    with pytest.raises(KafkaLocalError, match="KEY=VALUE"):
+    with pytest.raises(LocalClusterError, match="KEY=VALUE"):
         cluster.parse_overrides(["no-equals-sign"])
-    with pytest.raises(KafkaLocalError, match="no broker 3"):
+    with pytest.raises(LocalClusterError, match="no broker 3"):
         layout.broker_dir(3)

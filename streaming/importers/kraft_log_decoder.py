@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from streaming.jars import JarsMissingError, kafka_libs_dir
-from streaming.local_clusters.processes import KafkaLocalError, java
+from streaming.local_clusters.processes import LocalClusterError, java
 
 MAIN = "kafka.tools.DumpLogSegments"
 JVM_FLAGS = ("-Xmx256m", "-Xss1m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
@@ -131,7 +131,7 @@ def decoder_command(files: list[Path]) -> list[str]:
         raise DecoderError(str(error)) from None
     try:
         java_bin = java()
-    except KafkaLocalError as error:
+    except LocalClusterError as error:
         raise DecoderError(str(error)) from None
     return [
         java_bin,

@@ -38,7 +38,7 @@ from typing import Any
 from streaming.jars import JarsMissingError, kafka_libs_dir
 from streaming.local_clusters import kraft_cluster, zk_cluster
 from streaming.local_clusters.processes import (
-    KafkaLocalError,
+    LocalClusterError,
     free_ports,
     is_running,
     java,
@@ -102,7 +102,7 @@ class ScramUser:
         for name, value in (("user", username), ("password", password)):
             # kafka-storage's [name=...,password=...] syntax and JAAS quoting
             if any(c in value for c in ',[]="\\'):
-                raise KafkaLocalError(
+                raise LocalClusterError(
                     f'--sasl-scram {path}: the {name} may not hold , [ ] = " or \\'
                 )
         return cls(username, password)
@@ -204,7 +204,7 @@ def _wait_ready(bootstrap: str, pid: int, data_dir: Path, timeout_s: float) -> N
     last_error: Exception | None = None
     while time.monotonic() < deadline:
         if not _is_broker(pid):
-            raise KafkaLocalError(f"Kafka exited during start-up; log:\n{_log_tail(data_dir)}")
+            raise LocalClusterError(f"Kafka exited during start-up; log:\n{_log_tail(data_dir)}")
         try:
             admin = KafkaAdminClient(
                 bootstrap_servers=bootstrap,
@@ -221,7 +221,7 @@ def _wait_ready(bootstrap: str, pid: int, data_dir: Path, timeout_s: float) -> N
         except (KafkaError, OSError) as error:
             last_error = error
         time.sleep(0.5)
-    raise KafkaLocalError(
+    raise LocalClusterError(
         f"Kafka did not become ready at {bootstrap} within {timeout_s:.0f}s "
         f"(last error: {last_error!r}); log:\n{_log_tail(data_dir)}"
     )
@@ -288,7 +288,7 @@ def _start_locked(data_dir: Path, timeout_s: float, scram: ScramUser | None, tls
     try:
         classpath = str(kafka_libs_dir() / "*")
     except JarsMissingError as error:
-        raise KafkaLocalError(str(error)) from error
+        raise LocalClusterError(str(error)) from error
     java_bin = java()
     broker_port, controller_port = _ports(data_dir)
     (data_dir / "ports.properties").write_text(
@@ -299,7 +299,9 @@ def _start_locked(data_dir: Path, timeout_s: float, scram: ScramUser | None, tls
     # a SCRAM broker's client.properties has a JAAS line (a TLS-only one has none)
     previous = read_properties(client_properties(data_dir))
     if scram is None and formatted_before and "sasl.jaas.config" in previous:
-        raise KafkaLocalError(f"{data_dir} holds a broker started with --sasl-scram: give it again")
+        raise LocalClusterError(
+            f"{data_dir} holds a broker started with --sasl-scram: give it again"
+        )
     tls_files = ensure_tls(tls_dir(data_dir)) if tls else None
     write_private(
         properties, _server_properties(data_dir, broker_port, controller_port, scram, tls_files)
@@ -341,7 +343,7 @@ def _start_locked(data_dir: Path, timeout_s: float, scram: ScramUser | None, tls
         finally:
             argfile.unlink(missing_ok=True)
         if formatted.returncode != 0:
-            raise KafkaLocalError(
+            raise LocalClusterError(
                 "kafka-storage format failed:\n"
                 + "\n".join((formatted.stdout + formatted.stderr).splitlines()[-15:])
             )
@@ -352,7 +354,7 @@ def _start_locked(data_dir: Path, timeout_s: float, scram: ScramUser | None, tls
     bootstrap = f"127.0.0.1:{broker_port}"
     try:
         _wait_ready(bootstrap, pid, data_dir, timeout_s)
-    except KafkaLocalError:
+    except LocalClusterError:
         stop(data_dir)
         raise
     bootstrap_file.write_text(bootstrap + "\n")
@@ -458,23 +460,25 @@ def main(args: argparse.Namespace) -> int:
                 or args.zk_tls
                 or args.zk_chroot
             ):
-                raise KafkaLocalError(
+                raise LocalClusterError(
                     "--nodes (KRaft cluster) takes no --zk/--zk-*/--sasl-scram/--tls/--set-broker"
                 )
             if args.action in ("kill", "shutdown") and args.broker is None:
-                raise KafkaLocalError(f"`{args.action}` needs --broker ID")
+                raise LocalClusterError(f"`{args.action}` needs --broker ID")
             if args.nodes is None:
                 args.dir = args.dir or kraft_cluster.DEFAULT_DIR
                 args.nodes = len(kraft_cluster.load_layout(args.dir).node_ids)
             return kraft_cluster.main(args)
         if _zk_mode(args):
             if args.action in ("kill", "shutdown") and args.broker is None:
-                raise KafkaLocalError(f"`{args.action}` needs --broker ID")
+                raise LocalClusterError(f"`{args.action}` needs --broker ID")
             if args.sasl_scram is not None or args.tls:
-                raise KafkaLocalError("--sasl-scram and --tls apply to the KRaft broker (not --zk)")
+                raise LocalClusterError(
+                    "--sasl-scram and --tls apply to the KRaft broker (not --zk)"
+                )
             return zk_cluster.main(args)
         if args.set_broker or args.zk_sasl or args.zk_tls or args.zk_chroot:
-            raise KafkaLocalError(
+            raise LocalClusterError(
                 "--set-broker and --zk-* apply to the ZooKeeper-mode cluster (--zk)"
             )
         data_dir = args.dir or DEFAULT_DIR
@@ -488,7 +492,7 @@ def main(args: argparse.Namespace) -> int:
         else:
             stop(data_dir)
             print(f"Kafka in {data_dir} stopped")
-    except KafkaLocalError as error:
+    except LocalClusterError as error:
         print(f"kcsim kafka-local: {error}", file=sys.stderr)
         return 1
     return 0

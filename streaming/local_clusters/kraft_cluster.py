@@ -33,7 +33,7 @@ from pathlib import Path
 from streaming.jars import JarsMissingError, kafka_libs_dir
 from streaming.local_clusters.processes import (
     KILL_WAIT_S,
-    KafkaLocalError,
+    LocalClusterError,
     free_ports,
     is_running,
     java,
@@ -101,7 +101,7 @@ class Layout:
 
     def node_dir(self, node: int) -> Path:
         if node not in self.broker_ports:
-            raise KafkaLocalError(f"no node {node} in {self.root} (nodes: {self.node_ids})")
+            raise LocalClusterError(f"no node {node} in {self.root} (nodes: {self.node_ids})")
         return self.root / f"node-{node}"
 
     def config(self, node: int) -> Path:
@@ -143,7 +143,7 @@ def load_layout(data_dir: Path) -> Layout:
             int(props.get("voters", 0)),
         )
     except (KeyError, ValueError) as error:
-        raise KafkaLocalError(
+        raise LocalClusterError(
             f"{data_dir} holds no KRaft cluster (kraft-cluster.properties missing or bad: "
             f"{error!r}); start one with `kcsim kafka-local start --nodes 3 --dir {data_dir}`"
         ) from error
@@ -153,7 +153,7 @@ def _new_layout(data_dir: Path, nodes: int, voters: int = 0) -> Layout:
     if is_cluster_dir(data_dir):
         old = load_layout(data_dir)
         if len(old.node_ids) != nodes:
-            raise KafkaLocalError(f"{data_dir} holds a {len(old.node_ids)}-node cluster")
+            raise LocalClusterError(f"{data_dir} holds a {len(old.node_ids)}-node cluster")
         return old
     ports = free_ports(2 * nodes)
     ids = range(1, nodes + 1)
@@ -218,7 +218,7 @@ def _jvm(layout: Layout) -> list[str]:
     try:
         classpath = str(kafka_libs_dir() / "*")
     except JarsMissingError as error:
-        raise KafkaLocalError(str(error)) from error
+        raise LocalClusterError(str(error)) from error
     log4j = layout.root / "log4j2.properties"
     return [java(), *JVM_FLAGS, f"-Dlog4j2.configurationFile={log4j}", "-cp", classpath]
 
@@ -231,7 +231,7 @@ def _format(layout: Layout, node: int) -> None:
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         tail = "\n".join((done.stdout + done.stderr).splitlines()[-15:])
-        raise KafkaLocalError(f"formatting node {node} failed:\n{tail}")
+        raise LocalClusterError(f"formatting node {node} failed:\n{tail}")
 
 
 def _launch(layout: Layout, node: int) -> None:
@@ -274,14 +274,14 @@ def wait_unfenced(layout: Layout, nodes: Iterable[int], timeout_s: float) -> Non
     def ready() -> bool:
         for node in wanted:
             if layout.pid(node) is None:
-                raise KafkaLocalError(
+                raise LocalClusterError(
                     f"node {node} exited during start-up; log:\n"
                     + log_tail(layout.node_dir(node) / "stdout.log")
                 )
         return wanted <= (unfenced_brokers(layout) or set())
 
     if not wait_until(ready, timeout_s, 0.5):
-        raise KafkaLocalError(f"nodes {sorted(wanted)} were not unfenced within {timeout_s:.0f}s")
+        raise LocalClusterError(f"nodes {sorted(wanted)} were not unfenced within {timeout_s:.0f}s")
 
 
 @contextmanager
@@ -302,7 +302,7 @@ def start(
 ) -> str:
     """Start every node not running; returns the bootstrap address once all are unfenced."""
     if nodes < 1:
-        raise KafkaLocalError(f"--nodes must be at least 1, not {nodes}")
+        raise LocalClusterError(f"--nodes must be at least 1, not {nodes}")
     data_dir = data_dir.resolve()
     with _locked(data_dir):
         layout = _new_layout(data_dir, nodes, voters)
@@ -316,7 +316,7 @@ def start(
                     _format(layout, node)
                     _launch(layout, node)
             wait_unfenced(layout, layout.node_ids, timeout_s)
-        except KafkaLocalError:
+        except LocalClusterError:
             _stop_locked(layout, STOP_TIMEOUT_S)
             raise
     return layout.bootstrap
@@ -337,10 +337,10 @@ def kill_node(data_dir: Path, node: int) -> None:
     layout = load_layout(data_dir)
     pid = layout.pid(node)
     if pid is None:
-        raise KafkaLocalError(f"node {node} of {layout.root} is not running")
+        raise LocalClusterError(f"node {node} of {layout.root} is not running")
     signal_group(pid, signal.SIGKILL)
     if not wait_until(lambda: not is_running(pid, layout.markers(node)), 30.0):
-        raise KafkaLocalError(f"node {node} (pid {pid}) survived SIGKILL")
+        raise LocalClusterError(f"node {node} (pid {pid}) survived SIGKILL")
 
 
 def shutdown_node(data_dir: Path, node: int, *, timeout_s: float = STOP_TIMEOUT_S) -> None:
@@ -348,10 +348,10 @@ def shutdown_node(data_dir: Path, node: int, *, timeout_s: float = STOP_TIMEOUT_
     layout = load_layout(data_dir)
     pid = layout.pid(node)
     if pid is None:
-        raise KafkaLocalError(f"node {node} of {layout.root} is not running")
+        raise LocalClusterError(f"node {node} of {layout.root} is not running")
     signal_group(pid, signal.SIGTERM)
     if not wait_until(lambda: not is_running(pid, layout.markers(node)), timeout_s, 0.05):
-        raise KafkaLocalError(f"node {node} (pid {pid}) runs on {timeout_s:.0f}s after SIGTERM")
+        raise LocalClusterError(f"node {node} (pid {pid}) runs on {timeout_s:.0f}s after SIGTERM")
 
 
 def _stop_locked(layout: Layout, timeout_s: float) -> None:
@@ -369,7 +369,7 @@ def _stop_locked(layout: Layout, timeout_s: float) -> None:
             if is_running(pid, layout.markers(node)):
                 signal_group(pid, signal.SIGKILL)
         if not wait_until(all_gone, KILL_WAIT_S, 0.2):
-            raise KafkaLocalError(
+            raise LocalClusterError(
                 f"a KRaft node is still running {KILL_WAIT_S:.0f} s after SIGKILL"
             )
 

@@ -35,8 +35,12 @@ print(proc.pid)
 POLL_S = 0.1
 
 
-class KafkaLocalError(RuntimeError):
+class LocalClusterError(RuntimeError):
     """A local broker or ZooKeeper could not be started or stopped."""
+
+
+class JavaMissingError(LocalClusterError):
+    """No `java` to run a local cluster with."""
 
 
 def free_port() -> int:
@@ -94,10 +98,10 @@ def read_user_password(path: Path, option: str) -> tuple[str, str]:
     try:
         text = path.read_text(encoding="utf-8").strip()
     except OSError as error:
-        raise KafkaLocalError(f"cannot read {option} {path}: {error.strerror}") from None
+        raise LocalClusterError(f"cannot read {option} {path}: {error.strerror}") from None
     username, sep, password = text.partition(":")
     if not sep or not username or not password or "\n" in text:
-        raise KafkaLocalError(f"{option} {path} must hold one line USER:PASSWORD")
+        raise LocalClusterError(f"{option} {path} must hold one line USER:PASSWORD")
     return username, password
 
 
@@ -107,7 +111,7 @@ def java() -> str:
         return str(Path(java_home) / "bin" / "java")
     found = shutil.which("java")
     if found is None:
-        raise KafkaLocalError("`java` (17+) is not on PATH and JAVA_HOME is not set")
+        raise JavaMissingError("`java` (17+) is not on PATH and JAVA_HOME is not set")
     return found
 
 
@@ -178,7 +182,7 @@ KILL_WAIT_S = 10.0  # a process SIGKILL has not ended by then is stuck in the ke
 
 def terminate(pid: int, markers: Iterable[str], timeout_s: float) -> None:
     """SIGTERM, and SIGKILL if the process outlives `timeout_s`; returns once it is gone
-    (KafkaLocalError if even SIGKILL does not end it)."""
+    (LocalClusterError if even SIGKILL does not end it)."""
     markers = tuple(markers)
     if not is_running(pid, markers):
         return
@@ -187,7 +191,7 @@ def terminate(pid: int, markers: Iterable[str], timeout_s: float) -> None:
         return
     signal_group(pid, signal.SIGKILL)
     if not wait_until(lambda: not is_running(pid, markers), KILL_WAIT_S, 0.2):
-        raise KafkaLocalError(f"process {pid} is still running {KILL_WAIT_S:.0f} s after SIGKILL")
+        raise LocalClusterError(f"process {pid} is still running {KILL_WAIT_S:.0f} s after SIGKILL")
 
 
 def kraft_cluster_id() -> str:

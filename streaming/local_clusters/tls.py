@@ -24,7 +24,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from streaming.local_clusters.processes import KafkaLocalError, java
+from streaming.local_clusters.processes import LocalClusterError, java
 
 VALIDITY_DAYS = "3650"
 KEY = ("-keyalg", "EC", "-groupname", "secp256r1")  # fast to make, small handshakes
@@ -109,7 +109,7 @@ def _keytool(*args: str) -> None:
     )
     if done.returncode != 0:
         # keytool's messages name files and aliases, never the password (it reads a file)
-        raise KafkaLocalError(f"keytool {args[0]} failed: {(done.stdout + done.stderr).strip()}")
+        raise LocalClusterError(f"keytool {args[0]} failed: {(done.stdout + done.stderr).strip()}")
 
 
 def write_private(path: Path, text: str) -> None:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from streaming.jars import JarsMissingError, kafka_zk_libs_dir
 from streaming.local_clusters.processes import (
-    KafkaLocalError,
+    LocalClusterError,
     accepts_connections,
     free_ports,
     is_running,
@@ -165,7 +165,7 @@ class SaslUser:
     def read(cls, path: Path) -> SaslUser:
         username, password = read_user_password(path, "--zk-sasl")
         if any(c in username + password for c in '"\\ ;'):  # JAAS quoting; one token each
-            raise KafkaLocalError(
+            raise LocalClusterError(
                 f'--zk-sasl {path}: the user and password may not hold " \\ ; or spaces'
             )
         return cls(username, password)
@@ -221,7 +221,7 @@ class Layout:
     def broker_dir(self, broker: int) -> Path:
         if broker not in self.broker_ports:
             ids = ", ".join(map(str, self.broker_ids))
-            raise KafkaLocalError(f"no broker {broker} in {self.root} (brokers: {ids})")
+            raise LocalClusterError(f"no broker {broker} in {self.root} (brokers: {ids})")
         return self.root / f"broker-{broker}"
 
     def broker_config(self, broker: int) -> Path:
@@ -276,7 +276,7 @@ def load_layout(data_dir: Path) -> Layout:
             security,
         )
     except (KeyError, ValueError) as error:
-        raise KafkaLocalError(
+        raise LocalClusterError(
             f"{data_dir} holds no ZooKeeper-mode cluster (cluster.properties missing or bad: "
             f"{error!r}); start one with `kcsim kafka-local start --zk --dir {data_dir}`"
         ) from error
@@ -287,12 +287,12 @@ def _new_layout(data_dir: Path, brokers: int, security: ZkSecurity) -> Layout:
     if is_cluster_dir(data_dir):
         old = load_layout(data_dir)
         if len(old.broker_ports) != brokers:
-            raise KafkaLocalError(
+            raise LocalClusterError(
                 f"{data_dir} holds a {len(old.broker_ports)}-broker cluster, not {brokers}: "
                 "use another --dir"
             )
         if old.security != security:
-            raise KafkaLocalError(
+            raise LocalClusterError(
                 f"{data_dir} holds a cluster whose ZooKeeper security is {old.security}, "
                 "not what was given: give the same --zk-sasl/--zk-tls/--zk-chroot, or another --dir"
             )
@@ -310,7 +310,7 @@ def _classpath() -> str:
     try:
         return str(kafka_zk_libs_dir() / "*")
     except JarsMissingError as error:
-        raise KafkaLocalError(str(error)) from error
+        raise LocalClusterError(str(error)) from error
 
 
 def _zookeeper_config(layout: Layout) -> dict[str, object]:
@@ -375,7 +375,7 @@ def _write_security_files(layout: Layout, user: SaslUser | None) -> None:
     client = layout.zookeeper_client_config
     if security.sasl and user is None:
         if not (layout.zookeeper_dir / "jaas.conf").is_file() or not client.is_file():
-            raise KafkaLocalError(f"{layout.root}'s ZooKeeper requires SASL: give --zk-sasl")
+            raise LocalClusterError(f"{layout.root}'s ZooKeeper requires SASL: give --zk-sasl")
         return
     lines: list[str] = []
     if user is not None:
@@ -481,7 +481,7 @@ def zookeeper_client(
             client.start(timeout=timeout_s)
     except KazooTimeoutError as error:
         client.close()
-        raise KafkaLocalError(f"cannot connect to ZooKeeper at {hosts}: {error}") from error
+        raise LocalClusterError(f"cannot connect to ZooKeeper at {hosts}: {error}") from error
     try:
         yield client
     finally:
@@ -514,14 +514,14 @@ def _start_zookeeper(layout: Layout, timeout_s: float) -> None:
 
     def ready() -> bool:
         if pid is None or not layout.zookeeper_running(pid):
-            raise KafkaLocalError(
+            raise LocalClusterError(
                 "ZooKeeper exited during start-up; log:\n"
                 + log_tail(layout.zookeeper_dir / "zookeeper.log")
             )
         return accepts_connections(layout.zookeeper_port)
 
     if not wait_until(ready, timeout_s):
-        raise KafkaLocalError(f"ZooKeeper did not listen on {layout.zookeeper} in {timeout_s}s")
+        raise LocalClusterError(f"ZooKeeper did not listen on {layout.zookeeper} in {timeout_s}s")
 
 
 def _launch_broker(layout: Layout, broker: int) -> None:
@@ -570,7 +570,7 @@ def wait_registered(layout: Layout, brokers: Iterable[int], timeout_s: float) ->
         def ready() -> bool:
             for broker in wanted:
                 if layout.broker_pid(broker) is None:
-                    raise KafkaLocalError(_broker_failure(layout, broker))
+                    raise LocalClusterError(_broker_failure(layout, broker))
             return wanted <= registered_brokers(client) and all(
                 startup_complete(layout, broker) for broker in wanted
             )
@@ -578,7 +578,7 @@ def wait_registered(layout: Layout, brokers: Iterable[int], timeout_s: float) ->
         if not wait_until(ready, timeout_s):
             missing = sorted(wanted - registered_brokers(client))
             starting = sorted(b for b in wanted if not startup_complete(layout, b))
-            raise KafkaLocalError(
+            raise LocalClusterError(
                 f"within {timeout_s:.0f}s, brokers {missing} did not register and "
                 f"brokers {starting} did not finish starting up"
             )
@@ -607,11 +607,13 @@ def start(
     `security` secures ZooKeeper (`sasl_user`: its one SASL user, needed at the first
     start)."""
     if brokers < 1:
-        raise KafkaLocalError(f"--brokers must be at least 1, not {brokers}")
+        raise LocalClusterError(f"--brokers must be at least 1, not {brokers}")
     data_dir = data_dir.resolve()
     with _locked(data_dir):
         if security.chroot and (not security.chroot.startswith("/") or security.chroot == "/"):
-            raise KafkaLocalError(f"--zk-chroot must be an absolute path, not {security.chroot!r}")
+            raise LocalClusterError(
+                f"--zk-chroot must be an absolute path, not {security.chroot!r}"
+            )
         layout = _new_layout(data_dir, brokers, security)
         layout.save()
         _write_security_files(layout, sasl_user)
@@ -627,7 +629,7 @@ def start(
                     write_properties(layout.broker_config(broker), config)
                     _launch_broker(layout, broker)
             wait_registered(layout, layout.broker_ids, timeout_s)
-        except KafkaLocalError:
+        except LocalClusterError:
             _stop_locked(layout, STOP_TIMEOUT_S)
             raise
     return ClusterAddress(layout.zookeeper, layout.bootstrap)
@@ -646,7 +648,7 @@ def _wait_stale_registrations(layout: Layout, brokers: Iterable[int]) -> None:
         )
         if not gone:
             left = sorted(stale & registered_brokers(client))
-            raise KafkaLocalError(f"brokers {left} are registered by processes not ours")
+            raise LocalClusterError(f"brokers {left} are registered by processes not ours")
 
 
 def start_broker(data_dir: Path, broker: int, *, timeout_s: float = START_TIMEOUT_S) -> None:
@@ -656,12 +658,12 @@ def start_broker(data_dir: Path, broker: int, *, timeout_s: float = START_TIMEOU
     layout = load_layout(data_dir)
     with _locked(layout.root):
         if layout.zookeeper_pid() is None:
-            raise KafkaLocalError(f"ZooKeeper of {layout.root} is not running: start --zk first")
+            raise LocalClusterError(f"ZooKeeper of {layout.root} is not running: start --zk first")
         if layout.broker_pid(broker) is None:
             _wait_stale_registrations(layout, (broker,))
             port = layout.broker_ports[broker]
             if not wait_until(lambda: port_free(port), 30.0):
-                raise KafkaLocalError(f"broker {broker}'s port {port} is taken")
+                raise LocalClusterError(f"broker {broker}'s port {port} is taken")
             _launch_broker(layout, broker)
         wait_registered(layout, (broker,), timeout_s)
 
@@ -672,10 +674,10 @@ def kill_broker(data_dir: Path, broker: int) -> None:
     layout = load_layout(data_dir)
     pid = layout.broker_pid(broker)
     if pid is None:
-        raise KafkaLocalError(f"broker {broker} of {layout.root} is not running")
+        raise LocalClusterError(f"broker {broker} of {layout.root} is not running")
     signal_group(pid, signal.SIGKILL)
     if not wait_until(lambda: not layout.broker_running(pid, broker), 30.0):
-        raise KafkaLocalError(f"broker {broker} (pid {pid}) survived SIGKILL")
+        raise LocalClusterError(f"broker {broker} (pid {pid}) survived SIGKILL")
 
 
 def shutdown_broker(data_dir: Path, broker: int, *, timeout_s: float = STOP_TIMEOUT_S) -> None:
@@ -684,10 +686,12 @@ def shutdown_broker(data_dir: Path, broker: int, *, timeout_s: float = STOP_TIME
     layout = load_layout(data_dir)
     pid = layout.broker_pid(broker)
     if pid is None:
-        raise KafkaLocalError(f"broker {broker} of {layout.root} is not running")
+        raise LocalClusterError(f"broker {broker} of {layout.root} is not running")
     signal_group(pid, signal.SIGTERM)
     if not wait_until(lambda: not layout.broker_running(pid, broker), timeout_s, 0.05):
-        raise KafkaLocalError(f"broker {broker} (pid {pid}) runs on {timeout_s:.0f}s after SIGTERM")
+        raise LocalClusterError(
+            f"broker {broker} (pid {pid}) runs on {timeout_s:.0f}s after SIGTERM"
+        )
 
 
 def _controller_last(layout: Layout, running: list[int]) -> list[int]:
@@ -698,7 +702,7 @@ def _controller_last(layout: Layout, running: list[int]) -> list[int]:
         try:
             with zookeeper_client(layout.zookeeper, 5.0, layout.kazoo_args()) as client:
                 controller = controller_id(client)
-        except KafkaLocalError:
+        except LocalClusterError:
             controller = None
     return sorted(running, key=lambda broker: broker == controller)
 
@@ -726,7 +730,7 @@ def _stop_locked(layout: Layout, timeout_s: float) -> None:
     ports = [layout.zookeeper_port, *layout.broker_ports.values()]
     if not wait_until(lambda: all(port_free(p) for p in ports), 10.0):
         taken = [p for p in ports if not port_free(p)]
-        raise KafkaLocalError(f"ports {taken} of {layout.root} are still taken after stop")
+        raise LocalClusterError(f"ports {taken} of {layout.root} are still taken after stop")
 
 
 def stop(data_dir: Path = DEFAULT_DIR, *, timeout_s: float = STOP_TIMEOUT_S) -> None:
@@ -757,7 +761,7 @@ def parse_overrides(items: Iterable[str]) -> dict[str, str]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise KafkaLocalError(f"--set-broker wants KEY=VALUE, not {item!r}")
+            raise LocalClusterError(f"--set-broker wants KEY=VALUE, not {item!r}")
         overrides[key.strip()] = value.strip()
     return overrides
 
@@ -773,7 +777,7 @@ def main(args: argparse.Namespace) -> int:
             # a restart keeps the directory's security unless told otherwise
             stored = load_layout(data_dir).security
             if args.zk_chroot is not None and args.zk_chroot != stored.chroot:
-                raise KafkaLocalError(
+                raise LocalClusterError(
                     f"{data_dir} holds a cluster under chroot {stored.chroot or '/'!r}, "
                     f"not {args.zk_chroot!r}: give a fresh --dir for another chroot"
                 )
