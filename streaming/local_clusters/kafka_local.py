@@ -47,7 +47,7 @@ from streaming.local_clusters.processes import (
     log_tail,
     port_free,
     read_pid,
-    read_properties,
+    read_properties_file,
     read_user_password,
     terminate,
 )
@@ -80,7 +80,7 @@ logger.request.level = WARN
 
 def _ports(data_dir: Path) -> tuple[int, int]:
     """Broker and controller ports: the previous run's if still free, else new ones."""
-    previous = read_properties(data_dir / "ports.properties")
+    previous = read_properties_file(data_dir / "ports.properties")
     with contextlib.suppress(KeyError, ValueError):
         broker, controller = int(previous["broker"]), int(previous["controller"])
         if port_free(broker) and port_free(controller):
@@ -278,7 +278,7 @@ def start(
 def _start_locked(data_dir: Path, timeout_s: float, scram: ScramUser | None, tls: bool) -> str:
     bootstrap_file = data_dir / "bootstrap.txt"
     pid = _read_pid(data_dir)
-    running_port = read_properties(data_dir / "ports.properties").get("broker")
+    running_port = read_properties_file(data_dir / "ports.properties").get("broker")
     if pid is not None and _is_broker(pid) and running_port:
         # Already running (maybe still starting, from another process): reuse it.
         bootstrap = f"127.0.0.1:{running_port}"
@@ -297,7 +297,7 @@ def _start_locked(data_dir: Path, timeout_s: float, scram: ScramUser | None, tls
     properties = data_dir / "server.properties"
     formatted_before = (data_dir / "data" / "meta.properties").is_file()
     # a SCRAM broker's client.properties has a JAAS line (a TLS-only one has none)
-    previous = read_properties(client_properties(data_dir))
+    previous = read_properties_file(client_properties(data_dir))
     if scram is None and formatted_before and "sasl.jaas.config" in previous:
         raise LocalClusterError(
             f"{data_dir} holds a broker started with --sasl-scram: give it again"

@@ -40,7 +40,7 @@ from streaming.local_clusters.processes import (
     kraft_cluster_id,
     launch_detached,
     log_tail,
-    read_properties,
+    read_properties_file,
     running_pid,
     signal_group,
     wait_until,
@@ -132,7 +132,7 @@ def is_cluster_dir(data_dir: Path) -> bool:
 
 def load_layout(data_dir: Path) -> Layout:
     data_dir = data_dir.resolve()
-    props = read_properties(data_dir / "kraft-cluster.properties")
+    props = read_properties_file(data_dir / "kraft-cluster.properties")
     try:
         nodes = range(1, int(props["nodes"]) + 1)
         return Layout(

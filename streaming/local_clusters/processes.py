@@ -22,6 +22,8 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from controller.config import read_properties
+
 # Starts the process as a grandchild: the launcher exits at once, so the process is
 # reparented to init and no Python process is left holding an unreaped child.
 _LAUNCHER = """
@@ -77,15 +79,10 @@ def accepts_connections(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def read_properties(path: Path) -> dict[str, str]:
-    props: dict[str, str] = {}
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            line = line.strip()
-            if line and not line.startswith("#") and "=" in line:
-                key, value = line.split("=", 1)
-                props[key.strip()] = value.strip()
-    return props
+def read_properties_file(path: Path) -> dict[str, str]:
+    """A properties file the local clusters wrote (Kafka reads the same files), parsed
+    as Java parses it; empty when there is none."""
+    return read_properties(path.read_text()) if path.is_file() else {}
 
 
 def write_properties(path: Path, props: Mapping[str, object]) -> None:

@@ -46,7 +46,7 @@ from streaming.local_clusters.processes import (
     launch_detached,
     log_tail,
     port_free,
-    read_properties,
+    read_properties_file,
     read_user_password,
     running_pid,
     signal_group,
@@ -261,7 +261,7 @@ def is_cluster_dir(data_dir: Path) -> bool:
 
 def load_layout(data_dir: Path) -> Layout:
     data_dir = data_dir.resolve()
-    props = read_properties(data_dir / "cluster.properties")
+    props = read_properties_file(data_dir / "cluster.properties")
     try:
         count = int(props["brokers"])
         security = ZkSecurity(
