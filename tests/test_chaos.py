@@ -13,7 +13,6 @@ from functools import cache
 from itertools import islice
 
 import pytest
-from health_recount import STATE_COLUMNS, leader_changes, recount
 
 from controller.config import Settings
 from controller.events import Event, Rejection
@@ -22,6 +21,7 @@ from controller.simulator import RawEvent, Simulator
 from schemas.events import EVENT_TYPES
 from streaming.chaos.generator import FAULT_KINDS, ChaosGenerator, ClusterSpec, Fault
 from streaming.chaos.produce import event_record
+from tests.support.health_recount import STATE_COLUMNS, leader_changes, recount
 
 SMALL = ClusterSpec(name="chaos", brokers=4, topics=2, partitions=3, rf=2)
 SIMULATE = Settings(simulate_brokers=True)

@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from job_process import ROOT, job_env
+
+from tests.support.job_process import ROOT, job_env
 
 EXAMPLES = ROOT / "examples" / "events"
 

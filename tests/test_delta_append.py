@@ -17,13 +17,13 @@ from delta.tables import DeltaTable
 from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql import DataFrame
-from spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
 from controller.config import Settings
 from controller.replay.event_files import read_events
 from controller.simulator import BatchOutput, Simulator
 from schemas import APPEND_TABLES
 from streaming.lake import delta_append
+from tests.support.spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
 pytestmark = pytest.mark.spark
 

@@ -18,7 +18,6 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
 from controller.config import Settings
 from controller.replay.event_files import read_events
@@ -26,6 +25,7 @@ from controller.simulator import BatchOutput, RawEvent, Simulator
 from schemas import STATE_TABLES
 from streaming.chaos.generator import ChaosGenerator
 from streaming.lake import delta_files, delta_merge
+from tests.support.spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
 pytestmark = pytest.mark.spark
 

@@ -22,7 +22,10 @@ from pathlib import Path
 
 import pytest
 from deltalake import DeltaTable
-from differential import (
+from kafka import TopicPartition
+from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions
+
+from tests.support.differential import (
     ShadowRecording,
     admin,
     assignment_of,
@@ -34,12 +37,10 @@ from differential import (
     wait_settled,
     write_topic_znode,
 )
-from job_process import JobProcess
-from kafka import TopicPartition
-from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions
-from lake_tables import canonical
-from tcp_relay import ZkRelay, expire_session
-from zk_cluster import ZkCluster, create_topic, unique_topic, wait_for
+from tests.support.job_process import JobProcess
+from tests.support.lake_tables import canonical
+from tests.support.tcp_relay import ZkRelay, expire_session
+from tests.support.zk_cluster import ZkCluster, create_topic, unique_topic, wait_for
 
 pytestmark = pytest.mark.zk
 

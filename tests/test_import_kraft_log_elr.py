@@ -15,11 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kraft_cluster import KraftCluster, wait_for
-from test_import_kraft_log_real import divergence_classes
 
 from streaming.cli import main
 from streaming.local_clusters import kraft_cluster as cluster
+from tests.support.divergence_classes import divergence_classes
+from tests.support.kraft_cluster import KraftCluster, wait_for
 
 pytestmark = pytest.mark.kraft
 

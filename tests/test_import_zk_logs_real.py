@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from streaming.cli import main
-from tests.test_shadow_zk import events as shadow_events
-from tests.test_shadow_zk import shadow, wait_for
-from tests.zk_log_scenario import copy_logs, run_scenario
+from tests.support.shadow_process import events as shadow_events
+from tests.support.shadow_process import shadow, wait_for
+from tests.support.zk_log_scenario import copy_logs, run_scenario
 
 pytestmark = pytest.mark.zk
 

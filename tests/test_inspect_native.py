@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from job_process import ROOT, job_env
-from spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
 from streaming.lake.local_reader import LakeReader, local_root, matching
+from tests.support.job_process import ROOT, job_env
+from tests.support.spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
 KEY = ["cluster", "topic", "partition"]
 
@@ -78,12 +78,11 @@ def test_a_missing_lake_is_a_clear_error_without_spark(tmp_path: Path) -> None:
 def lake(spark, tmp_path_factory) -> Path:  # noqa: F811
     """The corpus, 15 lines a batch, brokers answering by themselves (so topic deletions
     complete and the change feed holds deletes)."""
-    from test_spark_job import copy_corpus
-
     from controller.config import Settings
     from streaming.job.options import Options
     from streaming.job.query import run
     from streaming.job.sources import FileSource
+    from tests.support.corpus import copy_corpus
 
     root = tmp_path_factory.mktemp("inspect")
     source = copy_corpus(root / "events", lines_per_file=15)

@@ -23,8 +23,8 @@ from controller.replay import table_files as replay
 from controller.zk.context import ControllerContext, Partition
 from controller.zk.metadata_entries import FullBody, MetadataEntries
 from schemas import TABLES
-from tests.scenario import Cluster
-from tests.test_state_machines import Machines, lai
+from tests.support.machines import Machines, lai
+from tests.support.scenario import Cluster
 
 Row = dict[str, Any]
 TP = TopicPartition("t", 0)

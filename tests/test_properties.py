@@ -18,16 +18,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from event_strategies import (
-    EVENT_KINDS,
-    NEEDS_A_TOPIC,
-    ClusterView,
-    Tables,
-    any_event,
-    as_line,
-    key_of,
-)
-from health_recount import STATE_COLUMNS, leader_changes, recount
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -44,6 +34,16 @@ from controller.simulator import BatchOutput, RawEvent, Simulator
 from controller.zk.request_log import joined
 from schemas import TABLES
 from schemas.tables import REQUEST_PARTITION
+from tests.support.event_strategies import (
+    EVENT_KINDS,
+    NEEDS_A_TOPIC,
+    ClusterView,
+    Tables,
+    any_event,
+    as_line,
+    key_of,
+)
+from tests.support.health_recount import STATE_COLUMNS, leader_changes, recount
 
 CLUSTER = "default"
 PARTITION_STATES = {"NewPartition", "OnlinePartition", "OfflinePartition", "NonExistentPartition"}

@@ -27,7 +27,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from job_process import ROOT, JobProcess, job_env
 from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import (
     AlterConfigOp,
@@ -36,9 +35,6 @@ from kafka.admin import (
     KafkaAdminClient,
     NewTopic,
 )
-from kafka_broker import alter_configs, create_topic
-from lake_tables import canonical, lake_rows
-from spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
 from controller.config import Settings
 from controller.simulator import RawEvent, Simulator
@@ -52,6 +48,10 @@ from streaming.job.request_sink import (
     payload_records,
     rebuild_requests,
 )
+from tests.support.job_process import ROOT, JobProcess, job_env
+from tests.support.kafka_broker import alter_configs, create_topic
+from tests.support.lake_tables import canonical, lake_rows
+from tests.support.spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
 SMALL_MESSAGE_BYTES = 64 * 1024
 PARTITIONS = 1500  # an UpdateMetadata of them all is ~6x SMALL_MESSAGE_BYTES as JSON

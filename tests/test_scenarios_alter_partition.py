@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from scenario import Cluster, entries
 
 from controller.config import Settings
 from controller.model import LeaderAndIsr, ReplicaAssignment, TopicPartition
@@ -11,6 +10,7 @@ from controller.zk.alter_partition import AlterPartitionRequest, PartitionChange
 from controller.zk.context import ControllerContext
 from controller.zk.journal import Journal
 from controller.zk.parts import ControllerParts
+from tests.support.scenario import Cluster, entries
 
 LAI, UM, SR = "LeaderAndIsr", "UpdateMetadata", "StopReplica"
 UM_ALL = [(UM, 1, True), (UM, 2, True), (UM, 3, True)]

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from scenario import Cluster, Output, entries, lai
-
 from controller.config import Settings
+from tests.support.scenario import Cluster, Output, entries, lai
 
 LAI, UM, SR = "LeaderAndIsr", "UpdateMetadata", "StopReplica"
 UNCLEAN = "unclean.leader.election.enable"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scenario import Cluster, entries, lai
+from tests.support.scenario import Cluster, entries, lai
 
 LAI, UM, SR = "LeaderAndIsr", "UpdateMetadata", "StopReplica"
 

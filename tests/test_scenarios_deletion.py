@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from scenario import Cluster, Output, entries
-
 from controller.config import Settings
+from tests.support.scenario import Cluster, Output, entries
 
 LAI, UM, SR = "LeaderAndIsr", "UpdateMetadata", "StopReplica"
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from scenario import Cluster, entries, lai
-
 from controller.config import Settings
 from controller.model import ReplicaAssignment, TopicPartition
+from tests.support.scenario import Cluster, entries, lai
 
 LAI, UM, SR = "LeaderAndIsr", "UpdateMetadata", "StopReplica"
 PREFERRED_FAILURE = (

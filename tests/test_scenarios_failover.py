@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 
-from scenario import Cluster, entries, lai
-
 from controller.simulator import RawEvent, Simulator
 from schemas.tables import STATE_TABLES
+from tests.support.scenario import Cluster, entries, lai
 
 LAI, UM, SR = "LeaderAndIsr", "UpdateMetadata", "StopReplica"
 

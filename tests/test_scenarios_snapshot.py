@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from scenario import Cluster, Output, entries, lai
-from snapshot_events import snapshot_events, stored_state
-
 from schemas.tables import STATE_TABLES
+from tests.support.scenario import Cluster, Output, entries, lai
+from tests.support.snapshot_events import snapshot_events, stored_state
 
 LAI, UM, SR = "LeaderAndIsr", "UpdateMetadata", "StopReplica"
 Row = dict[str, Any]

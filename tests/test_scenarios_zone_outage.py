@@ -9,7 +9,7 @@ election in the first may pick a leader the second takes away.
 
 from __future__ import annotations
 
-from scenario import Cluster, Output, entries, lai
+from tests.support.scenario import Cluster, Output, entries, lai
 
 LAI, UM, SR = "LeaderAndIsr", "UpdateMetadata", "StopReplica"
 ZONE_A = [1, 2, 3]

@@ -10,9 +10,7 @@ for the password: none may hold it."""
 from __future__ import annotations
 
 import json
-import re
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -20,7 +18,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-from job_process import ROOT, job_env
 from kafka import KafkaConsumer
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
@@ -29,14 +26,18 @@ from kazoo.security import make_digest_acl
 from streaming.chaos.produce import scenario_records
 from streaming.clients.kafka_config import KafkaClientConfig
 from streaming.local_clusters import kafka_local
+from tests.support.security import (
+    CORPUS,
+    KAFKA_SCAN,
+    REFUSED_WITHIN_S,
+    files_holding,
+    kcsim,
+    unredacted_jaas,
+)
 
 pytestmark = [pytest.mark.kafka]
 
-CORPUS = ROOT / "tests" / "data" / "corpus"
 USER = "kcsim-user"
-# a refused client must fail within this (bounded bootstrap, no endless reconnects)
-REFUSED_WITHIN_S = 60
-JOB_TIMEOUT_S = 420
 
 
 class ScramKafka(NamedTuple):
@@ -66,18 +67,6 @@ def scram_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScramKafka
         yield ScramKafka(bootstrap, config, wrong, password)
     finally:
         kafka_local.stop(data_dir)
-
-
-def kcsim(*args: str, timeout: float = JOB_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "streaming.cli", *args],
-        capture_output=True, text=True, env=job_env(), cwd=ROOT, timeout=timeout, check=False,
-    )  # fmt: skip
-
-
-def files_holding(root: Path, secret: str) -> list[Path]:
-    needle = secret.encode()
-    return [p for p in sorted(root.rglob("*")) if p.is_file() and needle in p.read_bytes()]
 
 
 def read_topic(kafka: ScramKafka, topic: str) -> list[bytes]:
@@ -131,15 +120,6 @@ def test_producer_authenticates_and_a_wrong_password_fails_fast(
     assert len(read_topic(scram_kafka, topic)) == len(lines)  # nothing more was produced
     for out in (produced, refused):
         assert scram_kafka.password not in out.stdout + out.stderr
-
-
-# Spark's Kafka source in a plan of the event log
-KAFKA_SCAN = b"org.apache.spark.sql.kafka010.KafkaSourceProvider$KafkaScan"
-
-
-def unredacted_jaas(log: bytes) -> list[bytes]:
-    """The JAAS options in a Spark event log that Spark's redaction did not mask."""
-    return re.findall(rb"kafka\.sasl\.jaas\.config=(?!\*+\(redacted\)).{0,20}", log)
 
 
 @pytest.mark.spark

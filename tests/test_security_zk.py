@@ -20,18 +20,18 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-from job_process import ROOT, job_env
 from kafka import KafkaConsumer
 from kafka.admin import KafkaAdminClient, NewTopic
 from kazoo.client import KazooClient
 from kazoo.exceptions import SessionClosedRequireSaslError
 from kazoo.security import Permissions
-from test_security_kafka import REFUSED_WITHIN_S, files_holding, kcsim
-from test_security_tls import TlsKafka, tls_kafka  # noqa: F401
 
 from streaming.clients.kafka_config import KafkaClientConfig
 from streaming.clients.zookeeper_config import ZooKeeperClientConfig
 from streaming.local_clusters import zk_cluster
+from tests.support.job_process import ROOT, job_env
+from tests.support.security import REFUSED_WITHIN_S, files_holding, kcsim
+from tests.support.tls_kafka import TlsKafka, tls_kafka  # noqa: F401
 
 pytestmark = [pytest.mark.kafka, pytest.mark.zk]
 

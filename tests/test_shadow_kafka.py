@@ -23,14 +23,14 @@ from typing import Any
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient
-from kafka_broker import alter_configs, create_topic
-from planted_cluster import plant_topic, planted
 
 from streaming.clients.kafka_config import KafkaClientConfig
 from streaming.clients.message_size import broker_message_max_bytes, topic_max_message_bytes
 from streaming.local_clusters import kafka_local
 from streaming.local_clusters.processes import read_pid
 from streaming.shadow.kafka_output import KafkaOutput, OutputError, record_bytes
+from tests.support.kafka_broker import alter_configs, create_topic
+from tests.support.planted_cluster import plant_topic, planted
 
 pytestmark = pytest.mark.kafka
 ROOT = Path(__file__).resolve().parents[1]

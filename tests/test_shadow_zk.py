@@ -5,14 +5,10 @@ fixture: one ZooKeeper, three brokers). SPEC §8 (broker changes), §10 (creatio
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import threading
-import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,40 +17,17 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from kazoo.client import KazooClient
 from kazoo.exceptions import AuthFailedError
 from kazoo.protocol.states import KeeperState
-from planted_cluster import plant_topic, planted
 
 from controller.config import Settings
 from controller.replay.command import replay
 from streaming.shadow.command import Shadow
 from streaming.shadow.model import Event
 from streaming.shadow.outputs import FileOutput, open_output
+from tests.support.planted_cluster import plant_topic, planted
+from tests.support.shadow_process import DEADLINE_S, events, shadow, wait_for
 
 pytestmark = pytest.mark.zk
 ROOT = Path(__file__).resolve().parents[1]
-DEADLINE_S = 90
-
-
-def shadow(zookeeper: str, out: Path, *extra: str) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    command = [sys.executable, "-m", "streaming.cli", "shadow", "--zookeeper", zookeeper]
-    command += ["--out", f"file:{out}", "--cluster", "real", "--settle-ms", "300", *extra]
-    return subprocess.Popen(command, env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True)
-
-
-def events(out: Path) -> list[dict[str, Any]]:
-    lines = []
-    for path in sorted(out.glob("shadow-*.jsonl")):
-        lines += [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-    return lines
-
-
-def wait_for(what: str, check: Callable[[], Any]) -> Any:
-    deadline = time.monotonic() + DEADLINE_S
-    while time.monotonic() < deadline:
-        if result := check():
-            return result
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def create_topics(bootstrap: str, assignments: dict[str, dict[int, list[int]]]) -> None:

@@ -8,7 +8,6 @@ import json
 from typing import Any
 
 import pytest
-from scenario import Cluster
 
 from controller.config import UNCLEAN_KEY, parse_bool
 from controller.events import Rejection, TopicConfigChange
@@ -21,6 +20,7 @@ from controller.topic_configs import (
     topic_config_error,
     validate_topic_configs,
 )
+from tests.support.scenario import Cluster
 
 SOURCE = "events.jsonl:1"
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from health_recount import STATE_COLUMNS, recount
-
 from controller import invariants
 from controller.config import Settings
 from controller.health import HealthTracker
@@ -25,6 +23,7 @@ from controller.model import (
 from controller.simulator import BatchOutput, RawEvent, Simulator
 from controller.zk.context import ControllerContext
 from controller.zk.journal import Journal
+from tests.support.health_recount import STATE_COLUMNS, recount
 
 Row = dict[str, Any]
 BROKERS = [{"type": "broker_startup", "broker": b} for b in (1, 2, 3)]

@@ -17,7 +17,8 @@ import threading
 from types import TracebackType
 
 from kazoo.client import KazooClient
-from zk_cluster import wait_for
+
+from tests.support.zk_cluster import wait_for
 
 Session = tuple[int, bytes]
 

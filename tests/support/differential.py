@@ -22,14 +22,14 @@ from typing import Any
 
 from kafka.admin import KafkaAdminClient
 from kazoo.exceptions import NoNodeError
-from zk_cluster import ZkCluster, wait_for
 
 from controller.config import Settings
 from controller.replay.command import replay
 from streaming.shadow.model import ShadowModel
 from streaming.shadow.znode_reader import Reader
+from tests.support.zk_cluster import ZkCluster, wait_for
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = "real"
 SETTLE_MS = 300
 
