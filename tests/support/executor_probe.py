@@ -1,4 +1,4 @@
-"""Run as a script by tests/test_standalone.py: where an executor's Python finds
+"""Run as a script by tests/streaming/job/test_standalone.py: where an executor's Python finds
 `controller`, before and after the driver ships the core (`streaming.job.ship_core`).
 
     python tests/support/executor_probe.py MASTER_URL EXECUTOR_PYTHON DIR

@@ -1,6 +1,6 @@
 """The core's zip for executors without kcsim (`streaming.job.ship_core`): self-contained,
 reproducible, shipped on cluster masters only. (On a real standalone cluster:
-tests/test_standalone.py.)"""
+tests/streaming/job/test_standalone.py.)"""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from streaming.job.ship_core import core_zip_bytes, is_local_master, write_core_zip
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_zip_holds_every_core_source_file_and_nothing_else() -> None:

@@ -19,7 +19,7 @@ from streaming.cli import main
 from streaming.insight import report_data as rd
 from streaming.insight.report import HEALTH_LINES, LIVE_BROKERS, MOMENT_COLOURS, REQUEST_COLOURS
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "events"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "events"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 WINDOW = (1280, 2600)
 PLOT_AREA_RIGHT = 1000  # px: the plots' data areas end left of this; legends are right of it

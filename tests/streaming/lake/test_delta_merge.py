@@ -29,7 +29,7 @@ from tests.support.spark_session import spark  # noqa: F401  (the session-scoped
 
 pytestmark = pytest.mark.spark
 
-CORPUS = Path(__file__).parent / "data" / "corpus"
+CORPUS = Path(__file__).parents[2] / "data" / "corpus"
 BATCH_EVENTS = 300
 
 

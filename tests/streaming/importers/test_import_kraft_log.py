@@ -1,6 +1,6 @@
 """`kcsim import kraft-log` on a committed real metadata log: the run of
-tests/test_import_kraft_log_real.py on the 3-node KRaft cluster (Kafka 4.1.1), recorded
-from the quorum leader with a snapshot every 20 s (tests/data/kraft-4.1.1: the segment and
+tests/streaming/importers/test_import_kraft_log_real.py on the 3-node KRaft cluster (Kafka 4.1.1),
+recorded from the quorum leader with a snapshot every 20 s (tests/data/kraft-4.1.1: the segment and
 the snapshot at offset 138). Decoded by Kafka's own DumpLogSegments (needs `java` and
 `.kafka/libs`). SPEC §8-§15 for the events; bad input as CONTRACT §1 and the README say.
 """
@@ -21,7 +21,7 @@ from streaming.importers.kraft_log_decoder import DecoderError, decoder_command,
 from streaming.jars import kafka_libs_dir
 from tests.support.divergence_classes import EXPECTED_CLASSES, divergence_classes
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 LOG = ROOT / "tests/data/kraft-4.1.1/__cluster_metadata-0"
 SEGMENT = "00000000000000000000.log"
 

@@ -32,8 +32,8 @@ ROWS = st.lists(
     max_size=8,
 )
 LOGS = [
-    Path(__file__).parent / "data" / "corpus",
-    Path(__file__).parent.parent / "examples" / "events",
+    Path(__file__).parents[1] / "data" / "corpus",
+    Path(__file__).parents[2] / "examples" / "events",
 ]
 
 

@@ -18,7 +18,7 @@ from streaming.chaos.generator import ChaosGenerator, ClusterSpec
 from streaming.chaos.produce import event_cluster
 
 pytestmark = pytest.mark.kafka
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "events"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "events"
 
 
 def fresh_topic() -> str:

@@ -18,8 +18,8 @@ import pytest
 
 from streaming.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(__file__).parent / "data"
+ROOT = Path(__file__).resolve().parents[3]
+DATA = Path(__file__).parents[2] / "data"
 
 
 def run(source: Path, out: Path, *extra: str) -> tuple[int, list[dict[str, Any]]]:

@@ -3,7 +3,8 @@ two workers (tests/support/standalone_cluster.py) whose executors' Python cannot
 the core reaches them only in the zip the job ships (`streaming.job.ship_core`).
 
 The expected rows are `kcsim replay`'s: the core applying the whole stream in one process
-(`controller.replay.event_files.read_events` + `Simulator.apply`), as in tests/test_spark_job.py.
+(`controller.replay.event_files.read_events` + `Simulator.apply`), as in
+tests/streaming/job/test_spark_job.py.
 """
 
 from __future__ import annotations

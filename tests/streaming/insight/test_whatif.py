@@ -11,7 +11,7 @@ import pytest
 
 from streaming.cli import main
 
-WHATIF = Path(__file__).resolve().parent.parent / "examples" / "whatif"
+WHATIF = Path(__file__).resolve().parents[3] / "examples" / "whatif"
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> list[str]:

@@ -21,7 +21,7 @@ from streaming.local_clusters import zk_cluster as cluster
 from streaming.local_clusters.processes import LocalClusterError, is_running, port_free
 from tests.support.zk_cluster import ZkCluster, create_topic, unique_topic, wait_for
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 # Kafka's log4j layout, "[%d] %p %m (%c)%n", which the log importer parses
 LOG_LINE = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] [A-Z]+ .* \([\w.$]+\)$")
 

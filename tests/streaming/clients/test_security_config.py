@@ -1,6 +1,6 @@
 """`--kafka-config` and `--zookeeper-config` parsing (issue 16 items 2-4): what each
 property becomes for kafka-python, Spark and kazoo, and that no error or repr shows a
-value. The same configs against real brokers: tests/test_security_kafka.py."""
+value. The same configs against real brokers: tests/streaming/clients/test_security_kafka.py."""
 
 from __future__ import annotations
 

@@ -358,7 +358,7 @@ def test_compressed_output_is_the_same_lines_in_zstd_and_reads_as_the_plain(
     from controller.replay.table_files import open_table, table_file
     from streaming.insight.report_data import read_replay
 
-    events = Path(__file__).resolve().parent.parent / "examples" / "events"
+    events = Path(__file__).resolve().parents[3] / "examples" / "events"
     plain, packed = tmp_path / "plain", tmp_path / "packed"
     status = main(["replay", str(events), "--out", str(plain), "--quiet"])
     assert main(["replay", str(events), "--out", str(packed), "--quiet", "--compress"]) == status
@@ -435,7 +435,7 @@ def test_an_earlier_gzipped_output_still_reads_and_a_new_run_replaces_it(
     from controller.replay.table_files import open_table, table_file
     from streaming.insight.report_data import read_replay
 
-    events = Path(__file__).resolve().parent.parent / "examples" / "events"
+    events = Path(__file__).resolve().parents[3] / "examples" / "events"
     plain, old = tmp_path / "plain", tmp_path / "old"
     status = main(["replay", str(events), "--out", str(plain), "--quiet"])
     old.mkdir()
@@ -771,7 +771,7 @@ def test_a_simulator_without_state_rows_gives_the_same_appends_and_final_tables(
     """Replay's simulator leaves the state tables' upserts out of every batch (it writes
     them once at the end, from table_rows): its appended rows and its final tables are
     those of a simulator that makes them, and its batches hold no state rows."""
-    corpus = Path(__file__).parent / "data" / "corpus"
+    corpus = Path(__file__).parents[2] / "data" / "corpus"
     settings = Settings()
     with_rows, without_rows = Simulator(settings), Simulator(settings, state_rows=False)
     lines = list(read_events(corpus))

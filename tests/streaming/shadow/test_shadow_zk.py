@@ -27,7 +27,7 @@ from tests.support.planted_cluster import plant_topic, planted
 from tests.support.shadow_process import DEADLINE_S, events, shadow, wait_for
 
 pytestmark = pytest.mark.zk
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def create_topics(bootstrap: str, assignments: dict[str, dict[int, list[int]]]) -> None:

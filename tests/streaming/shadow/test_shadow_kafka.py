@@ -33,7 +33,7 @@ from tests.support.kafka_broker import alter_configs, create_topic
 from tests.support.planted_cluster import plant_topic, planted
 
 pytestmark = pytest.mark.kafka
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 DEADLINE_S = 90
 
 
