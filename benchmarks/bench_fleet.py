@@ -29,9 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench_spark import fleet_rows, isr_events
+from workloads import fleet_rows, isr_events
 
 from controller.simulator import BatchOutput
 

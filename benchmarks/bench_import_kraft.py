@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from streaming.importers.kraft_log_decoder import decoder_command, log_files  # noqa: E402
 from streaming.jars import kafka_libs_dir  # noqa: E402

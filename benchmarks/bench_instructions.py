@@ -42,9 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_requests import workload  # noqa: E402
+from workloads import workload  # noqa: E402
 
 PARTS = ("writing", "state_changes", "health")
 _REFS = re.compile(r"I\s+refs:\s+([\d,]+)")

@@ -46,7 +46,6 @@ from urllib.parse import unquote
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from controller.config import Settings  # noqa: E402
 from streaming.chaos.generator import ChaosGenerator, ClusterSpec  # noqa: E402

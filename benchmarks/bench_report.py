@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from controller.config import Settings  # noqa: E402
 from controller.replay.command import replay  # noqa: E402

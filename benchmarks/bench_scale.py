@@ -52,9 +52,7 @@ from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench_core import CLUSTER, PARTITIONS_PER_TOPIC, cluster_rows, topic_partition
+from workloads import CLUSTER, PARTITIONS_PER_TOPIC, cluster_rows, topic_partition
 
 from controller.config import Settings
 from controller.replay.command import DEFAULT_BATCH_SIZE

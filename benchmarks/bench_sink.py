@@ -25,7 +25,6 @@ import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from kafka.admin import KafkaAdminClient, NewTopic  # noqa: E402
 
