@@ -13,154 +13,23 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import resource
-import sys
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from workloads import (
+    broker_failure,
+    cluster_rows,
+    controlled_shutdown,
+    events,
+    reassignment_wave,
+    rolling_restart,
+    topic_churn,
+)
 
 from controller.config import Settings
-from controller.simulator import RawEvent, Simulator
-
-CLUSTER = "bench"
-PARTITIONS_PER_TOPIC = 1000
-
-
-def topic_partition(index: int) -> tuple[str, int]:
-    """The synthetic cluster's `index`-th partition."""
-    return f"topic-{index // PARTITIONS_PER_TOPIC:05d}", index % PARTITIONS_PER_TOPIC
-
-
-def replicas_of(index: int, brokers: int, rf: int) -> list[int]:
-    """Kafka's rack-unaware placement with start index 0: a round-robin first replica and
-    a shift that varies every `brokers` partitions."""
-    first = index % brokers
-    shift = 1 + (index // brokers) % (brokers - 1)
-    return list(dict.fromkeys([first] + [(first + shift * k) % brokers for k in range(1, rf)]))
-
-
-def cluster_rows(
-    brokers: int, partitions: int, rf: int, cluster: str = CLUSTER
-) -> dict[str, list[dict]]:
-    """Every partition online, led by its preferred replica, ISR = replicas."""
-    partition_rows, replica_rows, topic_rows = [], [], []
-    for index in range(partitions):
-        topic, partition = topic_partition(index)
-        if partition == 0:
-            topic_rows.append({"cluster": cluster, "topic": topic, "configs": {}, "deletion": None})
-        replicas = replicas_of(index, brokers, rf)
-        partition_rows.append(
-            {
-                "cluster": cluster,
-                "topic": topic,
-                "partition": partition,
-                "state": "OnlinePartition",
-                "leader": replicas[0],
-                "leader_epoch": 0,
-                "isr": replicas,
-                "partition_epoch": 0,
-                "leader_recovery_state": "RECOVERED",
-                "controller_epoch": 1,
-                "replicas": replicas,
-                "adding_replicas": [],
-                "removing_replicas": [],
-                "last_event_id": None,
-            }
-        )
-        for broker in replicas:
-            replica_rows.append(
-                {
-                    "cluster": cluster,
-                    "topic": topic,
-                    "partition": partition,
-                    "broker": broker,
-                    "state": "OnlineReplica",
-                    "last_event_id": None,
-                }
-            )
-    return {
-        "applied_events": [],
-        "partition_state": partition_rows,
-        "replica_state": replica_rows,
-        "topics": topic_rows,
-        "brokers": [
-            {"cluster": cluster, "broker": b, "rack": None, "status": "live", "broker_epoch": b + 1}
-            for b in range(brokers)
-        ],
-        "clusters": [
-            {
-                "cluster": cluster,
-                "controller_epoch": 1,
-                "controller": 0,
-            }
-        ],
-    }
-
-
-def events(items: list[dict]) -> list[RawEvent]:
-    return [
-        RawEvent(json.dumps({"cluster": CLUSTER, **e}), f"bench:{i + 1}")
-        for i, e in enumerate(items)
-    ]
-
-
-def broker_failure(args: argparse.Namespace) -> list[dict]:
-    return [{"type": "broker_failure", "broker": 1}]
-
-
-def rolling_restart(args: argparse.Namespace) -> list[dict]:
-    out: list[dict] = []
-    for broker in range(min(args.brokers, args.restart_brokers)):
-        out += [
-            {"type": "controlled_shutdown", "broker": broker},
-            {"type": "broker_failure", "broker": broker},
-            {"type": "broker_startup", "broker": broker},
-        ]
-    return out
-
-
-def controlled_shutdown(args: argparse.Namespace) -> list[dict]:
-    return [{"type": "controlled_shutdown", "broker": 2}]
-
-
-def reassignment_wave(args: argparse.Namespace) -> list[dict]:
-    moves = []
-    for index in range(min(args.reassignments, args.partitions)):
-        topic = f"topic-{index // PARTITIONS_PER_TOPIC:05d}"
-        first = (index + 7) % args.brokers
-        target = list(
-            dict.fromkeys([first, (first + 1) % args.brokers, (first + 2) % args.brokers])
-        )[: args.rf]
-        moves.append(
-            {
-                "type": "partition_reassignment",
-                "topic": topic,
-                "partition": index % PARTITIONS_PER_TOPIC,
-                "replicas": target,
-            }
-        )
-    return moves
-
-
-def topic_churn(args: argparse.Namespace) -> list[dict]:
-    out: list[dict] = []
-    for n in range(args.churn_topics):
-        topic = f"churn-{n}"
-        out.append(
-            {
-                "type": "topic_creation",
-                "topic": topic,
-                "partitions": 100,
-                "replication_factor": min(3, args.brokers),
-            }
-        )
-        out.append({"type": "topic_deletion", "topic": topic})
-    return out
-
+from controller.simulator import Simulator
 
 WORKLOADS: dict[str, Callable[[argparse.Namespace], list[dict]]] = {
     "broker_failure": broker_failure,

@@ -11,7 +11,8 @@ are written, one per batch: every batch holds `--events` AlterPartition events
 (ISR shrink/expand, as in bench_spark.py) of every cluster, so every batch touches the
 whole fleet. Then, for each target, a copy of the seeded lake is run through
 `kcsim run --fleet --once --max-files-per-trigger 1` in a fresh process (`local[2]`, or a
-standalone master with 1 or 2 workers of 1 core started by `streaming.standalone`), and
+standalone master with 1 or 2 workers of 1 core started by
+`streaming.local_clusters.spark_standalone`), and
 its per-batch lines are reported: events/s, and the job's own split (read: the batch's
 files into the driver; apply: the per-cluster Spark job, collected to the driver; write:
 the driver's Delta commits).
@@ -28,9 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench_spark import fleet_rows, isr_events
+from workloads import fleet_rows, isr_events
 
 from controller.simulator import BatchOutput
 
@@ -55,8 +54,8 @@ def write_events(args: argparse.Namespace, clusters: list[str], directory: Path)
 
 
 def seed(args: argparse.Namespace, clusters: list[str], lake_dir: Path) -> None:
-    from streaming.lake import Lake
-    from streaming.session import build_session
+    from streaming.lake.spark_session import build_session
+    from streaming.lake.tables import Lake
 
     spark = build_session("kcsim-bench-seed")
     try:
@@ -146,7 +145,7 @@ def main() -> None:
         flush=True,
     )
 
-    from streaming import standalone
+    from streaming.local_clusters import spark_standalone as standalone
 
     for target in args.targets:
         lake = args.dir / f"lake-{target}"

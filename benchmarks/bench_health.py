@@ -17,15 +17,9 @@ from __future__ import annotations
 
 import argparse
 import gc
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench_core import cluster_rows, events, rolling_restart
-from bench_spark import isr_events
+from workloads import cluster_rows, events, isr_events, rolling_restart
 
 from controller.config import Settings
 from controller.simulator import RawEvent, Simulator

@@ -21,10 +21,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
+from streaming.importers.kraft_log_decoder import decoder_command, log_files  # noqa: E402
 from streaming.jars import kafka_libs_dir  # noqa: E402
-from streaming.kraft_log_decoder import decoder_command, log_files  # noqa: E402
 
 # the import in a child process, so that its own peak RSS and its children's (the JVM)
 # are measured apart

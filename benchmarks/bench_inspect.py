@@ -1,5 +1,5 @@
 """`kcsim state` and `kcsim history` on a local lake: wall time of the command read without
-Spark (`streaming.lake_reader`) against the same reads through Spark, each a fresh process
+Spark (`streaming.lake.local_reader`) against the same reads through Spark, each a fresh process
 as a user runs it.
 
 Run by hand (not a test), on a lake `kcsim run` wrote, e.g.
@@ -24,16 +24,16 @@ ROOT = Path(__file__).resolve().parent.parent
 # the commands' Spark path, as they run it for a lake they do not read natively
 SPARK_STATE = """
 import sys
-from streaming.inspect_state import show_state
-from streaming.session import build_session
+from streaming.insight.state import show_state
+from streaming.lake.spark_session import build_session
 spark = build_session("kcsim-state", "local[2]")
 show_state(spark, sys.argv[1], sys.argv[2] or None, None, sys.stdout)
 spark.stop()
 """
 SPARK_HISTORY = """
 import sys
-from streaming.inspect_history import partition_history, show_history
-from streaming.session import build_session
+from streaming.insight.history import partition_history, show_history
+from streaming.lake.spark_session import build_session
 spark = build_session("kcsim-history", "local[2]")
 changes = partition_history(spark, sys.argv[1], sys.argv[4], sys.argv[2], int(sys.argv[3]))
 show_history(changes, sys.stdout)

@@ -42,9 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_requests import workload  # noqa: E402
+from workloads import workload  # noqa: E402
 
 PARTS = ("writing", "state_changes", "health")
 _REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
@@ -117,12 +116,12 @@ def count(run: Run, scratch: Path) -> int:
 def child(part: str, argv: list[str]) -> int:
     """`kcsim <argv>` in this process, with `part` switched off ("none": nothing)."""
     if part == "writing":
-        from controller import replay
+        from controller.replay import command, table_files
 
-        replay._AppendFiles.write = lambda self, table, rows: None  # type: ignore[method-assign]
-        replay.write_tables = lambda out, tables, compress=False, ordered=False: None
+        table_files.AppendFiles.write = lambda self, table, rows: None  # type: ignore[method-assign]
+        command.write_tables = lambda out, tables, compress=False, ordered=False: None
     elif part == "state_changes":
-        from controller.journal import Journal
+        from controller.zk.journal import Journal
 
         Journal.state_change = lambda self, *args, **kwargs: None  # type: ignore[method-assign]
     elif part == "health":

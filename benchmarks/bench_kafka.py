@@ -46,19 +46,11 @@ from urllib.parse import unquote
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from controller.config import Settings  # noqa: E402
-from streaming import kafka_local  # noqa: E402
-from streaming.produce import (  # noqa: E402
-    ChaosGenerator,
-    ClusterSpec,
-    Limits,
-    Record,
-    event_record,
-    make_producer,
-    produce,
-)
+from streaming.chaos.generator import ChaosGenerator, ClusterSpec  # noqa: E402
+from streaming.chaos.produce import Limits, Record, event_record, make_producer, produce  # noqa: E402
+from streaming.local_clusters import kafka_local  # noqa: E402
 
 SAMPLE_S = 0.5
 

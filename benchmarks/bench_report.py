@@ -23,11 +23,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from controller.config import Settings  # noqa: E402
-from controller.replay import replay  # noqa: E402
-from streaming.produce import ChaosGenerator  # noqa: E402
+from controller.replay.command import replay  # noqa: E402
+from streaming.chaos.generator import ChaosGenerator  # noqa: E402
 
 READ_TABLES = ("health", "state_changes", "controller_requests")
 

@@ -28,31 +28,15 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
 import zstandard
+from workloads import workload
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTITIONS_PER_TOPIC = 1000
 REQUEST_TABLES = ("controller_requests", "request_payloads")
-
-
-def workload(brokers: int, partitions: int) -> Iterator[dict]:
-    for broker in range(brokers):
-        yield {"type": "broker_startup", "broker": broker}
-    for start in range(0, partitions, PARTITIONS_PER_TOPIC):
-        yield {
-            "type": "topic_creation",
-            "topic": f"topic-{start // PARTITIONS_PER_TOPIC:05d}",
-            "partitions": min(PARTITIONS_PER_TOPIC, partitions - start),
-            "replication_factor": min(3, brokers),
-        }
-    for broker in range(brokers):
-        yield {"type": "controlled_shutdown", "broker": broker}
-        yield {"type": "broker_failure", "broker": broker}
-        yield {"type": "broker_startup", "broker": broker}
 
 
 _SEQ = re.compile(rb'"seq":(\d+)')

@@ -52,17 +52,12 @@ from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench_core import CLUSTER, PARTITIONS_PER_TOPIC, cluster_rows, topic_partition
+from workloads import CLUSTER, PARTITIONS_PER_TOPIC, cluster_rows, topic_partition
 
 from controller.config import Settings
-from controller.replay import (
-    DEFAULT_BATCH_SIZE,
-    _AppendFiles,
-    read_events,
-    write_tables,
-)
+from controller.replay.command import DEFAULT_BATCH_SIZE
+from controller.replay.event_files import read_events
+from controller.replay.table_files import AppendFiles, write_tables
 from controller.simulator import RawEvent, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES
 
@@ -338,11 +333,11 @@ def run_replay(args: argparse.Namespace, size: int) -> None:
 
 
 def replay_unencoded(events: Path, out: Path, batch_size: int) -> None:
-    """`kcsim replay` (controller.replay.replay) except that the tables in `out` that are
+    """`kcsim replay` (controller.replay) except that the tables in `out` that are
     /dev/null links are not even encoded: the core and the other tables' writing alone."""
     discarded = {p.stem for p in out.iterdir() if p.is_symlink()}
     simulator = Simulator(Settings())
-    with _AppendFiles(out, [t for t in APPEND_TABLES if t.name not in discarded]) as appends:
+    with AppendFiles(out, [t for t in APPEND_TABLES if t.name not in discarded]) as appends:
         lines = read_events(events)
         while batch := list(islice(lines, batch_size)):
             output = simulator.apply(batch)

@@ -33,7 +33,7 @@ from kafka import KafkaConsumer
 from kafka.admin import KafkaAdminClient, NewTopic
 from kazoo.client import KazooClient
 
-from streaming import zk_cluster
+from streaming.local_clusters import zk_cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 TOPIC = "kcsim-events"

@@ -1,4 +1,4 @@
-"""Request sink benchmark: `KafkaSink.send` (the driver's kafka-python producer) alone.
+"""Request sink benchmark: `RequestSink.send` (the driver's kafka-python producer) alone.
 
 Run by hand (not a test):
 
@@ -7,7 +7,7 @@ Run by hand (not a test):
 Starts a local broker (or uses `--bootstrap`). For each size, the core applies a small
 scenario (brokers start, a topic of that many partitions is created, a broker stops and
 comes back) on `--clusters` clusters, and the batch's records go to a fresh topic of
-`--topic-partitions` partitions through `KafkaSink.send`, timed until every record is
+`--topic-partitions` partitions through `RequestSink.send`, timed until every record is
 acknowledged. Then the same batch again as a re-run (`may_be_rerun`): the read-back of
 the topic's tail and no record sent. Printed per size: records, MB, seconds and
 records/s and MB/s of the send, seconds of the re-run. Figures depend on the machine and
@@ -25,14 +25,13 @@ import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from kafka.admin import KafkaAdminClient, NewTopic  # noqa: E402
 
 from controller.config import Settings  # noqa: E402
 from controller.simulator import RawEvent, Simulator  # noqa: E402
-from streaming import kafka_local  # noqa: E402
-from streaming.sink import KafkaSink, payload_records  # noqa: E402
+from streaming.job.request_sink import RequestSink, payload_records  # noqa: E402
+from streaming.local_clusters import kafka_local  # noqa: E402
 
 
 def scenario(partitions: int) -> list[dict]:
@@ -64,7 +63,7 @@ def measure(bootstrap: str, partitions: int, clusters: int, topic_partitions: in
     finally:
         admin.close()
     requests, payloads = batch(partitions, clusters)
-    sink = KafkaSink(bootstrap, topic)
+    sink = RequestSink(bootstrap, topic)
     try:
         records = payload_records(requests, payloads, sink.max_record_bytes())
         size = sum(len(r.key) + len(r.value) for r in records) / 1e6

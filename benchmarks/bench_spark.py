@@ -20,7 +20,6 @@ the same batches from the same starting state.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -28,41 +27,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench_core import CLUSTER, cluster_rows, replicas_of, topic_partition
+from workloads import CLUSTER, fleet_rows, isr_events
 
 from controller.config import Settings
 from controller.simulator import BatchOutput, RawEvent, Simulator
-
-
-def isr_events(
-    count: int, start: int, brokers: int, partitions: int, cluster: str = CLUSTER
-) -> list[str]:
-    """ISR shrink then expand, partition after partition; event k of the cluster's run
-    is `start + k`, so consecutive batches continue the cycle."""
-    lines = []
-    for k in range(start, start + count):
-        index = (k // 2) % partitions
-        replicas = replicas_of(index, brokers, 3)
-        topic, partition = topic_partition(index)
-        cycle = (k // 2) // partitions
-        isr = replicas[:2] if k % 2 == 0 else replicas
-        event = {
-            "type": "isr_change", "cluster": cluster, "topic": topic,
-            "partition": partition, "isr": isr, "leader_epoch": 0,
-            "partition_epoch": 2 * cycle + k % 2,
-        }  # fmt: skip
-        lines.append(json.dumps(event, separators=(",", ":")))
-    return lines
-
-
-def fleet_rows(clusters: list[str], args: argparse.Namespace) -> dict[str, list[dict]]:
-    rows: dict[str, list[dict]] = {}
-    for cluster in clusters:
-        for name, table in cluster_rows(args.brokers, args.partitions, 3, cluster).items():
-            rows.setdefault(name, []).extend(table)
-    return rows
 
 
 def main() -> None:
@@ -118,9 +86,11 @@ def main() -> None:
                 flush=True,
             )
 
-    from streaming.job import FileSource, Options, run
-    from streaming.lake import Lake
-    from streaming.session import build_session
+    from streaming.job.options import Options
+    from streaming.job.query import run
+    from streaming.job.sources import FileSource
+    from streaming.lake.spark_session import build_session
+    from streaming.lake.tables import Lake
 
     began = time.perf_counter()
     conf = dict(item.split("=", 1) for item in args.conf)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from streaming import zk_cluster
+from streaming.local_clusters import zk_cluster
 
 
 def rss_mib(pid: int | None) -> float:

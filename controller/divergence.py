@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from controller import snapshot
-from controller.context import ControllerContext, Partition
 from controller.events import ObservedPartition, Rejection
+from controller.zk.context import ControllerContext, Partition
 
 _FIELDS = ("leader", "leader_epoch", "isr", "partition_epoch", "controller_epoch", "replicas")
 # fields compared only when the observed state gives them

@@ -27,11 +27,11 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from controller import invariants
-from controller.context import ControllerContext, Partition
 from controller.events import ObservedPartition
 from controller.invariants import SIMULATED, SeenEpochs, Violation
 from controller.model import PartitionState, TopicPartition
 from controller.topic_configs import TOPIC_CONFIGS, TopicConfigError, parse_value
+from controller.zk.context import ControllerContext, Partition
 
 MIN_ISR_KEY = "min.insync.replicas"
 DEFAULT_MIN_ISR = 1  # Kafka's default for the topic config

@@ -14,14 +14,14 @@ from typing import Any, NamedTuple
 from controller import divergence, invariants, snapshot
 from controller.columns import Columns
 from controller.config import Settings
-from controller.context import ControllerContext, sorted_partitions, sorted_replicas
 from controller.events import ControllerFailover, Event, Header, ObservedEvent, Rejection
 from controller.health import HealthTracker
-from controller.journal import Journal
-from controller.kafka_controller import EventRejected, KafkaController
 from controller.memory import LongLivedHeap, cyclic_gc_paused
 from controller.parse import INT64_MAX, parse_event
-from controller.request_log import RequestLog
+from controller.zk.context import ControllerContext, sorted_partitions, sorted_replicas
+from controller.zk.journal import Journal
+from controller.zk.kafka_controller import EventRejected, KafkaController
+from controller.zk.request_log import RequestLog
 from schemas.tables import APPEND_TABLES, STATE_TABLES
 
 Row = dict[str, Any]

@@ -12,7 +12,6 @@ from operator import itemgetter, lt
 from typing import Any
 
 from controller.columns import Columns
-from controller.context import ControllerContext, Partition
 from controller.model import (
     BrokerStatus,
     LeaderAndIsr,
@@ -22,6 +21,7 @@ from controller.model import (
     ReplicaState,
     TopicPartition,
 )
+from controller.zk.context import ControllerContext, Partition
 
 Row = dict[str, Any]
 

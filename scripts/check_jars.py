@@ -19,8 +19,8 @@ sys.path.insert(0, str(ROOT))
 from kafka import KafkaProducer  # noqa: E402
 from kafka.admin import KafkaAdminClient, NewTopic  # noqa: E402
 
-from streaming import kafka_local  # noqa: E402
-from streaming.session import build_session  # noqa: E402
+from streaming.lake.spark_session import build_session  # noqa: E402
+from streaming.local_clusters import kafka_local  # noqa: E402
 
 
 def check(bootstrap: str, work: Path) -> None:

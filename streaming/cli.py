@@ -14,16 +14,28 @@ from pathlib import Path
 from controller.config import ConfigError, Settings
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "replay": ("controller.replay", "apply an event log through the core, no Spark"),
-    "run": ("streaming.job", "the Spark Structured Streaming job (Delta tables)"),
-    "state": ("streaming.inspect_state", "show cluster state from the lake (time travel)"),
-    "history": ("streaming.inspect_history", "a partition's leader/ISR/epoch changes"),
-    "kafka-local": ("streaming.kafka_local", "a local Kafka: KRaft single node, or --zk cluster"),
-    "produce": ("streaming.produce", "produce scenario or chaos events to Kafka"),
-    "shadow": ("streaming.shadow", "watch a ZooKeeper-mode Kafka cluster, write its events"),
-    "import": ("streaming.import_logs", "ZooKeeper-mode controller logs or a KRaft log -> events"),
-    "report": ("streaming.report", "one offline HTML page of plots of a replay or a lake"),
-    "whatif": ("streaming.whatif", "the same events under two or more settings, side by side"),
+    "replay": ("controller.replay.command", "apply an event log through the core, no Spark"),
+    "run": ("streaming.job.command", "the Spark Structured Streaming job (Delta tables)"),
+    "state": ("streaming.insight.state", "show cluster state from the lake (time travel)"),
+    "history": ("streaming.insight.history", "a partition's leader/ISR/epoch changes"),
+    "kafka-local": (
+        "streaming.local_clusters.kafka_local",
+        "a local Kafka: KRaft single node, or --zk cluster",
+    ),
+    "produce": ("streaming.chaos.produce", "produce scenario or chaos events to Kafka"),
+    "shadow": (
+        "streaming.shadow.command",
+        "watch a ZooKeeper-mode Kafka cluster, write its events",
+    ),
+    "import": (
+        "streaming.importers.command",
+        "ZooKeeper-mode controller logs or a KRaft log -> events",
+    ),
+    "report": ("streaming.insight.report", "one offline HTML page of plots of a replay or a lake"),
+    "whatif": (
+        "streaming.insight.whatif",
+        "the same events under two or more settings, side by side",
+    ),
 }
 
 

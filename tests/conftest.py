@@ -1,7 +1,10 @@
-"""Shared fixtures: a real local Kafka broker (tests/kafka_broker.py), a real
-ZooKeeper-mode cluster (tests/zk_cluster.py) and a real 3-node KRaft cluster
-(tests/kraft_cluster.py)."""
+"""Shared fixtures: a real local Kafka broker (tests/support/kafka_broker.py), a real
+ZooKeeper-mode cluster (tests/support/zk_cluster.py) and a real 3-node KRaft cluster
+(tests/support/kraft_cluster.py)."""
 
-from kafka_broker import kafka_bootstrap  # noqa: F401
-from kraft_cluster import kraft_cluster  # noqa: F401
-from zk_cluster import zk_cluster, zk_processes  # noqa: F401
+from tests.support.kafka_broker import kafka_bootstrap  # noqa: F401
+from tests.support.kraft_cluster import kraft_cluster  # noqa: F401
+from tests.support.zk_cluster import zk_cluster, zk_processes  # noqa: F401
+
+# helpers, not tests: never collected (their files are not test_*.py either)
+collect_ignore = ["support"]

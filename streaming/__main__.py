@@ -1,0 +1,7 @@
+"""`python -m streaming`: the same as `kcsim`."""
+
+import sys
+
+from streaming.cli import main
+
+sys.exit(main())

@@ -1,0 +1,195 @@
+"""`kcsim history --lake DIR --topic T --partition P [--cluster C]`: a partition's
+leader/ISR/epoch changes, from the Change Data Feed of `partition_state`.
+
+One line per change the lake recorded (a micro-batch that changed the partition): its
+Delta version and time, the new state, leader, leader epoch, ISR and partition epoch, the
+event that last changed the partition in that batch (`last_event_id`) and every event of
+the batch that touched it (a partition or replica transition in `state_changes`, an
+answer in `event_results`; matched by `seq`).
+
+A local lake is read without Spark (`streaming.lake.local_reader`), a lake elsewhere, or a table
+that reader does not handle, through Spark; both print the same text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, TextIO
+
+from streaming.insight.state import render
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from streaming.lake.local_reader import LakeReader
+
+CHANGES = ("insert", "update_postimage", "delete")
+FEED_COLUMNS = (
+    "state",
+    "leader",
+    "leader_epoch",
+    "isr",
+    "partition_epoch",
+    "last_event_id",
+    "_change_type",
+    "_commit_version",
+)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--lake", required=True, help="Delta lake directory")
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--partition", type=int, required=True)
+    parser.add_argument("--cluster", default="default", help='default: "default"')
+    parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+
+
+def main(args: argparse.Namespace) -> int:
+    key = (args.cluster, args.topic, args.partition)
+    try:
+        changes = native_history(args.lake, *key)
+    except ValueError as error:
+        print(f"kcsim history: {error}", file=sys.stderr)
+        return 2
+    if changes is None:
+        from streaming.lake.spark_session import build_session
+
+        spark = build_session("kcsim-history", args.master, verbose=getattr(args, "verbose", False))
+        try:
+            changes = partition_history(spark, args.lake, *key)
+        finally:
+            spark.stop()
+    text = io.StringIO()
+    show_history(changes, text)
+    sys.stdout.write(text.getvalue())
+    return 0 if changes else 1
+
+
+def native_history(
+    lake_dir: str, cluster: str, topic: str, partition: int
+) -> list[dict[str, Any]] | None:
+    """The history read without Spark; None when the lake is not local or a table is not
+    read that way (`lake_reader.NotNative`: a note on stderr)."""
+    from streaming.lake.local_reader import LakeReader, NotNative, local_root
+
+    root = local_root(lake_dir)
+    if root is None:
+        return None
+    try:
+        return read_history(LakeReader(root), cluster, topic, partition)
+    except NotNative as reason:
+        print(f"kcsim history: reading through Spark: {reason}", file=sys.stderr)
+        return None
+
+
+def read_history(
+    reader: LakeReader, cluster: str, topic: str, partition: int
+) -> list[dict[str, Any]]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from streaming.lake.local_reader import matching
+
+    key = {"cluster": cluster, "topic": topic, "partition": partition}
+    feed = matching(reader.changes("partition_state"), **key, _change_type=CHANGES)
+    feed = feed.take(pc.sort_indices(feed.column("_commit_version")))
+    rows = feed.select(FEED_COLUMNS).to_pylist()
+    times = {version: time for version, time, _ in reader.history("partition_state")}
+    for row in rows:
+        row["time"] = times[row["_commit_version"]]
+    applied = reader.read("applied_events", columns=["cluster", "event_id", "seq"])
+    applied = matching(applied, cluster=cluster).select(["event_id", "seq"])
+    touched = pa.concat_tables(
+        matching(reader.read(table, columns=[*key, "seq", "event_id"]), **key).select(
+            ["seq", "event_id"]
+        )
+        for table in ("state_changes", "event_results")
+    )
+    return changes_from(rows, applied.to_pylist(), touched.to_pylist())
+
+
+def partition_history(
+    spark: SparkSession, lake_dir: str, cluster: str, topic: str, partition: int
+) -> list[dict[str, Any]]:
+    """The history read through Spark."""
+    from pyspark.sql import functions as F
+
+    from streaming.lake.tables import Lake
+
+    lake = Lake(spark, lake_dir)
+    key = (F.col("cluster") == cluster) & (F.col("topic") == topic)
+    feed = [
+        {**row.asDict(), "time": row["_commit_timestamp"].timestamp()}
+        for row in spark.read.format("delta")
+        .option("readChangeFeed", "true")
+        .option("startingVersion", 0)
+        .load(lake.path("partition_state"))
+        .where(key & (F.col("partition") == partition) & F.col("_change_type").isin(*CHANGES))
+        .orderBy("_commit_version")
+        .collect()
+    ]
+    applied = (
+        lake.read("applied_events")
+        .where(F.col("cluster") == cluster)
+        .select("event_id", "seq")
+        .toArrow()
+        .to_pylist()
+    )
+    touched = [
+        r
+        for table in ("state_changes", "event_results")
+        for r in lake.read(table)
+        .where(key & (F.col("partition") == partition))
+        .select("seq", "event_id")
+        .toArrow()
+        .to_pylist()
+    ]
+    return changes_from(feed, applied, touched)
+
+
+def changes_from(
+    feed: list[dict[str, Any]], applied: list[dict[str, Any]], touched_rows: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The partition's changes: `feed` its change feed rows in version order (`time`: the
+    commit's epoch seconds), `applied` the cluster's (event_id, seq), `touched_rows` the
+    (seq, event_id) of every event that touched the partition."""
+    seqs = {r["event_id"]: r["seq"] for r in applied}
+    touched = sorted({(r["seq"], r["event_id"]) for r in touched_rows})
+    changes: list[dict[str, Any]] = []
+    previous = -1
+    for index, row in enumerate(feed):
+        if row["_change_type"] == "delete":
+            following = feed[index + 1] if index + 1 < len(feed) else None
+            upto = seqs.get(following["last_event_id"], 2**63) - 1 if following else 2**63
+            upto = max([s for s, _ in touched if previous < s <= upto], default=previous)
+        else:
+            upto = seqs.get(row["last_event_id"], previous)
+        changes.append(
+            {
+                "version": row["_commit_version"],
+                "time": datetime.fromtimestamp(row["time"], UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "change": {"update_postimage": "update"}.get(
+                    row["_change_type"], row["_change_type"]
+                ),
+                "state": row["state"],
+                "leader": row["leader"],
+                "leader_epoch": row["leader_epoch"],
+                "isr": list(row["isr"] or []),
+                "partition_epoch": row["partition_epoch"],
+                "event_id": row["last_event_id"],
+                "events": [e for s, e in touched if previous < s <= upto],
+            }
+        )
+        previous = upto
+    return changes
+
+
+def show_history(changes: list[dict[str, Any]], out: TextIO) -> None:
+    if not changes:
+        out.write("no changes recorded for this partition\n")
+        return
+    columns = list(changes[0])
+    out.write(render([{**c, "events": " ".join(c["events"])} for c in changes], columns))

@@ -1,0 +1,344 @@
+"""`kcsim report (--lake LAKE | --replay DIR) --out FILE.html`: one self-contained page of
+plots of a run (CONTRACT §3).
+
+The page holds plotly.js itself (inlined, no CDN), so it opens offline in any browser.
+Per cluster: the health timeline over events (x = seq) with the requests per event by
+type and the events that had unclean elections, divergences or violations on the same
+axis, then leaders per broker at the start, the worst moment and the end. A summary table
+comes first. The data and its reductions are `streaming.insight.report_data`'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from streaming.insight.report_data import (
+    ClusterReport,
+    Marks,
+    ReportInputError,
+    Series,
+    Summary,
+    cluster_report,
+    clusters,
+    read_lake,
+    read_replay,
+)
+
+# One colour per plotted thing, none shared between figures: the browser test finds each
+# plot in the screenshot by its colours.
+HEALTH_LINES = {
+    "offline": "#d62728",
+    "under_replicated": "#ff7f0e",
+    "at_min_isr": "#9467bd",
+    "not_preferred": "#1f77b4",
+}
+LIVE_BROKERS = "#2ca02c"
+REQUEST_COLOURS = {
+    "LeaderAndIsr": "#17becf",
+    "UpdateMetadata": "#8c564b",
+    "StopReplica": "#e377c2",
+}
+MARK_STYLES = {  # row label, colour, symbol
+    "unclean": ("unclean election", "#bcbd22", "x"),
+    "divergences": ("divergence", "#ff00ff", "diamond"),
+    "violations": ("violation", "#8b0000", "triangle-up"),
+}
+MOMENT_COLOURS = {"start": "#4c78a8", "worst": "#e45756", "end": "#54a24b"}
+
+TIMELINE_HEIGHT = 760
+LEADERS_HEIGHT = 360
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 24px; color: #222; background: #fff; }
+h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 28px 0 6px; }
+p.note { color: #555; font-size: 13px; margin: 4px 0 10px; max-width: 1100px; }
+table { border-collapse: collapse; font-size: 12px; margin: 6px 0 12px; }
+th, td { border: 1px solid #ccc; padding: 2px 5px; text-align: right; }
+th { background: #f3f3f3; } td { white-space: nowrap; } td.text, th.text { text-align: left; }
+"""
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--lake", help="a local Delta lake (`kcsim run --lake`)")
+    source.add_argument("--replay", type=Path, help="a `kcsim replay --out` directory")
+    parser.add_argument("--out", type=Path, required=True, help="the HTML file to write")
+    parser.add_argument("--quiet", action="store_true", help="no summary line on stderr")
+
+
+def main(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    try:
+        if args.lake is not None:
+            from streaming.lake.local_reader import local_root
+
+            root = local_root(args.lake)
+            if root is None:
+                raise ReportInputError(f"--lake must be a local directory, got {args.lake}")
+            tables, source = read_lake(root), f"lake {args.lake}"
+        else:
+            tables, source = read_replay(args.replay), f"replay {args.replay}"
+        reports = [cluster_report(tables, c) for c in clusters(tables)]
+    except ReportInputError as error:
+        print(f"kcsim report: {error}", file=sys.stderr)
+        return 2
+    if not reports:
+        print("kcsim report: no health rows: nothing to plot", file=sys.stderr)
+        return 2
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(render_report(reports, source), encoding="utf-8")
+    if not args.quiet:
+        events = sum(r.summary.events for r in reports)
+        print(
+            f"kcsim report: {events} events of {len(reports)} cluster(s) in "
+            f"{time.monotonic() - started:.2f} s -> {args.out}",
+            file=sys.stderr,
+        )
+    return 0
+
+
+# ------------------------------------------------------------------------------- page
+
+
+def render_report(reports: Sequence[ClusterReport], source: str) -> str:
+    parts = [
+        "<h1>kcsim report</h1>",
+        f'<p class="note">{html.escape(source)}; written {_now()}. '
+        "x axes are events (the cluster's seq). A run longer than 2,000 events is drawn in "
+        "buckets of consecutive events, each as its minimum and maximum at the events where "
+        "they occur (one-event spikes stay); marks are then counted per bucket.</p>",
+        "<h2>Summary</h2>",
+        summary_table([r.summary for r in reports]),
+    ]
+    for number, report in enumerate(reports):
+        parts.append(f"<h2>Cluster {html.escape(report.cluster)}</h2>")
+        bucket = (
+            "every event plotted"
+            if report.bucket == 1
+            else f"{report.bucket} events per bucket (min and max of each)"
+        )
+        parts.append(f'<p class="note">{report.summary.events:,} events, {bucket}.</p>')
+        parts.append(figure_html(timeline_figure(report), f"timeline-{number}"))
+        parts.append(_moments_note(report))
+        parts.append(figure_html(leaders_figure(report), f"leaders-{number}"))
+    return page("kcsim report", parts)
+
+
+def page(title: str, parts: Iterable[str]) -> str:
+    """A whole HTML document with plotly.js inlined once."""
+    from plotly.offline import get_plotlyjs
+
+    body = "\n".join(parts)
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title><style>{STYLE}</style>"
+        f'<script type="text/javascript">{get_plotlyjs()}</script>'
+        f"</head><body>\n{body}\n</body></html>\n"
+    )
+
+
+def figure_html(figure: Any, div_id: str) -> str:
+    return figure.to_html(
+        full_html=False,
+        include_plotlyjs=False,
+        div_id=div_id,
+        config={"displaylogo": False, "responsive": True},
+    )
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def html_table(header: Sequence[str], rows: Iterable[Sequence[object]], text_columns: int) -> str:
+    """A table; the first `text_columns` columns left-aligned."""
+
+    def cells(tag: str, values: Sequence[object]) -> str:
+        return "".join(
+            f"<{tag}{' class=text' if i < text_columns else ''}>{html.escape(str(v))}</{tag}>"
+            for i, v in enumerate(values)
+        )
+
+    body = "".join(f"<tr>{cells('td', row)}</tr>" for row in rows)
+    return f"<table><tr>{cells('th', header)}</tr>{body}</table>"
+
+
+SUMMARY_HEADER = (
+    "cluster",
+    "events (seq)",
+    "time",
+    "partitions",
+    "live brokers",
+    "peak offline (seq)",
+    "peak under-replicated",
+    "peak at min ISR",
+    "offline partition-events",
+    "unclean elections",
+    "leader changes",
+    "requests",
+    "divergences",
+    "violations",
+    "rejected",
+)
+
+
+def summary_table(summaries: Sequence[Summary]) -> str:
+    rows = [
+        (
+            s.cluster,
+            f"{s.events:,} ({s.first_seq}..{s.last_seq})",
+            _time_span(s.first_ts, s.last_ts),
+            f"{s.partitions:,}",
+            s.live_brokers,
+            f"{s.peak_offline:,} ({s.peak_offline_seq})",
+            f"{s.peak_under_replicated:,}",
+            f"{s.peak_at_min_isr:,}",
+            f"{s.offline_partition_events:,}",
+            f"{s.unclean_elections:,}",
+            f"{s.leader_changes:,}",
+            f"{s.requests:,}",
+            f"{s.divergences:,}",
+            f"{s.violations:,}",
+            f"{s.rejected:,}",
+        )
+        for s in summaries
+    ]
+    return html_table(SUMMARY_HEADER, rows, text_columns=3)
+
+
+def _time_span(first: int | None, last: int | None) -> str:
+    if first is None or last is None:
+        return "-"
+
+    start, end = (datetime.fromtimestamp(ms / 1000, UTC) for ms in (first, last))
+    # the end's date only when it is another day
+    end_format = "%H:%M:%S" if start.date() == end.date() else "%Y-%m-%d %H:%M:%S"
+    return f"{start:%Y-%m-%d %H:%M:%S} .. {end.strftime(end_format)} UTC"
+
+
+def _moments_note(report: ClusterReport) -> str:
+    items = "; ".join(
+        f"<b>{m.name}</b>: after seq {m.seq} ({html.escape(m.why)}), {m.offline} offline"
+        for m in report.moments
+    )
+    return f'<p class="note">Leaders per broker (online partitions each leads). {items}.</p>'
+
+
+# ----------------------------------------------------------------------------- figures
+
+
+def _line(series: Series, name: str, colour: str, stepped: bool, **extra: Any) -> Any:
+    import plotly.graph_objects as go
+
+    return go.Scatter(
+        x=series.x,
+        y=series.y,
+        name=name,
+        mode="lines",
+        line={"color": colour, "width": 2, "shape": "hv" if stepped else "linear"},
+        **extra,
+    )
+
+
+def timeline_figure(report: ClusterReport) -> Any:
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    stepped = report.bucket == 1
+    figure = make_subplots(
+        rows=4,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.05,
+        row_heights=[0.42, 0.14, 0.28, 0.16],
+        subplot_titles=(
+            "partitions",
+            "live brokers",
+            "requests per event",
+            "unclean elections, divergences, violations",
+        ),
+    )
+    for metric, colour in HEALTH_LINES.items():
+        figure.add_trace(
+            _line(report.timeline[metric], metric.replace("_", "-"), colour, stepped), 1, 1
+        )
+    figure.add_trace(
+        _line(report.timeline["live_brokers"], "live brokers", LIVE_BROKERS, stepped), 2, 1
+    )
+    for kind, series in report.requests.items():
+        colour = REQUEST_COLOURS.get(kind, "#7f7f7f")
+        if stepped:
+            figure.add_trace(
+                go.Bar(x=series.x, y=series.y, name=kind, marker={"color": colour}), 3, 1
+            )
+        else:
+            figure.add_trace(_line(series, kind, colour, stepped=False), 3, 1)
+    for field, (label, colour, symbol) in MARK_STYLES.items():
+        marks: Marks = getattr(report, field)
+        figure.add_trace(
+            go.Scatter(
+                x=marks.x,
+                y=[label] * len(marks.x),
+                customdata=marks.count,
+                name=f"{label} ({marks.total})",
+                mode="markers",
+                marker={"color": colour, "symbol": symbol, "size": 11},
+                hovertemplate=f"seq %{{x}}: %{{customdata}} {label} row(s)<extra></extra>",
+            ),
+            4,
+            1,
+        )
+    figure.update_yaxes(
+        type="category",  # also when no trace has a mark (empty traces give no categories)
+        categoryorder="array",
+        categoryarray=[s[0] for s in MARK_STYLES.values()],
+        range=[-0.5, len(MARK_STYLES) - 0.5],  # every row shown, marked or not
+        row=4,
+        col=1,
+    )
+    figure.update_yaxes(rangemode="tozero", row=1, col=1)
+    figure.update_yaxes(rangemode="tozero", row=2, col=1)
+    figure.update_xaxes(title_text="event (seq)", row=4, col=1)
+    figure.update_layout(
+        barmode="stack",
+        height=TIMELINE_HEIGHT,
+        margin={"l": 60, "r": 20, "t": 40, "b": 40},
+        template="plotly_white",
+        hovermode="x unified",
+        legend={"traceorder": "normal"},
+    )
+    return figure
+
+
+def leaders_figure(report: ClusterReport) -> Any:
+    import plotly.graph_objects as go
+
+    brokers = sorted({b for m in report.moments for b in m.leaders})
+    categories = [f"broker {b}" for b in brokers] + ["offline"]
+    figure = go.Figure()
+    for moment in report.moments:
+        values = [moment.leaders.get(b, 0) for b in brokers] + [moment.offline]
+        figure.add_trace(
+            go.Bar(
+                x=categories,
+                y=values,
+                name=f"{moment.name} (seq {moment.seq})",
+                marker={"color": MOMENT_COLOURS[moment.name]},
+            )
+        )
+    figure.update_layout(
+        title={"text": "leaders per broker", "font": {"size": 14}},
+        barmode="group",
+        height=LEADERS_HEIGHT,
+        margin={"l": 60, "r": 20, "t": 40, "b": 40},
+        template="plotly_white",
+        yaxis={"title": {"text": "partitions led"}, "rangemode": "tozero"},
+    )
+    return figure

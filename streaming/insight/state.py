@@ -1,0 +1,150 @@
+"""`kcsim state --lake DIR [--as-of VERSION|TIMESTAMP] [--cluster C]`: cluster state from the
+lake, now or as it was (Delta time travel).
+
+VERSION is a version of `partition_state` (`DESCRIBE HISTORY` lists them); every other
+table is read as of the end of the same micro-batch, so the picture is consistent.
+
+A local lake is read without Spark (`streaming.lake.local_reader`), in about a second instead of
+Spark's start-up; a lake elsewhere, or a table that reader does not handle, through Spark.
+Both print the same text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
+
+from streaming.lake.spark_schemas import arrow_to_rows
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from streaming.lake.local_reader import LakeReader
+
+SHOWN: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("brokers", "brokers", ("cluster", "broker")),
+    ("topics", "topics", ("cluster", "topic")),
+    ("partitions", "partition_state", ("cluster", "topic", "partition")),
+)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--lake", required=True, help="Delta lake directory")
+    parser.add_argument("--as-of", help="a partition_state version, or an ISO-8601 time")
+    parser.add_argument("--cluster", help="only this cluster")
+    parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+
+
+Rows = tuple[list[dict[str, Any]], list[str]]  # a table's rows, and its columns in order
+# (table, version or None for the latest, cluster or None for all) -> its rows
+TableRead = Callable[[str, int | None, str | None], Rows]
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        if native_state(args.lake, args.as_of, args.cluster, sys.stdout):
+            return 0
+        from streaming.lake.spark_session import build_session
+
+        spark = build_session("kcsim-state", args.master, verbose=getattr(args, "verbose", False))
+        try:
+            show_state(spark, args.lake, args.as_of, args.cluster, sys.stdout)
+        finally:
+            spark.stop()
+    except ValueError as error:
+        print(f"kcsim state: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def native_state(lake_dir: str, as_of: str | None, cluster: str | None, out: TextIO) -> bool:
+    """Print the state read without Spark; False (nothing printed) when the lake is not
+    local or a table is not read that way (`lake_reader.NotNative`: a note on stderr)."""
+    from streaming.lake.local_reader import LakeReader, NotNative, local_root
+
+    root = local_root(lake_dir)
+    if root is None:
+        return False
+    text = io.StringIO()  # printed whole, so a fallback half-way prints nothing twice
+    try:
+        show_state_native(LakeReader(root), as_of, cluster, text)
+    except NotNative as reason:
+        print(f"kcsim state: reading through Spark: {reason}", file=sys.stderr)
+        return False
+    out.write(text.getvalue())
+    return True
+
+
+def show_state_native(
+    reader: LakeReader, as_of: str | None, cluster: str | None, out: TextIO
+) -> None:
+    from streaming.lake.local_reader import matching
+    from streaming.lake.time_travel import consistent_cut
+
+    versions: dict[str, int] = {}
+    if as_of:
+        histories = {table: reader.history(table) for _, table, _ in SHOWN}
+        versions = consistent_cut(as_of, histories["partition_state"], histories)
+
+    def read(table: str, version: int | None, cluster: str | None) -> Rows:
+        data = reader.read(table, version)
+        if cluster is not None:
+            data = matching(data, cluster=cluster)
+        return arrow_to_rows(data, table), reader.columns(table, version)
+
+    write_state(read, versions, as_of, cluster, out)
+
+
+def show_state(
+    spark: SparkSession, lake_dir: str, as_of: str | None, cluster: str | None, out: TextIO
+) -> None:
+    """The state read through Spark."""
+    from pyspark.sql import functions as F
+
+    from streaming.lake.tables import Lake
+
+    lake = Lake(spark, lake_dir)
+    versions = lake.versions_as_of(as_of, [table for _, table, _ in SHOWN]) if as_of else {}
+
+    def read(table: str, version: int | None, cluster: str | None) -> Rows:
+        frame = lake.read(table, version)
+        if cluster is not None:
+            frame = frame.where(F.col("cluster") == cluster)
+        return arrow_to_rows(frame.toArrow(), table), list(frame.columns)
+
+    write_state(read, versions, as_of, cluster, out)
+
+
+def write_state(
+    read: TableRead, versions: dict[str, int], as_of: str | None, cluster: str | None, out: TextIO
+) -> None:
+    if versions:
+        cut = ", ".join(f"{t} v{v}" for t, v in versions.items())
+        out.write(f"as of {as_of}: {cut}\n")
+    for title, table, order in SHOWN:
+        rows, columns = read(table, versions.get(table), cluster)
+        rows.sort(key=lambda r: [r[k] for k in order])
+        out.write(f"\n{title} ({len(rows)})\n")
+        out.write(render(rows, columns))
+
+
+def render(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
+    """A plain text table."""
+    cells = [[_cell(row.get(c)) for c in columns] for row in rows]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
+    return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, list):
+        return "[" + ",".join(_cell(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}={_cell(v)}" for k, v in sorted(value.items())) + "}"
+    return str(value)

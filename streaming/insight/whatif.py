@@ -1,0 +1,272 @@
+"""`kcsim whatif EVENTS --set k=v --vs k=v [--vs ...]`: the same events under two or more
+settings, side by side (CONTRACT §3).
+
+Run 0 takes the command's settings (`--config`, `--set`); each `--vs KEY=VALUE[,KEY=VALUE...]`
+is one more run, those settings over run 0's. `--vs` takes one argument, so EVENTS may come
+before, between or after the options. Every run is a `kcsim replay` of the events (the
+core alone, no Spark) into its own directory, one run per process, as many at once as
+there are cores. Then: each run's totals from its `health` rows, the partitions whose
+final leaders (`partition_state`) differ between runs, and with `--report` one HTML page
+with the runs' timelines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from controller.config import ConfigError, Settings
+from controller.replay.command import replay
+from streaming.insight.report_data import (
+    ReportInputError,
+    cluster_report,
+    clusters,
+    read_replay,
+)
+
+NONE_LEADER = "none"  # leader -1
+ABSENT = "absent"  # the partition does not exist in that run
+
+
+# the positional list the CLI extends with words that follow options (streaming/cli.py)
+LOOSE_POSITIONAL = "events"
+USAGE = "kcsim whatif EVENTS [--set KEY=VALUE] --vs KEY=VALUE[,KEY=VALUE...] [--vs ...]"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.usage = f"{USAGE} [options]"
+    # Zero or more here (and words after the options join them, LOOSE_POSITIONAL), so a
+    # missing or stray word is named by `positional_events`, which wants exactly one.
+    parser.add_argument(
+        "events", nargs="*", metavar="EVENTS", help="JSON-lines file or a directory of them"
+    )
+    parser.add_argument(
+        "--vs",
+        action="append",
+        type=vs_settings,
+        required=True,
+        metavar="KEY=VALUE[,KEY=VALUE...]",
+        help="one more run: these settings over the --config/--set ones (repeatable); "
+        "a run that changes several settings lists them comma-separated",
+    )
+    parser.add_argument("--report", type=Path, help="also write the runs' timelines here")
+    parser.add_argument(
+        "--keep", type=Path, help="keep each run's tables in DIR/run-N (default: discarded)"
+    )
+
+
+def vs_settings(text: str) -> list[str]:
+    """One `--vs` argument: one run's settings, KEY=VALUE, comma-separated (no setting's
+    value holds a comma: they are booleans and integers)."""
+    items = [item.strip() for item in text.split(",")]
+    if not all("=" in item and item.split("=", 1)[0].strip() for item in items):
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE[,KEY=VALUE...], got {text!r}")
+    return items
+
+
+class UsageError(Exception):
+    """The command line names no EVENTS, or more than one thing where EVENTS goes."""
+
+
+def positional_events(words: Sequence[str]) -> Path:
+    """The one EVENTS among the command's positional words."""
+    settings = [w for w in words if "=" in w and not Path(w).exists()]
+    if settings:
+        raise UsageError(
+            f"{settings[0]!r} is not EVENTS: each --vs takes one argument, one run; a run "
+            "that changes several settings lists them comma-separated (--vs K1=V1,K2=V2)"
+        )
+    if not words:
+        raise UsageError(f"missing EVENTS (a JSON-lines file or a directory of them): {USAGE}")
+    if len(words) > 1:
+        raise UsageError(f"one EVENTS, got {len(words)}: {' '.join(words)}")
+    return Path(words[0])
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    label: str  # the settings that make it differ
+    settings: Settings
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    offline_partition_events: int  # sum of `offline` over events
+    unclean_elections: int
+    leader_changes: int
+    requests: int
+    rejected: int
+
+
+Key = tuple[str, str, int]  # cluster, topic, partition
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        events = positional_events(args.events)
+    except UsageError as error:
+        print(f"kcsim whatif: {error}", file=sys.stderr)
+        return 2
+    if not events.exists():
+        print(f"kcsim whatif: no such file or directory: {events}", file=sys.stderr)
+        return 2
+    try:
+        runs = build_runs(args.config, args.overrides, args.vs)
+    except (ConfigError, OSError) as error:
+        print(f"kcsim whatif: configuration error: {error}", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="kcsim-whatif-") as scratch:
+        root = args.keep if args.keep is not None else Path(scratch)
+        directories = run_all(runs, events, root)
+        try:
+            tables = [read_replay(d) for d in directories]
+        except ReportInputError as error:
+            print(f"kcsim whatif: {error}", file=sys.stderr)
+            return 1
+    totals = [totals_of(t) for t in tables]
+    leaders = [final_leaders(t["partition_state"]) for t in tables]
+    print(totals_text(runs, totals))
+    print()
+    print(differences_text(runs, differing_leaders(leaders)))
+    if args.report is not None:
+        from streaming.insight.whatif_report import render_whatif
+
+        args.report.parent.mkdir(parents=True, exist_ok=True)
+        args.report.write_text(
+            render_whatif(
+                [r.label for r in runs],
+                [[cluster_report(t, c) for c in clusters(t)] for t in tables],
+                totals_text(runs, totals),
+                differences_text(runs, differing_leaders(leaders)),
+            ),
+            encoding="utf-8",
+        )
+        print(f"\nreport: {args.report}")
+    return 0
+
+
+def build_runs(
+    config: Path | None, overrides: Sequence[str], alternatives: Sequence[Sequence[str]]
+) -> list[Run]:
+    base = " ".join(overrides) or "defaults"
+    runs = [Run(base, Settings.load(config, overrides))]
+    for extra in alternatives:
+        runs.append(Run(" ".join(extra), Settings.load(config, [*overrides, *extra])))
+    return runs
+
+
+def run_all(runs: Sequence[Run], events: Path, root: Path) -> list[Path]:
+    """Replay the events once per run, in parallel processes; each run's tables in
+    root/run-N."""
+    directories = [root / f"run-{n}" for n in range(len(runs))]
+    workers = max(1, min(len(runs), os.cpu_count() or 1))
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        jobs = [
+            pool.submit(replay, run.settings, events, out)
+            for run, out in zip(runs, directories, strict=True)
+        ]
+        for job in jobs:
+            job.result()
+    return directories
+
+
+def totals_of(tables: Mapping[str, pa.Table]) -> Totals:
+    health = tables["health"]
+
+    def column(name: str) -> np.ndarray:
+        return health.column(name).to_numpy(zero_copy_only=False)
+
+    # unclean_elections counts so far: a cluster's last row is its total
+    names = health.column("cluster").to_pylist()
+    counts = column("unclean_elections")
+    seqs = column("seq")
+    last: dict[str, tuple[int, int]] = {}
+    for name, seq, count in zip(names, seqs.tolist(), counts.tolist(), strict=True):
+        if name not in last or seq >= last[name][0]:
+            last[name] = (seq, count)
+    unclean = sum(count for _, count in last.values())
+    return Totals(
+        offline_partition_events=int(column("offline").sum()),
+        unclean_elections=unclean,
+        leader_changes=int(column("leader_changes").sum()),
+        requests=int(column("requests").sum()),
+        rejected=tables["rejected_events"].num_rows,
+    )
+
+
+def final_leaders(partition_state: pa.Table) -> dict[Key, int]:
+    rows = partition_state.select(["cluster", "topic", "partition", "leader"]).to_pylist()
+    return {(r["cluster"], r["topic"], r["partition"]): r["leader"] for r in rows}
+
+
+def differing_leaders(leaders: Sequence[Mapping[Key, int]]) -> list[tuple[Key, list[str]]]:
+    """The partitions whose final leader is not the same in every run, with each run's
+    leader ("none": -1; "absent": no such partition in that run)."""
+    keys = sorted(set().union(*leaders))
+    out = []
+    for key in keys:
+        values = [_leader_text(run.get(key)) for run in leaders]
+        if len(set(values)) > 1:
+            out.append((key, values))
+    return out
+
+
+def _leader_text(leader: int | None) -> str:
+    if leader is None:
+        return ABSENT
+    return NONE_LEADER if leader < 0 else str(leader)
+
+
+# ---------------------------------------------------------------------------- text
+
+
+def text_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    cells = [list(header), *[[str(v) for v in row] for row in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+TOTALS_HEADER = (
+    "run",
+    "settings",
+    "offline partition-events",
+    "unclean elections",
+    "leader changes",
+    "requests",
+    "rejected",
+)
+
+
+def totals_text(runs: Sequence[Run], totals: Sequence[Totals]) -> str:
+    rows = [
+        (
+            n,
+            run.label,
+            t.offline_partition_events,
+            t.unclean_elections,
+            t.leader_changes,
+            t.requests,
+            t.rejected,
+        )
+        for n, (run, t) in enumerate(zip(runs, totals, strict=True))
+    ]
+    return text_table(TOTALS_HEADER, rows)
+
+
+def differences_text(runs: Sequence[Run], differing: Sequence[tuple[Key, list[str]]]) -> str:
+    if not differing:
+        return "final leaders: the same in every run"
+    header = ("cluster", "topic", "partition", *(f"leader run {n}" for n in range(len(runs))))
+    rows = [(*key, *values) for key, values in differing]
+    count = f"{len(differing)} partition{'s' if len(differing) > 1 else ''}"
+    return f"final leaders that differ ({count}):\n" + text_table(header, rows)

@@ -1,0 +1,144 @@
+"""`kcsim run`: the Spark Structured Streaming job (CONTRACT §3).
+
+A streaming query over event files (or a Kafka topic) whose `foreachBatch` orders the
+micro-batch's events, applies them through the core and writes the outputs to the Delta
+lake (`streaming.lake.tables`), one commit per changed table, exactly once per batch.
+
+The command's arguments and its options (`Options`); the query is `query`'s (exactly
+once per batch), its sources `sources`' (files or a Kafka topic), the fleet mode
+`fleet`'s. Two ways to apply a batch:
+
+* driver (default): ONE long-lived `Simulator` in the driver holds every cluster; it is
+  rebuilt from Delta when the query starts (`Simulator.from_tables`) and then only fed
+  the batches, so per-batch work is proportional to the batch, not to the clusters.
+* fleet (`--fleet`): the batch's events are grouped by cluster and cogrouped with those
+  clusters' state rows (read from Delta, only the clusters present in the batch), and
+  `applyInPandas` rebuilds each cluster's `Simulator` on an executor, applies its events
+  and returns the output rows; the driver writes them. Clusters are independent in the
+  core, so this equals per-cluster replays; it scales out over executors, and needs no
+  state anywhere between batches (a restart is the same as any batch). The price: a
+  batch costs in proportion to the size of the clusters it touches (their state is
+  reloaded and shipped every batch), so it suits fleets of many small or medium
+  clusters; one huge cluster is served better by the driver mode. Keeping per-cluster
+  contexts alive on executors (transformWithStateInPandas) would remove the reload but
+  serialize each touched context into the state store every batch and tie the
+  checkpoint to the context's pickled form; not done. On any master but local, `main`
+  ships the core to the executors as a zip (`streaming.job.ship_core`), so they need not
+  have kcsim installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+from streaming.job.options import DEFAULT_TRIGGER_SECONDS, Options
+from streaming.job.os_memory import arrow_on_the_c_heap
+from streaming.job.query import run
+from streaming.job.request_sink import SinkError
+
+# The binaryFile source's fixed schema (a streaming source must be given one).
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--source",
+        required=True,
+        metavar="file:DIR|kafka:HOST:PORT/TOPIC",
+        help="where events come from",
+    )
+    parser.add_argument("--lake", required=True, help="Delta lake directory")
+    parser.add_argument("--once", action="store_true", help="process what is there and stop")
+    parser.add_argument(
+        "--checkpoint", help="checkpoint directory (default <lake>/_checkpoints/run)"
+    )
+    parser.add_argument(
+        "--trigger-seconds",
+        type=float,
+        default=DEFAULT_TRIGGER_SECONDS,
+        help=f"processing-time trigger interval (default {DEFAULT_TRIGGER_SECONDS})",
+    )
+    parser.add_argument("--max-files-per-trigger", type=int, help="file source: files per batch")
+    parser.add_argument(
+        "--starting-offsets",
+        default="earliest",
+        choices=("earliest", "latest"),
+        help="Kafka source: where a new query starts (default earliest)",
+    )
+    parser.add_argument(
+        "--max-offsets-per-trigger", type=int, help="Kafka source: records per batch"
+    )
+    parser.add_argument(
+        "--sink", metavar="kafka:HOST:PORT/TOPIC", help="also produce requests to Kafka"
+    )
+    parser.add_argument(
+        "--kafka-config",
+        type=Path,
+        metavar="FILE",
+        help="Kafka client properties for the source and sink (security.protocol, sasl.*, "
+        "ssl.*), passed to Spark as kafka.* options",
+    )
+    parser.add_argument(
+        "--fleet", action="store_true", help="apply clusters in parallel on executors"
+    )
+    parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    parser.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark conf (repeatable)"
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        options = Options.from_args(args)
+    except ValueError as error:
+        print(f"kcsim run: {error}", file=sys.stderr)
+        return 2
+    from pyspark.errors import StreamingQueryException
+
+    from streaming.job.ship_core import is_local_master, ship_core
+    from streaming.lake.spark_session import build_session
+
+    spark = build_session(
+        "kcsim-run", options.master, options.spark_conf, verbose=getattr(args, "verbose", False)
+    )
+    arrow_on_the_c_heap()  # so that release_freed_memory returns Arrow's freed pages too
+    try:
+        with tempfile.TemporaryDirectory(prefix="kcsim-core-") as shipped:
+            if not is_local_master(options.master):
+                # executors elsewhere need not have kcsim: they get the core with the job
+                ship_core(spark.sparkContext, Path(shipped))
+            return run(spark, options)
+    except StreamingQueryException as error:
+        print(f"kcsim run: the query failed: {query_failure(error)}", file=sys.stderr)
+        return 1
+    finally:
+        spark.stop()
+
+
+_FILE_NAME_ERROR = re.compile(r"EventFileNameError: (.+)")
+# how a SinkError raised in foreachBatch reads in the query's exception
+SINK_ERROR = f"{SinkError.__module__}.{SinkError.__qualname__}"
+
+
+def query_failure(error: Exception) -> str:
+    """The first line of a failed query's cause, with what an authentication failure
+    means for kcsim (Spark's text holds the Kafka client's exception, never its config),
+    or the request sink's own error (the last line of the Python traceback in it)."""
+    text = str(error)
+    sink = re.search(rf"^{re.escape(SINK_ERROR)}: (.+)$", text, re.MULTILINE)
+    if sink:
+        return f"the request sink failed: {sink.group(1)}"
+    if "SaslAuthenticationException" in text or "Authentication failed" in text:
+        return (
+            "Kafka refused the SASL credentials (authentication failed: check the user and "
+            "password of --kafka-config)"
+        )
+    if "SSLHandshakeException" in text or "SslAuthenticationException" in text:
+        return "the TLS handshake with Kafka failed (check --kafka-config's ssl.* settings)"
+    if found := _FILE_NAME_ERROR.search(text):  # raised in the batch, under Spark's text
+        return found.group(1)
+    return text.strip().splitlines()[0] if text.strip() else type(error).__name__
+

@@ -1,0 +1,184 @@
+"""The query of `kcsim run`: one foreachBatch per micro-batch through the core, into the lake.
+
+Exactly once (see `streaming.lake.tables`): every commit is tagged with the query id and batch
+id; at (re)start the first batch looks up the tables that already hold its commit, loads
+the state as of just before them (time travel), recomputes the batch and skips those
+tables. A batch whose commits all landed is therefore recomputed but writes nothing; a
+half-written one completes. Rebuilding from the latest versions instead would double-
+apply a half-written batch. The Kafka sink (`streaming.job.request_sink`) reads back what a re-run
+batch already produced and sends only the rest.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+from pyspark.sql import DataFrame, SparkSession
+
+from controller.memory import cyclic_gc_paused
+from controller.simulator import BatchOutput, RawEvent, Simulator
+from streaming.job.fleet import apply_fleet
+from streaming.job.options import Options
+from streaming.job.os_memory import release_freed_memory
+from streaming.lake.tables import RESTORE_TABLES, Lake
+
+
+def run(spark: SparkSession, options: Options, log: Callable[[str], None] | None = None) -> int:
+    """Start the query and wait for it (for `--once`, until the data present is done)."""
+    log = log or _stderr
+    lake = Lake(spark, options.lake)
+    lake.create_tables()
+    if warning := options.source.skipped_warning():
+        log(f"kcsim run: {warning}")
+    total_files = options.source.known_files() if options.once else None
+    batcher = BatchRunner(spark, lake, options, log, total_files)
+    writer = (
+        options.source.stream(spark)
+        .writeStream.foreachBatch(batcher)
+        .option("checkpointLocation", options.checkpoint)
+        .queryName("kcsim_run")
+    )
+    if options.once:
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=f"{options.trigger_seconds} seconds")
+    query = writer.start()
+    batcher.started(str(query.id))
+    try:
+        query.awaitTermination()
+    except KeyboardInterrupt:
+        query.stop()
+    finally:
+        if options.sink is not None:
+            options.sink.close()
+    return 0
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+class BatchRunner:
+    """The foreachBatch function, with the state it keeps between batches."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        lake: Lake,
+        options: Options,
+        log: Callable[[str], None],
+        total_files: int | None,
+    ) -> None:
+        self.spark = spark
+        self.lake = lake
+        self.options = options
+        self.log = log
+        self.total_files = total_files
+        self.files_done = 0
+        self._query_id = threading.Event()
+        self.run_id = ""
+        self.simulator: Simulator | None = None
+        self.skip: dict[str, int] = {}  # tables already holding the first batch's commit
+        self.first_batch: int | None = None
+
+    def started(self, query_id: str) -> None:
+        self.run_id = query_id
+        self._query_id.set()
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        clock = Stopwatch()
+        with cyclic_gc_paused():  # restore and batch build millions of rows
+            self._query_id.wait()
+            if self.first_batch is None:
+                self._restore(batch_id)
+                clock.lap("restore")
+            skip = self.skip if batch_id == self.first_batch else {}
+            events, files = self.options.source.events(batch)
+            clock.lap("read")
+            if self.options.fleet:
+                output = apply_fleet(self.spark, self.lake, self.options.settings, events, skip)
+            else:
+                assert self.simulator is not None
+                output = self.simulator.apply(events)
+            clock.lap("apply")
+            self.lake.write(output, self.run_id, batch_id, skip)
+            clock.lap("write")
+            if self.options.sink is not None:
+                self._send(output, batch_id, skip)
+                clock.lap("sink")
+            self.files_done += files
+            line = self._line(batch_id, events, output, clock)
+            # freed here, by reference counting: alive when the collector resumes, the
+            # batch's millions of rows would all be walked by its next collection
+            del events, output
+            release_freed_memory()  # (the rows, their Arrow tables, a merge's files)
+        self.log(line)
+
+    def _send(self, output: BatchOutput, batch_id: int, skip: Mapping[str, int]) -> None:
+        """The batch's requests to the sink, which is written after the lake: only a
+        re-run batch whose requests already reached the lake may have reached the sink."""
+        assert self.options.sink is not None
+        requests = output.appends.get("controller_requests") or []
+        payloads = output.appends.get("request_payloads") or []
+        sent_before = "controller_requests" in skip or "request_payloads" in skip
+        held = self.options.sink.send(requests, payloads, may_be_rerun=sent_before)
+        if held:
+            self.log(f"batch {batch_id}: re-run; {held} request records already in the sink")
+
+    def _restore(self, batch_id: int) -> None:
+        """Before the first batch of this process: find what a crashed run of it wrote,
+        and rebuild the controller as of just before that."""
+        self.first_batch = batch_id
+        self.skip = self.lake.pending_commits(self.run_id, batch_id)
+        if self.skip:
+            self.log(
+                f"batch {batch_id}: re-run after a restart; already written: "
+                + ", ".join(sorted(self.skip))
+            )
+        if not self.options.fleet:
+            tables = self.lake.load_rows(RESTORE_TABLES, before=self.skip)
+            self.simulator = Simulator.from_tables(self.options.settings, tables)
+            del tables
+            release_freed_memory()  # the tables' Arrow data and columns, read once
+
+    def _line(
+        self, batch_id: int, events: Sequence[RawEvent], output: BatchOutput, clock: Stopwatch
+    ) -> str:
+        appends = output.appends
+        clusters = {r["cluster"] for r in appends.get("applied_events") or []}
+        clusters.update(r["cluster"] for r in appends.get("rejected_events") or [] if r["cluster"])
+        line = (
+            f"batch {batch_id}: {len(events)} events, {len(clusters)} clusters, "
+            f"{len(appends.get('rejected_events') or [])} rejected, "
+            f"{len(appends.get('controller_requests') or [])} requests, "
+            f"{clock.total():.2f} s ({clock.laps()})"
+        )
+        if self.total_files:
+            line += " " + progress_bar(self.files_done, self.total_files)
+        return line
+
+
+class Stopwatch:
+    def __init__(self) -> None:
+        self._start = self._last = time.monotonic()
+        self._laps: list[tuple[str, float]] = []
+
+    def lap(self, name: str) -> None:
+        now = time.monotonic()
+        self._laps.append((name, now - self._last))
+        self._last = now
+
+    def total(self) -> float:
+        return time.monotonic() - self._start
+
+    def laps(self) -> str:
+        return ", ".join(f"{name} {seconds:.2f}" for name, seconds in self._laps)
+
+
+def progress_bar(done: int, total: int, width: int = 20) -> str:
+    done = min(done, total)
+    filled = round(width * done / total) if total else width
+    return f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} files"

@@ -1,0 +1,234 @@
+"""`kcsim import kraft-log` on a committed real metadata log: the run of
+tests/streaming/importers/test_import_kraft_log_real.py on the 3-node KRaft cluster (Kafka 4.1.1),
+recorded from the quorum leader with a snapshot every 20 s (tests/data/kraft-4.1.1: the segment and
+the snapshot at offset 138). Decoded by Kafka's own DumpLogSegments (needs `java` and
+`.kafka/libs`). SPEC §8-§15 for the events; bad input as CONTRACT §1 and the README say.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from streaming.cli import main
+from streaming.importers.kraft_log_decoder import DecoderError, decoder_command, log_files
+from streaming.jars import kafka_libs_dir
+from tests.support.divergence_classes import EXPECTED_CLASSES, divergence_classes
+
+ROOT = Path(__file__).resolve().parents[3]
+LOG = ROOT / "tests/data/kraft-4.1.1/__cluster_metadata-0"
+SEGMENT = "00000000000000000000.log"
+
+RUN = [
+    "controller_failover", "broker_startup", "broker_startup", "broker_startup",
+    "topic_creation", "topic_creation",
+    # the quorum leader (node 1) killed: a new controller, then node 1 fenced and back
+    "controller_failover", "broker_failure", "broker_startup",
+    "isr_change", "isr_change", "isr_change", "isr_change",
+    # node 3: controlled shutdown, fenced, back
+    "controlled_shutdown", "broker_failure", "broker_startup",
+    "isr_change", "isr_change", "isr_change", "isr_change",
+    # two reassignments, the second completed by the AlterPartition adding its new replica
+    "partition_reassignment", "partition_reassignment", "isr_change",
+    "leader_election",
+    # node 3 killed, audit deleted meanwhile; node 3 back deletes its replicas
+    "broker_failure", "topic_deletion", "stop_replica_response", "stop_replica_response",
+    "broker_startup", "stop_replica_response", "stop_replica_response",
+    "isr_change", "isr_change", "isr_change",
+]  # fmt: skip
+
+
+def read(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def import_log(directory: Path, out: Path, *extra: str) -> int:
+    return main(["import", "kraft-log", str(directory), "--out", str(out), "--quiet", *extra])
+
+
+def replay(events: Path, out: Path) -> dict[str, list[dict]]:
+    assert main(["replay", str(events), "--out", str(out)]) == 0
+    return {p.stem: read(p) for p in out.glob("*.jsonl")}
+
+
+def test_recorded_run_becomes_its_events(tmp_path):
+    out = tmp_path / "events.jsonl"
+    assert import_log(LOG, out) == 0
+    events = read(out)
+    assert [e["type"] for e in events] == RUN
+    assert [e["seq"] for e in events] == list(range(1, len(RUN) + 1))
+    # the controller epoch is the quorum leader epoch of the LeaderChange records
+    failovers = [e for e in events if e["type"] == "controller_failover"]
+    assert [(e["controller"], e["controller_epoch"]) for e in failovers] == [(1, 1), (2, 2)]
+    creation = events[4]
+    assert creation["assignment"] == {"0": [1, 2, 3], "1": [2, 3, 1], "2": [3, 1, 2]}
+    assert [r["leader"] for r in creation["observed"]["partitions"]] == [1, 2, 3]
+    # the controlled shutdown's partition changes (same batch) are its observed
+    shutdown = events[13]
+    assert shutdown["broker"] == 3
+    assert shutdown["observed"]["partitions"]
+    assert all(3 not in r["isr"] for r in shutdown["observed"]["partitions"])
+    # a reassignment adding a replica, then the AlterPartition that completed it
+    adding, completing = events[21], events[22]
+    assert (adding["topic"], adding["partition"], adding["replicas"]) == ("audit", 0, [1, 3])
+    assert adding["observed"]["partitions"][0]["replicas"] == [1, 3, 2]
+    assert completing["type"] == "isr_change" and sorted(completing["isr"]) == [1, 2, 3]
+    assert completing["observed"]["partitions"][0]["replicas"] == [1, 3]
+
+
+def test_replayed_divergences_are_the_readme_classes(tmp_path):
+    out = tmp_path / "events.jsonl"
+    assert import_log(LOG, out) == 0
+    tables = replay(out, tmp_path / "tables")
+    assert tables["rejected_events"] == []
+    assert divergence_classes(read(out), tables["divergences"]) == EXPECTED_CLASSES
+
+
+def test_a_log_starting_at_a_snapshot(tmp_path):
+    out = tmp_path / "events.jsonl"
+    assert import_log(LOG, out, "--from-snapshot") == 0
+    events = read(out)
+    kinds = [e["type"] for e in events]
+    # at the snapshot node 3 was fenced (killed) and audit deleted: brokers 1 and 2, orders
+    assert kinds[:4] == [
+        "broker_startup",
+        "broker_startup",
+        "topic_creation",
+        "controller_failover",
+    ]
+    assert [e["broker"] for e in events[:2]] == [1, 2]
+    assert kinds[4] == "broker_startup" and events[4]["broker"] == 3  # node 3 back
+    creation, failover = events[2], events[3]
+    assert creation["assignment"] == {"0": [2, 3], "1": [2, 3, 1], "2": [3, 1, 2]}
+    assert failover["controller_epoch"] == 2  # the snapshot's epoch
+    observed = failover["observed"]["partitions"]
+    assert [(r["topic"], r["partition"]) for r in observed] == [("orders", p) for p in range(3)]
+    for row in observed:
+        state = creation["state"][str(row["partition"])]
+        assert state == {k: row[k] for k in state}
+    tables = replay(out, tmp_path / "tables")
+    # kcsim loads the snapshot's state as it is: no divergence at the failover
+    assert not [r for r in tables["divergences"] if r["seq"] <= failover["seq"]]
+
+
+def test_stdout_feeds_replay(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = (
+        f"{sys.executable} -m streaming.cli import kraft-log {LOG} --out - --quiet | "
+        f"{sys.executable} -m streaming.cli replay - --out {tmp_path / 'tables'}"
+    )
+    done = subprocess.run(command, shell=True, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert len(read(tmp_path / "tables" / "applied_events.jsonl")) == len(RUN)
+
+
+def test_a_run_source_directory_gets_a_complete_file(tmp_path):
+    source = tmp_path / "source"
+    source.mkdir()
+    assert import_log(LOG, source) == 0
+    files = sorted(p.name for p in source.iterdir())
+    assert files == [f"import-{1:020d}.jsonl"]
+
+
+def copy_log(tmp_path: Path) -> Path:
+    target = tmp_path / "__cluster_metadata-0"
+    target.mkdir()
+    shutil.copy(LOG / SEGMENT, target / SEGMENT)
+    return target
+
+
+def test_a_truncated_tail_keeps_everything_before_it(tmp_path, capsys):
+    log = copy_log(tmp_path)
+    size = (log / SEGMENT).stat().st_size
+    os.truncate(log / SEGMENT, size - 40)
+    out = tmp_path / "events.jsonl"
+    assert import_log(log, out) == 1
+    error = capsys.readouterr().err
+    assert f"{log / SEGMENT}: position " in error and "truncated" in error
+    position = int(error.split("position ")[1].split(":")[0])
+    assert 0 < position < size - 40
+    events = read(out)
+    assert [e["type"] for e in events] == RUN[: len(events)] and len(events) >= len(RUN) - 1
+
+
+def test_a_corrupt_batch_stops_the_import_there(tmp_path, capsys):
+    log = copy_log(tmp_path)
+    data = bytearray((log / SEGMENT).read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (log / SEGMENT).write_bytes(bytes(data))
+    out = tmp_path / "events.jsonl"
+    assert import_log(log, out) == 1
+    error = capsys.readouterr().err
+    assert f"{log / SEGMENT}: position " in error
+    assert "corrupt batch" in error or "was due" in error or "cannot be decoded" in error
+    events = read(out)
+    assert 0 < len(events) < len(RUN)
+    assert [e["type"] for e in events] == RUN[: len(events)]
+
+
+def test_an_empty_directory_writes_nothing(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = tmp_path / "events.jsonl"
+    assert import_log(empty, out) == 2
+    error = capsys.readouterr().err
+    assert f"{empty}: no segment" in error
+    assert not out.exists() and not list(tmp_path.glob(".*tmp"))
+
+
+def test_an_old_record_format_is_refused(tmp_path, capsys):
+    log = tmp_path / "v1"
+    generator = ROOT / "benchmarks" / "KraftLogGenerator.java"
+    subprocess.run(
+        ["java", "-Xmx128m", "-cp", str(kafka_libs_dir() / "*"), str(generator), str(log),
+         "200", "100", "1"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    out = tmp_path / "events.jsonl"
+    assert import_log(log, out) == 1
+    error = capsys.readouterr().err
+    assert f"{log / SEGMENT}: position " in error and "record format v1" in error
+    # the brokers' batch before it (format v2) is imported
+    assert [e["type"] for e in read(out)] == ["broker_startup"] * 3
+
+
+def touch(directory: Path, *names: str) -> None:
+    directory.mkdir(exist_ok=True)
+    for name in names:
+        (directory / name).write_bytes(b"")
+
+
+def test_which_files_a_log_directory_gives(tmp_path):
+    full = tmp_path / "full"
+    touch(full, f"{0:020d}.log", f"{500:020d}.log", f"{300:020d}-{4:010d}.checkpoint")
+    files = log_files(full)
+    assert (files.snapshot, files.start_offset) == (None, 0)
+    assert [p.name for p in files.segments] == [f"{0:020d}.log", f"{500:020d}.log"]
+    latest = log_files(full, from_snapshot=True)
+    assert latest.snapshot == full / f"{300:020d}-{4:010d}.checkpoint"
+    assert latest.start_offset == 300
+    # segments that start after 0: the earliest snapshot at or after their base
+    cut = tmp_path / "cut"
+    touch(cut, f"{200:020d}.log", f"{700:020d}.log", f"{100:020d}-{3:010d}.checkpoint",
+          f"{250:020d}-{3:010d}.checkpoint", f"{800:020d}-{5:010d}.checkpoint")  # fmt: skip
+    files = log_files(cut)
+    assert files.snapshot == cut / f"{250:020d}-{3:010d}.checkpoint"
+    assert [p.name for p in files.segments] == [f"{200:020d}.log", f"{700:020d}.log"]
+    # the latest snapshot is past every segment's records below 700
+    assert [p.name for p in log_files(cut, from_snapshot=True).segments] == [f"{700:020d}.log"]
+    uncovered = tmp_path / "uncovered"
+    touch(uncovered, f"{200:020d}.log", f"{100:020d}-{3:010d}.checkpoint")
+    with pytest.raises(DecoderError, match="no snapshot covers"):
+        log_files(uncovered)
+
+
+def test_a_path_with_a_comma_is_refused_by_name(tmp_path: Path) -> None:
+    """Kafka's decoder takes its files as one comma-separated list."""
+    with pytest.raises(DecoderError, match=r"a,b\.log"):
+        decoder_command([tmp_path / "a,b.log"])

@@ -1,0 +1,204 @@
+"""`kcsim report` end to end: a replay of examples/events and a local Delta lake of the
+same rows give the same report data, and the page renders in a real browser (headless
+Chromium, from Debian's packages: scripts/install.sh) with its plots drawn by plotly.js
+and no script error."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from streaming.cli import main
+from streaming.insight import report_data as rd
+from streaming.insight.report import HEALTH_LINES, LIVE_BROKERS, MOMENT_COLOURS, REQUEST_COLOURS
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "events"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+WINDOW = (1280, 2600)
+PLOT_AREA_RIGHT = 1000  # px: the plots' data areas end left of this; legends are right of it
+
+
+@pytest.fixture(scope="module")
+def replay_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("replay")
+    # the examples hold two bad lines: status 1, the tables are written
+    assert main(["replay", str(EXAMPLES), "--out", str(out), "--quiet"]) == 1
+    return out
+
+
+@pytest.fixture(scope="module")
+def page(replay_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("page") / "report.html"
+    assert main(["report", "--replay", str(replay_dir), "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+def test_page_is_self_contained(page: Path) -> None:
+    text = page.read_text(encoding="utf-8")
+    assert "<h2>Summary</h2>" in text
+    assert text.index("<h2>Summary</h2>") < text.index("<h2>Cluster default</h2>")
+    assert "<h2>Cluster shadow</h2>" in text
+    # plotly.js is inlined: no script is fetched from anywhere
+    assert not re.search(r"<script[^>]+src=", text)
+    assert "Plotly.newPlot" in text and len(text) > 3_000_000
+
+
+def test_report_of_examples(replay_dir: Path) -> None:
+    tables = rd.read_replay(replay_dir)
+    assert rd.clusters(tables) == ["default", "shadow"]
+    shadow = rd.cluster_report(tables, "shadow")
+    assert shadow.summary.divergences == 2 and shadow.divergences.x.tolist() == [4]
+    default = rd.cluster_report(tables, "default")
+    assert default.summary.events == 28
+    # requests per event add up to the health table's and to controller_requests' rows
+    per_event = sum(s.y.sum() for s in default.requests.values())
+    assert per_event == default.summary.requests
+    assert per_event == rd.of_cluster(tables["controller_requests"], "default").num_rows
+    end = default.moments[-1]
+    states = rd.of_cluster(tables["partition_state"], "default").to_pylist()
+    online = [r for r in states if r["state"] == rd.ONLINE]
+    assert sum(end.leaders.values()) == len(online)
+    for broker, count in end.leaders.items():
+        assert count == sum(1 for r in online if r["leader"] == broker)
+
+
+def test_lake_and_replay_give_the_same_report(replay_dir: Path, tmp_path: Path) -> None:
+    """A real Delta lake of the same rows (written with deltalake), read natively."""
+    from deltalake import write_deltalake
+
+    from streaming.lake.spark_schemas import arrow_schema
+
+    replay_tables = rd.read_replay(replay_dir)
+    for name in rd.COLUMNS:
+        full = arrow_schema(name)
+        rows = rd.read_jsonl(replay_dir / f"{name}.jsonl", full)
+        write_deltalake(str(tmp_path / name), rows)
+    lake_tables = rd.read_lake(str(tmp_path))
+    for cluster in ("default", "shadow"):
+        lake = rd.cluster_report(lake_tables, cluster)
+        replay = rd.cluster_report(replay_tables, cluster)
+        assert lake.summary == replay.summary
+        assert lake.moments == replay.moments
+    out = tmp_path / "lake.html"
+    assert main(["report", "--lake", str(tmp_path), "--out", str(out), "--quiet"]) == 0
+    assert "<h2>Cluster shadow</h2>" in out.read_text(encoding="utf-8")
+
+
+def test_missing_input_is_a_usage_error(tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    assert main(["report", "--replay", str(tmp_path / "none"), "--out", str(out)]) == 2
+    assert main(["report", "--lake", str(tmp_path / "none"), "--out", str(out)]) == 2
+    assert not out.exists()
+
+
+# ----------------------------------------------------------------------------- browser
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    screenshot: np.ndarray  # height x width x 3
+    dom: str
+    script_errors: list[str]
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[str]:
+    # no skip: the browser test is the only proof the page draws its plots
+    if CHROMIUM is None:
+        pytest.fail("chromium is not installed: scripts/install.sh installs it (as root)")
+    yield CHROMIUM
+
+
+def render(chromium: str, page: Path, work: Path) -> Rendered:
+    from PIL import Image
+
+    common = [
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={work / 'profile'}",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--virtual-time-budget=10000",  # let the page's scripts finish before the capture
+        f"--window-size={WINDOW[0]},{WINDOW[1]}",
+    ]
+    shot = work / "shot.png"
+    taken = subprocess.run(
+        [*common, f"--screenshot={shot}", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    dumped = subprocess.run(
+        [*common, "--dump-dom", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    errors = [
+        line
+        for line in (taken.stderr + dumped.stderr).splitlines()
+        if "Uncaught" in line or (":CONSOLE" in line and "rror" in line)
+    ]
+    with Image.open(shot) as image:
+        pixels = np.asarray(image.convert("RGB"))
+    return Rendered(pixels, dumped.stdout, errors)
+
+
+def colour_rows(pixels: np.ndarray, colour: str, tolerance: int = 6) -> np.ndarray:
+    """The y of every pixel of `colour` (#rrggbb), give or take `tolerance` per channel."""
+    wanted = np.array([int(colour[i : i + 2], 16) for i in (1, 3, 5)])
+    close = np.all(np.abs(pixels.astype(np.int16) - wanted) <= tolerance, axis=2)
+    return np.nonzero(close)[0]
+
+
+@pytest.mark.browser
+def test_page_renders_its_plots_in_chromium(chromium: str, page: Path, tmp_path: Path) -> None:
+    rendered = render(chromium, page, tmp_path)
+    assert rendered.script_errors == []
+    # plotly.js built every figure: the graph divs became plots with SVG traces
+    for graph in ("timeline-0", "leaders-0", "timeline-1", "leaders-1"):
+        div = re.search(rf'<div[^>]*id="{graph}"[^>]*>', rendered.dom)
+        assert div is not None and "js-plotly-plot" in div.group(0), graph
+    assert rendered.dom.count('class="main-svg"') >= 8
+    assert rendered.dom.count("trace scatter") >= 2 * 4 and "trace bars" in rendered.dom
+    # the screenshot shows them: each series of the first cluster in its own colour
+    pixels = rendered.screenshot
+    assert pixels.shape[:2] == (WINDOW[1], WINDOW[0])
+    timeline = [HEALTH_LINES["offline"], HEALTH_LINES["under_replicated"], LIVE_BROKERS]
+    timeline += list(REQUEST_COLOURS.values())
+    leaders = list(MOMENT_COLOURS.values())
+    plots = pixels[:, :PLOT_AREA_RIGHT]  # not the legends (on the right): the data drawn
+    found = {c: colour_rows(plots, c) for c in timeline + leaders}
+    for colour, rows in found.items():
+        assert len(rows) >= 40, f"{colour}: {len(rows)} pixels"
+    # the first cluster's leaders figure is below its timeline
+    assert min(found[c].min() for c in leaders) > max(found[c].min() for c in timeline)
+    # not blank: the page is mostly white, and far from only
+    white = np.all(pixels >= 250, axis=2).mean()
+    assert 0.3 < white < 0.97
+    assert len(np.unique(pixels.reshape(-1, 3), axis=0)) > 200
+
+
+@pytest.mark.browser
+def test_render_reports_a_script_error(chromium: str, tmp_path: Path) -> None:
+    """The check above can fail: a page whose script throws is caught."""
+    broken = tmp_path / "broken.html"
+    broken.write_text("<html><body><script>notDefinedAnywhere();</script></body></html>")
+    rendered = render(chromium, broken, tmp_path)
+    assert any("notDefinedAnywhere" in line for line in rendered.script_errors)

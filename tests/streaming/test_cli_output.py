@@ -1,0 +1,85 @@
+"""What a user sees of a normal run: no warnings, and documented exit statuses."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.job_process import ROOT, job_env
+
+EXAMPLES = ROOT / "examples" / "events"
+
+
+def _kcsim(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "streaming.cli", *args],
+        capture_output=True,
+        text=True,
+        env=job_env(),
+        cwd=ROOT,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.spark
+def test_a_normal_run_prints_no_warnings(tmp_path: Path) -> None:
+    done = _kcsim("run", "--source", f"file:{EXAMPLES}", "--lake", str(tmp_path), "--once")
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    # the JVM's own note on the module Spark adds (--add-modules) is printed before any
+    # configuration is read; everything after it is kcsim's
+    lines = [line for line in lines if "Using incubator modules" not in line]
+    assert lines and all(line.startswith("batch ") for line in lines), lines
+    assert "WARN" not in done.stdout + "\n".join(lines)
+
+
+@pytest.mark.spark
+def test_verbose_lets_sparks_warnings_through(tmp_path: Path) -> None:
+    done = _kcsim(
+        "run", "--source", f"file:{EXAMPLES}", "--lake", str(tmp_path), "--once", "--verbose"
+    )
+    assert done.returncode == 0, done.stderr
+    assert " WARN " in done.stderr
+
+
+def test_exit_statuses_are_documented_and_kept(tmp_path: Path) -> None:
+    help_text = _kcsim("replay", "--help").stdout
+    assert "exit status:" in help_text and "rejected" in help_text
+    clean = tmp_path / "clean.jsonl"
+    clean.write_text('{"type":"broker_startup","broker":1}\n')
+    assert _kcsim("replay", str(clean), "--out", str(tmp_path / "a")).returncode == 0
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"type":"broker_startup","broker":1}\nnot json\n')
+    assert _kcsim("replay", str(bad), "--out", str(tmp_path / "b")).returncode == 1
+    missing = _kcsim("replay", str(tmp_path / "nope"), "--out", str(tmp_path / "c"))
+    assert missing.returncode == 2
+    assert _kcsim("replay", str(clean), "--set", "no.such.key=1").returncode == 2
+
+
+def test_python_dash_m_streaming_is_kcsim(tmp_path: Path) -> None:
+    # for a venv or a container without the `kcsim` script on PATH
+    as_module = subprocess.run(
+        [sys.executable, "-m", "streaming", "replay", str(EXAMPLES), "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=job_env(),
+        cwd=ROOT,
+        timeout=300,
+        check=False,
+    )
+    assert as_module.returncode == 1, as_module.stderr  # the examples hold bad lines
+    assert as_module.stderr.startswith("kcsim replay: 34 events, 2 rejected")
+    help_text = subprocess.run(
+        [sys.executable, "-m", "streaming", "--help"],
+        capture_output=True,
+        text=True,
+        env=job_env(),
+        cwd=ROOT,
+        timeout=300,
+        check=False,
+    ).stdout
+    assert help_text == _kcsim("--help").stdout
