@@ -185,7 +185,7 @@ class ClusterRunner:
         self.settings = settings
         self.journal = Journal(context.cluster)
         self.controller = KafkaController(context, self.journal, settings)
-        self.health = HealthTracker(context, unclean_elections)
+        self.health = HealthTracker(context, unclean_elections, settings.min_insync_replicas)
         self.seen_event_ids: set[str] = set()
         self._applied: list[Row] = []
         self._divergences: list[Row] = []
