@@ -73,10 +73,17 @@ from controller.replay import (
     skipped_files_warning,
     split_lines,
 )
-from controller.simulator import BatchOutput, RawEvent, Simulator
+from controller.simulator import (
+    BatchOutput,
+    EngineMismatch,
+    RawEvent,
+    Simulator,
+    check_engines,
+    stored_engines,
+)
 from schemas import APPEND_TABLES, STATE_TABLES
 from streaming.kafka_security import KafkaClientConfig
-from streaming.lake import RESTORE_TABLES, Lake
+from streaming.lake import RESTORE_TABLES, Lake, LakeSchemaError
 from streaming.os_memory import arrow_on_the_c_heap, release_freed_memory
 from streaming.sink import KafkaSink, SinkError
 
@@ -259,7 +266,14 @@ def run(spark: SparkSession, options: Options, log: Callable[[str], None] | None
     """Start the query and wait for it (for `--once`, until the data present is done)."""
     log = log or _stderr
     lake = Lake(spark, options.lake)
-    lake.create_tables()
+    try:
+        lake.create_tables()
+        # a lake remembers each cluster's engine: another one stops here, before any write
+        stored = lake.load_rows({"clusters": ("cluster", "engine")})["clusters"]
+        check_engines(stored_engines(stored), options.settings.engine)  # type: ignore[arg-type]
+    except (LakeSchemaError, EngineMismatch) as error:
+        log(f"kcsim run: {error}")
+        return 2
     if warning := options.source.skipped_warning():
         log(f"kcsim run: {warning}")
     total_files = options.source.known_files() if options.once else None
