@@ -9,8 +9,8 @@ from controller.model import TopicPartition
 
 
 class ObservedPartition(NamedTuple):
-    """One partition's state znode as a real controller had written it: the optional
-    fields are None when the event does not give them."""
+    """One partition's state znode (or KRaft registration) as a real controller had
+    written it: the optional fields are None when the event does not give them."""
 
     topic: str
     partition: int
@@ -20,6 +20,18 @@ class ObservedPartition(NamedTuple):
     partition_epoch: int | None = None
     controller_epoch: int | None = None
     replicas: tuple[int, ...] | None = None
+    # a KRaft cluster's (CONTRACT §5)
+    elr: tuple[int, ...] | None = None
+    last_known_elr: tuple[int, ...] | None = None
+    leader_recovery_state: str | None = None
+
+
+class ObservedBroker(NamedTuple):
+    """A KRaft cluster's broker as its controller had it: `live`, `fenced` or
+    `shutting_down` (CONTRACT §5)."""
+
+    broker: int
+    status: str
 
 
 class ObservedEvent(NamedTuple):
@@ -48,6 +60,8 @@ class Header(NamedTuple):
     # the real controller's state of some partitions after this event (CONTRACT §1, §4);
     # None when the event carries none. Compared, never applied (controller.divergence).
     observed: tuple[ObservedPartition, ...] | None = None
+    # `observed.brokers` of a KRaft cluster: None when the event carries none
+    observed_brokers: tuple[ObservedBroker, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +107,9 @@ class StoredPartitionState:
     partition_epoch: int  # the znode's version
     controller_epoch: int
     leader_recovery_state: str = "RECOVERED"
+    # a KRaft snapshot's (CONTRACT §5): empty for a ZooKeeper one
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +153,11 @@ class IsrChange:
     isr: tuple[int, ...]
     leader_epoch: int | None = None
     partition_epoch: int | None = None
+    # KRaft (CONTRACT §5): the broker sending the AlterPartition (None: the current
+    # leader), the ISR members' broker epochs (KIP-903), the recovery state it reports
+    leader: int | None = None
+    broker_epochs: dict[int, int] | None = None
+    leader_recovery_state: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +192,51 @@ class ControllerFailover:
     controller_epoch: int | None = None  # the epoch won (/controller_epoch); None: current + 1
 
 
+@dataclass(frozen=True, slots=True)
+class BrokerRegistration:
+    """KRaft's BrokerRegistration: the broker registers fenced (CONTRACT §5)."""
+
+    broker: int
+    rack: str | None = None
+    broker_epoch: int | None = None
+    previous_broker_epoch: int | None = None
+    incarnation: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerUnfence:
+    """The heartbeat that unfences a caught-up broker."""
+
+    broker: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerUnregistration:
+    """UnregisterBroker (KIP-855)."""
+
+    broker: int
+
+
+@dataclass(frozen=True, slots=True)
+class UncleanElectionCheck:
+    """One run of KRaft's periodic unclean-election task."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterConfigChange:
+    """A dynamic broker config: the cluster default (`broker` None) or one node's."""
+
+    configs: dict[str, str]
+    broker: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureUpdate:
+    """UpdateFeatures: feature name -> the level asked for."""
+
+    features: dict[str, int]
+
+
 EventBody = (
     BrokerStartup
     | BrokerFailure
@@ -184,6 +251,12 @@ EventBody = (
     | StopReplicaResponse
     | TopicConfigChange
     | ControllerFailover
+    | BrokerRegistration
+    | BrokerUnfence
+    | BrokerUnregistration
+    | UncleanElectionCheck
+    | ClusterConfigChange
+    | FeatureUpdate
 )
 
 

@@ -72,6 +72,7 @@ class HealthTracker:
         "_preferred_total",
         "_queued",
         "_shared",
+        "_static_min_isr",
         "at_min_isr",
         "not_preferred",
         "offline",
@@ -79,8 +80,13 @@ class HealthTracker:
         "under_replicated",
     )
 
-    def __init__(self, context: ControllerContext, unclean_elections: int = 0) -> None:
+    def __init__(
+        self, context: ControllerContext, unclean_elections: int = 0, default_min_isr: int = 1
+    ) -> None:
+        """`default_min_isr`: the `min.insync.replicas` setting, the cluster default until
+        a dynamic one (`context.cluster_configs`) is set."""
         self.unclean_elections = unclean_elections
+        self._static_min_isr = default_min_isr
         # observed partitions' last leader and epochs (invariants on `observed` states)
         self._observed: dict[TopicPartition, SeenEpochs] = {}
         self._load(context)
@@ -94,7 +100,10 @@ class HealthTracker:
         # a quarter as many values as partitions, so stale ones cannot pile up
         self._shared: dict[Vitals, Vitals] = {}
         self._queued = frozenset(context.topics_to_be_deleted)
-        self._min_isr = {name: _min_isr(info.configs) for name, info in context.topics.items()}
+        default = self._default_min_isr(context)
+        self._min_isr = {
+            name: _min_isr(info.configs, default) for name, info in context.topics.items()
+        }
         self.offline = self.under_replicated = self.at_min_isr = self.not_preferred = 0
         self._preferred_total: dict[int, int] = {}
         self._preferred_not_leading: dict[int, int] = {}
@@ -120,12 +129,13 @@ class HealthTracker:
             self._queued = frozenset(queued)
         if topics:
             touched = dict(touched)
+            default = self._default_min_isr(context)
             for name in topics:
                 info = context.topics.get(name)
                 if info is None:
                     self._min_isr.pop(name, None)
                 else:
-                    self._min_isr[name] = _min_isr(info.configs)
+                    self._min_isr[name] = _min_isr(info.configs, default)
                     touched.update((record.tp, record) for record in info.partitions.values())
         # (first: a topic deleted and created again in the event starts over)
         self._forget(context.event_removed)
@@ -181,7 +191,7 @@ class HealthTracker:
                         # left out
                         0 if deleting or (leader >= 0 and online) else 1,
                         1 if size < len(replicas) else 0,
-                        1 if size <= min_isr.get(tp.topic, DEFAULT_MIN_ISR) else 0,
+                        1 if size <= min_isr.get(tp.topic, self._static_min_isr) else 0,
                         1 if leader >= 0 and replicas and leader != replicas[0] else 0,
                         preferred,
                         1 if preferred >= 0 and leader != preferred else 0,
@@ -229,6 +239,10 @@ class HealthTracker:
                     self._count_preferred(new, 1)
                 leader_changes += old.leader != new.leader
         return leader_changes, found
+
+    def _default_min_isr(self, context: ControllerContext) -> int:
+        """The cluster's `min.insync.replicas`: its dynamic default, else the setting."""
+        return _min_isr(context.cluster_configs, self._static_min_isr)
 
     def resync(self, context: ControllerContext) -> tuple[int, list[Violation]]:
         """After a failover replaced the context: every partition, old and new, and every
@@ -354,15 +368,18 @@ class HealthTracker:
             "unclean_elections": self.unclean_elections,
             "leader_changes": leader_changes,
             "requests": requests,
+            "elr_elections": 0,  # KRaft's alone
+            "last_known_leader_elections": 0,
         }
 
 
-def _min_isr(configs: dict[str, str]) -> int:
-    """The topic's `min.insync.replicas` (values were validated when the topic took them)."""
+def _min_isr(configs: dict[str, str], default: int = DEFAULT_MIN_ISR) -> int:
+    """The topic's (or cluster's) `min.insync.replicas`, else `default` (values were
+    validated when the topic took them)."""
     text = configs.get(MIN_ISR_KEY)
     if text is None:
-        return DEFAULT_MIN_ISR
+        return default
     try:
         return int(parse_value(_MIN_ISR_CONFIG, text))  # type: ignore[arg-type]
     except TopicConfigError:
-        return DEFAULT_MIN_ISR
+        return default

@@ -18,17 +18,24 @@ from dataclasses import fields
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from controller.config import ConfigError, parse_bool, parse_min_insync_replicas
 from controller.events import (
     AutoRebalanceCheck,
     BrokerFailure,
+    BrokerRegistration,
     BrokerStartup,
+    BrokerUnfence,
+    BrokerUnregistration,
+    ClusterConfigChange,
     ControlledShutdown,
     ControllerFailover,
     Event,
     EventBody,
+    FeatureUpdate,
     Header,
     IsrChange,
     LeaderElection,
+    ObservedBroker,
     ObservedEvent,
     ObservedPartition,
     PartitionCreation,
@@ -39,6 +46,7 @@ from controller.events import (
     TopicConfigChange,
     TopicCreation,
     TopicDeletion,
+    UncleanElectionCheck,
 )
 from controller.java_text import INT_MAX as INT32_MAX
 from controller.java_text import INT_MIN as INT32_MIN
@@ -71,6 +79,12 @@ BODIES: dict[str, type[EventBody]] = {
     "stop_replica_response": StopReplicaResponse,
     "topic_config_change": TopicConfigChange,
     "controller_failover": ControllerFailover,
+    "broker_registration": BrokerRegistration,
+    "broker_unfence": BrokerUnfence,
+    "broker_unregistration": BrokerUnregistration,
+    "unclean_election_check": UncleanElectionCheck,
+    "cluster_config_change": ClusterConfigChange,
+    "feature_update": FeatureUpdate,
 }
 # The generic loop passes field values by name, so each body must match its spec.
 assert set(BODIES) == set(EVENT_TYPES)
@@ -294,8 +308,24 @@ def _partition_states(name: str, value: object) -> dict[int, StoredPartitionStat
                 f"{where}.controller_epoch", item["controller_epoch"]
             ),
             leader_recovery_state=recovery,
+            elr=_brokers(f"{where}.elr", item.get("elr") or [], allow_empty=True),
+            last_known_elr=_last_known_elr(f"{where}.last_known_elr", item.get("last_known_elr")),
         )
     return dict(sorted(result.items()))
+
+
+def _last_known_elr(name: str, value: object) -> tuple[int, ...]:
+    """A KRaft partition's lastKnownElr: broker ids, where -1 may stand for "no leader"
+    (SPEC-KRAFT §4.2 step 8 writes [-1])."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise FieldError(f"field '{name}' must be a list of broker ids, got {show(value)}")
+    for item in value:
+        _int_in(name, item, -1, INT32_MAX, "a list of broker ids (or -1)")
+    if len(set(value)) != len(value):
+        raise FieldError(f"field '{name}' must not repeat a broker, got {show(value)}")
+    return tuple(value)
 
 
 def _configs(name: str, value: object) -> dict[str, str]:
@@ -424,14 +454,27 @@ def _iso_moment(text: str) -> datetime | None:
 
 
 def observed_partitions(name: str, value: object) -> tuple[ObservedPartition, ...]:
-    """`observed` (CONTRACT §1): `{"partitions": [...]}`, each entry the values of a
-    partition's state znode under Kafka's rules. Keys this version does not know are
-    ignored, as unknown event fields are; a partition may appear once."""
+    """`observed` (CONTRACT §1, §5): `{"partitions": [...], "brokers": [...]?}`, each
+    partition entry the values of a partition's state under Kafka's rules. Keys this
+    version does not know are ignored, as unknown event fields are; a partition may appear
+    once. A KRaft cluster's `observed` may carry `brokers` alone (its partitions: none)."""
+    return observed_state(name, value)[0]
+
+
+def observed_state(
+    name: str, value: object
+) -> tuple[tuple[ObservedPartition, ...], tuple[ObservedBroker, ...] | None]:
+    """`observed`'s partitions and (None when absent) brokers."""
     if not isinstance(value, dict):
         raise FieldError(
             f"field '{name}' must be an object like {{\"partitions\": [...]}}, got {show(value)}"
         )
+    brokers = None
+    if value.get("brokers") is not None:
+        brokers = _observed_brokers(f"{name}.brokers", value["brokers"])
     if value.get("partitions") is None:
+        if brokers is not None:
+            return (), brokers
         raise FieldError(f"field '{name}' is missing 'partitions'")
     items = value["partitions"]
     where = f"{name}.partitions"
@@ -446,7 +489,38 @@ def observed_partitions(name: str, value: object) -> tuple[ObservedPartition, ..
                 f"field '{where}[{index}]' repeats partition {entry.topic}-{entry.partition}"
             )
         entries[key] = entry
-    return tuple(entries.values())
+    return tuple(entries.values()), brokers
+
+
+OBSERVED_BROKER_STATUSES = ("live", "fenced", "shutting_down")
+
+
+def _observed_brokers(where: str, items: object) -> tuple[ObservedBroker, ...]:
+    if not isinstance(items, list):
+        raise FieldError(
+            f'field \'{where}\' must be a list like [{{"broker": 1, "status": "live"}}], '
+            f"got {show(items)}"
+        )
+    found: dict[int, ObservedBroker] = {}
+    for index, item in enumerate(items):
+        at = f"{where}[{index}]"
+        if not isinstance(item, dict):
+            raise FieldError(f"field '{at}' must be an object, got {show(item)}")
+        for key in ("broker", "status"):
+            if key not in item:
+                raise FieldError(f"field '{at}' is missing '{key}'")
+        broker = _non_negative_int32(f"{at}.broker", item["broker"])
+        status = item["status"]
+        if status not in OBSERVED_BROKER_STATUSES:
+            raise FieldError(
+                f"field '{at}.status' must be one of "
+                + ", ".join(f'"{s}"' for s in OBSERVED_BROKER_STATUSES)
+                + f", got {show(status)}"
+            )
+        if broker in found:
+            raise FieldError(f"field '{at}' repeats broker {broker}")
+        found[broker] = ObservedBroker(broker, status)
+    return tuple(found.values())
 
 
 _OBSERVED_REQUIRED = ("topic", "partition", "leader", "leader_epoch", "isr")
@@ -462,6 +536,7 @@ def _observed_partition(where: str, item: object) -> ObservedPartition:
         if key not in item:
             raise FieldError(f"field '{where}' is missing '{key}'")
     optional = [item.get(key) for key in ("partition_epoch", "controller_epoch", "replicas")]
+    kraft = [item.get(key) for key in ("elr", "last_known_elr", "leader_recovery_state")]
     return ObservedPartition(
         _topic(f"{where}.topic", item["topic"]),
         _non_negative_int32(f"{where}.partition", item["partition"]),
@@ -475,7 +550,110 @@ def _observed_partition(where: str, item: object) -> ObservedPartition:
         if optional[1] is None
         else _non_negative_int32(f"{where}.controller_epoch", optional[1]),
         None if optional[2] is None else replicas(f"{where}.replicas", optional[2]),
+        None if kraft[0] is None else _brokers(f"{where}.elr", kraft[0], allow_empty=True),
+        None if kraft[1] is None else _last_known_elr(f"{where}.last_known_elr", kraft[1]),
+        None if kraft[2] is None else _recovery_state(f"{where}.leader_recovery_state", kraft[2]),
     )
+
+
+def _epoch(name: str, value: object) -> int:
+    """A broker epoch: KRaft's is a log offset, ZooKeeper's a czxid; both non-negative."""
+    return _int_in(name, value, 0, INT64_MAX, "a non-negative 64-bit integer (a broker epoch)")
+
+
+def _previous_epoch(name: str, value: object) -> int:
+    """BrokerRegistrationRequest's previousBrokerEpoch: an epoch, or -1 for none."""
+    return _int_in(
+        name, value, -1, INT64_MAX, "a broker epoch (a non-negative 64-bit integer) or -1"
+    )
+
+
+def _broker_epochs(name: str, value: object) -> dict[int, int]:
+    """{"<broker>": epoch}: AlterPartition's ISR members with their broker epochs
+    (KIP-903); -1 is what a broker sends for a member whose epoch it does not know."""
+    if not isinstance(value, dict):
+        raise FieldError(
+            f"field '{name}' must be an object of broker → broker epoch, like {{\"1\": 17}}, "
+            f"got {show(value)}"
+        )
+    result: dict[int, int] = {}
+    for key, epoch in value.items():
+        if not _PARTITION_KEY.fullmatch(key) or len(key) > 10 or int(key) > INT32_MAX:
+            raise FieldError(
+                f"field '{name}' keys must be broker ids written in decimal (non-negative "
+                f'32-bit, like "1"), got {show(key)}'
+            )
+        result[int(key)] = _int_in(
+            f"{name}.{key}", epoch, -1, INT64_MAX, "a broker epoch (a 64-bit integer) or -1"
+        )
+    return dict(sorted(result.items()))
+
+
+def _recovery_state(name: str, value: object) -> str:
+    if value not in _RECOVERY_STATES:
+        raise FieldError(f'field \'{name}\' must be "RECOVERED" or "RECOVERING", got {show(value)}')
+    return value  # type: ignore[return-value]
+
+
+# the dynamic broker configs whose values kcsim reads, each checked as Kafka's ConfigDef
+# checks it; any other key is carried as given (a ConfigRecord of it changes nothing here)
+_BROKER_CONFIG_CHECKS: Mapping[str, Callable[[str, str], object]] = {
+    "min.insync.replicas": parse_min_insync_replicas,
+    "unclean.leader.election.enable": parse_bool,
+}
+
+
+def _broker_configs(name: str, value: object) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise FieldError(f"field '{name}' must be an object of string → string, got {show(value)}")
+    if not value:
+        raise FieldError(f"field '{name}' must set at least one config")
+    result: dict[str, str] = {}
+    for key, item in value.items():
+        if not key or not is_unicode(key):
+            raise FieldError(f"field '{name}' keys must be non-empty config names, got {show(key)}")
+        if item is None:  # the event sets configs; Kafka's DELETE is not modelled
+            raise FieldError(f"field '{name}': a null value deletes nothing here: {key}")
+        if isinstance(item, bool):
+            result[key] = "true" if item else "false"
+        elif isinstance(item, str) and is_unicode(item):
+            result[key] = item
+        else:
+            raise FieldError(
+                f"field '{name}' value of '{key}' must be a string or boolean, got {show(item)}"
+            )
+        check = _BROKER_CONFIG_CHECKS.get(key)
+        if check is not None:
+            try:
+                check(key, result[key])
+            except ConfigError as error:
+                raise FieldError(f"field '{name}': {error}") from None
+    return result
+
+
+# the features an UpdateFeatures event may name (CONTRACT §5)
+FEATURE_NAMES = ("eligible.leader.replicas.version",)
+
+
+def _features(name: str, value: object) -> dict[str, int]:
+    """{feature: level}: a level is Kafka's int16; whether the controller supports it is
+    its own answer (INVALID_UPDATE_VERSION, an event_results row)."""
+    if not isinstance(value, dict):
+        raise FieldError(
+            f"field '{name}' must be an object like {{\"eligible.leader.replicas.version\": 1}}, "
+            f"got {show(value)}"
+        )
+    if not value:
+        raise FieldError(f"field '{name}' must name at least one feature")
+    result: dict[str, int] = {}
+    for key, level in value.items():
+        if key not in FEATURE_NAMES:
+            raise FieldError(
+                f"field '{name}' names the feature {show(key)}, which kcsim does not model; "
+                "expected " + ", ".join(repr(f) for f in FEATURE_NAMES)
+            )
+        result[key] = _int_in(f"{name}.{key}", level, -(2**15), 2**15 - 1, "a 16-bit integer")
+    return result
 
 
 Validator = Callable[[str, object], Any]
@@ -499,6 +677,12 @@ VALIDATORS: Mapping[Kind, Validator] = {
     Kind.PARTITION_STATES: _partition_states,
     Kind.DELETION: _deletion,
     Kind.OBSERVED: observed_partitions,
+    Kind.EPOCH: _epoch,
+    Kind.PREVIOUS_EPOCH: _previous_epoch,
+    Kind.BROKER_EPOCHS: _broker_epochs,
+    Kind.RECOVERY_STATE: _recovery_state,
+    Kind.BROKER_CONFIGS: _broker_configs,
+    Kind.FEATURES: _features,
 }
 assert set(VALIDATORS) == set(Kind)
 # The common fields other than `type` and `cluster`, which parse_event reads first, and
@@ -726,8 +910,9 @@ def parse_event(raw: str, source: str) -> Event | Rejection:
         if common.get("event_id") == "":  # an id must name the event, as a cluster must
             raise FieldError("field 'event_id' must be a non-empty string, got \"\"")
         observed = obj.get("observed")
+        observed_brokers = None
         if observed is not None:
-            observed = observed_partitions("observed", observed)
+            observed, observed_brokers = observed_state("observed", observed)
         values = _read_fields(obj, _EVENT_READERS[event_type], event_type)
         if check := CROSS_CHECKS.get(event_type):
             check(values)
@@ -743,7 +928,7 @@ def parse_event(raw: str, source: str) -> Event | Rejection:
         source=source,
     )
     if observed is not None:  # (a keyword less for the events without: a hot path)
-        header = header._replace(observed=observed)
+        header = header._replace(observed=observed, observed_brokers=observed_brokers)
     return Event(header, BODIES[event_type](**values))
 
 

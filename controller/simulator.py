@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from controller import divergence, invariants, snapshot
 from controller.columns import Columns
-from controller.config import Settings
+from controller.config import KRAFT, ZK, Settings
 from controller.events import ControllerFailover, Event, Header, ObservedEvent, Rejection
 from controller.health import HealthTracker
 from controller.memory import LongLivedHeap, cyclic_gc_paused
@@ -24,7 +24,14 @@ from controller.zk.kafka_controller import EventRejected, KafkaController
 from controller.zk.request_log import RequestLog
 from schemas.tables import APPEND_TABLES, STATE_TABLES
 
+if TYPE_CHECKING:
+    from controller.kraft_runner import KRaftClusterRunner
+
 Row = dict[str, Any]
+
+
+class EngineMismatch(ValueError):
+    """Stored tables written by one engine, and a run under the other (CONTRACT §5)."""
 
 
 class RawEvent(NamedTuple):
@@ -57,7 +64,7 @@ class Simulator:
         partition or replica dirty either (ControllerContext's `marks_rows`)."""
         self._settings = settings
         self._state_rows = state_rows
-        self._clusters: dict[str, ClusterRunner] = {}
+        self._clusters: dict[str, ClusterRunner | KRaftCluster] = {}
         self._heap = LongLivedHeap()
 
     @classmethod
@@ -79,7 +86,11 @@ class Simulator:
             name: rows if isinstance(rows, Columns) else list(rows) for name, rows in tables.items()
         }
         simulator = cls(settings)
-        names = {row["cluster"] for row in tables.get("clusters", ())}
+        engines = stored_engines(tables.get("clusters", ()))
+        check_engines(engines, settings.engine)
+        names = {cluster for cluster, engine in engines.items() if engine == ZK}
+        for cluster in sorted(set(engines) - names):
+            simulator._clusters[cluster] = _load_kraft(cluster, settings, tables)
         unclean = _unclean_elections(tables.get("health", ()))
         applied = Columns.of_rows(tables.get("applied_events", ()), ("cluster", "event_id"))
         for cluster in sorted(names):
@@ -108,7 +119,7 @@ class Simulator:
     def _apply(self, events: Iterable[RawEvent], max_output: int | None) -> BatchOutput:
         rejected: list[Row] = []
         divergent: list[Row] = []  # the `event` rows of rejected events carrying observed
-        touched: dict[str, ClusterRunner] = {}
+        touched: dict[str, ClusterRunner | KRaftCluster] = {}
         taken = held = 0
         for raw_event in events:
             taken += 1
@@ -122,10 +133,8 @@ class Simulator:
             runner = self._clusters.get(cluster)
             created = runner is None
             if runner is None:
-                runner = self._clusters[cluster] = ClusterRunner(
-                    ControllerContext(cluster, marks_rows=self._state_rows), self._settings
-                )
-            held_before = runner.journal.held() if max_output is not None else 0
+                runner = self._clusters[cluster] = self._new_cluster(cluster)
+            held_before = runner.held() if max_output is not None else 0
             rejection = runner.apply(parsed)
             if rejection is not None:
                 rejected.append(rejection_row(rejection))
@@ -139,7 +148,7 @@ class Simulator:
                 continue
             touched[cluster] = runner
             if max_output is not None:
-                held += runner.journal.held() - held_before
+                held += runner.held() - held_before
                 if held >= max_output:
                     break
         output = BatchOutput(events=taken)
@@ -154,16 +163,103 @@ class Simulator:
             touched[cluster].drain(output, self._state_rows)
         return output
 
+    def _new_cluster(self, cluster: str) -> ClusterRunner | KRaftCluster:
+        """A cluster's first event: the engine the settings name runs it."""
+        if self._settings.engine == KRAFT:
+            from controller.kraft_runner import KRaftClusterRunner
+
+            return KRaftCluster(KRaftClusterRunner(cluster, self._settings))
+        return ClusterRunner(
+            ControllerContext(cluster, marks_rows=self._state_rows), self._settings
+        )
+
     def clusters(self) -> list[str]:
         return sorted(self._clusters)
 
+    def engine(self, cluster: str) -> str:
+        return KRAFT if isinstance(self._clusters[cluster], KRaftCluster) else ZK
+
     def context(self, cluster: str) -> ControllerContext:
-        return self._clusters[cluster].context
+        """A ZooKeeper-engine cluster's controller context."""
+        runner = self._clusters[cluster]
+        assert isinstance(runner, ClusterRunner), f"cluster {cluster!r} runs the kraft engine"
+        return runner.context
+
+    def kraft(self, cluster: str) -> KRaftClusterRunner:
+        """A KRaft-engine cluster (its QuorumController is `.controller`)."""
+        runner = self._clusters[cluster]
+        assert isinstance(runner, KRaftCluster), f"cluster {cluster!r} runs the zk engine"
+        return runner.runner
 
     def table_rows(self, table: str) -> Iterator[Row]:
         """Every current row of a state table."""
         for cluster in sorted(self._clusters):
-            yield from snapshot.table_rows(self._clusters[cluster].context, table)
+            runner = self._clusters[cluster]
+            if isinstance(runner, KRaftCluster):
+                yield from runner.runner.table_rows(table)
+            else:
+                yield from snapshot.table_rows(runner.context, table)
+
+
+def stored_engines(rows: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Each stored cluster's engine (a clusters row without one: written by a kcsim that
+    had the ZooKeeper engine alone)."""
+    return {row["cluster"]: row.get("engine") or ZK for row in rows}
+
+
+def check_engines(engines: Mapping[str, str], engine: str) -> None:
+    """EngineMismatch when a stored cluster was written by another engine than `engine`:
+    its tables are that engine's state, which the other cannot continue from."""
+    other = {cluster: e for cluster, e in sorted(engines.items()) if e != engine}
+    if other:
+        named = ", ".join(f"'{cluster}' ({e})" for cluster, e in other.items())
+        raise EngineMismatch(
+            f"the stored tables of cluster {named} were written by another engine than this "
+            f"run's kcsim.engine={engine}; a cluster continues under the engine that wrote "
+            "it (run with that kcsim.engine, or start a new lake)"
+        )
+
+
+def _load_kraft(
+    cluster: str, settings: Settings, tables: Mapping[str, Iterable[Mapping[str, Any]]]
+) -> KRaftCluster:
+    from controller.kraft_runner import KRaftClusterRunner
+
+    mine = {
+        name: [row for row in rows if row["cluster"] == cluster]
+        for name, rows in tables.items()
+        if name in _KRAFT_RESTORE
+    }
+    return KRaftCluster(KRaftClusterRunner.from_rows(cluster, settings, mine))
+
+
+_KRAFT_RESTORE = ("clusters", "partition_state", "brokers", "health", "applied_events")
+
+
+class KRaftCluster:
+    """A KRaft-engine cluster as the simulator drives it: the order and duplicate checks
+    shared with the ZooKeeper engine, then `KRaftClusterRunner`."""
+
+    __slots__ = ("runner",)
+
+    def __init__(self, runner: KRaftClusterRunner) -> None:
+        self.runner = runner
+
+    def held(self) -> int:
+        return self.runner.held()
+
+    def apply(self, event: Event) -> Rejection | None:
+        runner = self.runner
+        header = event.header
+        ids = _sequence(runner.cluster, header, runner.last_seq, runner.seen_event_ids)
+        if isinstance(ids, Rejection):
+            return ids
+        event_id, seq = ids
+        reason = runner.apply(event, event_id, seq)
+        return None if reason is None else _reject(runner.cluster, header, reason)
+
+    def drain(self, output: BatchOutput, state_rows: bool = True) -> None:
+        self.runner.drain(output, state_rows)
 
 
 def rejection_row(rejection: Rejection) -> Row:
@@ -185,7 +281,7 @@ class ClusterRunner:
         self.settings = settings
         self.journal = Journal(context.cluster)
         self.controller = KafkaController(context, self.journal, settings)
-        self.health = HealthTracker(context, unclean_elections)
+        self.health = HealthTracker(context, unclean_elections, settings.min_insync_replicas)
         self.seen_event_ids: set[str] = set()
         self._applied: list[Row] = []
         self._divergences: list[Row] = []
@@ -202,34 +298,17 @@ class ClusterRunner:
         """The context came from the tables: its clusters row is already stored."""
         self._cluster_row = snapshot.cluster_row(self.context)
 
+    def held(self) -> int:
+        return self.journal.held()
+
     def apply(self, event: Event) -> Rejection | None:
         header = event.header
         context = self.context
-        last = context.last_seq
-        seq = (last or 0) + 1 if header.seq is None else header.seq
         cluster = context.cluster
-        event_id = header.event_id if header.event_id is not None else f"{cluster}:{seq}"
-        if seq > INT64_MAX:
-            return _reject(
-                cluster,
-                header,
-                f"the cluster's last applied seq is {last}, the largest int64: no seq follows it",
-            )
-        if event_id in self.seen_event_ids:
-            if header.event_id is None:  # the line gave none: its default collides
-                return _reject(
-                    cluster,
-                    header,
-                    f"the default event_id '{event_id}' (cluster:seq) is already taken by an "
-                    "applied event; give this event an event_id",
-                )
-            return _reject(cluster, header, f"duplicate event_id '{event_id}': already applied")
-        if last is not None and seq <= last:
-            return _reject(
-                cluster,
-                header,
-                f"seq {seq} does not increase: the cluster's last applied seq is {last}",
-            )
+        ids = _sequence(cluster, header, context.last_seq, self.seen_event_ids)
+        if isinstance(ids, Rejection):
+            return ids
+        event_id, seq = ids
         try:
             self.controller.check(event.body)
         except EventRejected as error:
@@ -383,6 +462,37 @@ class ClusterRunner:
         if cluster_row != self._cluster_row:
             output.upserts["clusters"].append(cluster_row)
             self._cluster_row = cluster_row
+
+
+def _sequence(
+    cluster: str, header: Header, last: int | None, seen: set[str]
+) -> tuple[str, int] | Rejection:
+    """The event's id and seq (CONTRACT §1's defaults), or why its order is refused: the
+    same rules whichever engine runs the cluster."""
+    seq = (last or 0) + 1 if header.seq is None else header.seq
+    event_id = header.event_id if header.event_id is not None else f"{cluster}:{seq}"
+    if seq > INT64_MAX:
+        return _reject(
+            cluster,
+            header,
+            f"the cluster's last applied seq is {last}, the largest int64: no seq follows it",
+        )
+    if event_id in seen:
+        if header.event_id is None:  # the line gave none: its default collides
+            return _reject(
+                cluster,
+                header,
+                f"the default event_id '{event_id}' (cluster:seq) is already taken by an "
+                "applied event; give this event an event_id",
+            )
+        return _reject(cluster, header, f"duplicate event_id '{event_id}': already applied")
+    if last is not None and seq <= last:
+        return _reject(
+            cluster,
+            header,
+            f"seq {seq} does not increase: the cluster's last applied seq is {last}",
+        )
+    return event_id, seq
 
 
 def _reject(cluster: str, header: Header, reason: str) -> Rejection:

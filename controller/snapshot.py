@@ -57,6 +57,8 @@ def partition_row(cluster: str, record: Partition) -> Row:
         "adding_replicas": list(assignment.adding),
         "removing_replicas": list(assignment.removing),
         "last_event_id": record.last_event_id,
+        "elr": [],  # the ZooKeeper engine has no ELR
+        "last_known_elr": [],
     }
 
 
@@ -114,6 +116,9 @@ def cluster_row(context: ControllerContext) -> Row:
             {"topic": tp.topic, "partition": tp.partition}
             for tp in sorted(context.restamped_partitions)
         ],
+        "cluster_configs": dict(context.cluster_configs),
+        "engine": "zk",
+        "kraft_state": None,
     }
 
 
@@ -191,6 +196,7 @@ def load(cluster: str, tables: Mapping[str, Iterable[Mapping[str, Any]]]) -> Con
             TopicPartition(r["topic"], r["partition"])
             for r in row.get("restamped_partitions") or ()
         )
+        context.cluster_configs = dict(row.get("cluster_configs") or {})
     applied = columns("applied_events", ("seq", "event_id"))
     if len(applied):
         context.last_seq, context.last_event_id = max(

@@ -34,6 +34,14 @@ class Kind(StrEnum):
     # deleting it)
     DELETION = "deletion"
     OBSERVED = "observed"  # {"partitions": [{"topic", "partition", "leader", ...}]}
+    EPOCH = "epoch"  # a broker epoch: non-negative int64
+    PREVIOUS_EPOCH = "previous_epoch"  # a broker epoch, or -1 (none)
+    # {"<broker>": epoch}: the ISR members' broker epochs of an AlterPartition (KIP-903)
+    BROKER_EPOCHS = "broker_epochs"
+    RECOVERY_STATE = "recovery_state"  # "RECOVERED" | "RECOVERING"
+    # {string: string | bool}: dynamic broker configs (the cluster default or one node's)
+    BROKER_CONFIGS = "broker_configs"
+    FEATURES = "features"  # {"eligible.leader.replicas.version": level}
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +103,11 @@ EVENT_FIELDS: dict[str, tuple[FieldSpec, ...]] = {
         _f("isr", Kind.REPLICAS),
         _f("leader_epoch", Kind.INT, False),
         _f("partition_epoch", Kind.INT, False),
+        # KRaft (CONTRACT §5): the sending broker (default: the current leader), the ISR
+        # members' broker epochs, and the recovery state a leader reports
+        _f("leader", Kind.BROKER, False),
+        _f("broker_epochs", Kind.BROKER_EPOCHS, False),
+        _f("leader_recovery_state", Kind.RECOVERY_STATE, False),
     ),
     "leader_election": (
         _f("election", Kind.ELECTION),
@@ -113,5 +126,31 @@ EVENT_FIELDS: dict[str, tuple[FieldSpec, ...]] = {
         _f("failed_brokers", Kind.BROKER_LIST, False),
         _f("controller_epoch", Kind.INT, False),
     ),
+    # the KRaft controller's own inputs (CONTRACT §5); the ZooKeeper engine does the
+    # nearest thing its controller does, or nothing, and says which in event_results
+    "broker_registration": (
+        _f("broker", Kind.BROKER),
+        _f("rack", Kind.STRING, False),
+        _f("broker_epoch", Kind.EPOCH, False),
+        _f("previous_broker_epoch", Kind.PREVIOUS_EPOCH, False),
+        _f("incarnation", Kind.STRING, False),
+    ),
+    "broker_unfence": (_f("broker", Kind.BROKER),),
+    "broker_unregistration": (_f("broker", Kind.BROKER),),
+    "unclean_election_check": (),
+    "cluster_config_change": (
+        _f("configs", Kind.BROKER_CONFIGS),
+        _f("broker", Kind.BROKER, False),
+    ),
+    "feature_update": (_f("features", Kind.FEATURES),),
 }
+# the types only the KRaft controller has (CONTRACT §5's table)
+KRAFT_EVENT_TYPES: tuple[str, ...] = (
+    "broker_registration",
+    "broker_unfence",
+    "broker_unregistration",
+    "unclean_election_check",
+    "cluster_config_change",
+    "feature_update",
+)
 EVENT_TYPES: tuple[str, ...] = tuple(EVENT_FIELDS)

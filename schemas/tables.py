@@ -79,6 +79,10 @@ PARTITION_STATE = _table(
     ("adding_replicas", INT_LIST),
     ("removing_replicas", INT_LIST),
     ("last_event_id", STRING),
+    # KRaft's eligible leader replicas and last known ELR (CONTRACT §5); always empty
+    # under zk. Last, so a lake written before them takes them by ADD COLUMNS.
+    ("elr", INT_LIST),
+    ("last_known_elr", INT_LIST),
 )
 REPLICA_STATE = _table(
     "replica_state",
@@ -131,6 +135,15 @@ CLUSTERS = _table(
     # carry its epoch while partition_state.controller_epoch, ZooKeeper's, keeps the last
     # writer's, which is what a new controller loads (SPEC §7.2 step 4g)
     ("restamped_partitions", ArrayOf(StructOf((("topic", STRING), ("partition", INT))))),
+    # the dynamic cluster-default broker configs a cluster_config_change set (ZooKeeper's
+    # /config/brokers/<default>); under kraft they are in kraft_state
+    ("cluster_configs", MapOf(STRING, STRING)),
+    # the engine the cluster's tables were written with ("zk" | "kraft"; null: a lake
+    # written before engines were named, zk): a run under the other one stops at start
+    ("engine", STRING),
+    # kraft: the KRaft controller's whole state (QuorumController.dump(), JSON text), what
+    # a restart continues from; null under zk
+    ("kraft_state", STRING),
 )
 APPLIED_EVENTS = _table(
     "applied_events",
@@ -263,6 +276,22 @@ HEALTH = _table(
     ("unclean_elections", LONG),
     ("leader_changes", INT),
     ("requests", INT),
+    # KRaft: leaders taken from the ELR and last known leaders elected, so far (0 under zk)
+    ("elr_elections", LONG),
+    ("last_known_leader_elections", LONG),
+)
+# The KRaft engine's output stream (CONTRACT §5): one row per metadata record, in the order
+# the controller appends them; `record` is the record's fields as JSON text. No rows under zk.
+METADATA_RECORDS = _table(
+    "metadata_records",
+    (),
+    ("cluster", STRING),
+    ("event_id", STRING),
+    ("seq", LONG),
+    ("record_seq", INT),
+    ("type", STRING),
+    ("record", STRING),
+    ("ts", LONG),
 )
 
 STATE_TABLES: tuple[Table, ...] = (PARTITION_STATE, REPLICA_STATE, BROKERS, TOPICS, CLUSTERS)
@@ -276,5 +305,6 @@ APPEND_TABLES: tuple[Table, ...] = (
     DIVERGENCES,
     VIOLATIONS,
     HEALTH,
+    METADATA_RECORDS,
 )
 TABLES: dict[str, Table] = {t.name: t for t in STATE_TABLES + APPEND_TABLES}

@@ -11,7 +11,7 @@ import importlib
 import sys
 from pathlib import Path
 
-from controller.config import ConfigError, Settings
+from controller.config import ENGINE_KEY, ENGINES, ConfigError, Settings
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("controller.replay.command", "apply an event log through the core, no Spark"),
@@ -39,6 +39,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+# the commands that apply events and offer `--engine` for `--set kcsim.engine=...`
+ENGINE_COMMANDS = frozenset({"replay", "run", "whatif"})
+
 EXIT_STATUSES = """\
 exit status:
   0  done; nothing was rejected (`replay`), or the job stopped cleanly (`run`)
@@ -62,8 +65,23 @@ def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_engine_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        help=f"the controller to simulate: zk (Kafka 3.7's ZooKeeper mode, the default) or "
+        f"kraft (Kafka 4.1.1's KRaft controller); the same as --set {ENGINE_KEY}=...",
+    )
+
+
 def load_settings(args: argparse.Namespace) -> Settings:
-    return Settings.load(getattr(args, "config", None), getattr(args, "overrides", ()))
+    overrides = list(getattr(args, "overrides", ()))
+    engine = getattr(args, "engine", None)
+    if engine is not None:
+        # (written back, so a command that re-reads --set, as whatif does, sees it too)
+        overrides.append(f"{ENGINE_KEY}={engine}")
+        args.overrides = overrides
+    return Settings.load(getattr(args, "config", None), overrides)
 
 
 def build_parser(argv: list[str]) -> tuple[argparse.ArgumentParser, str | None]:
@@ -83,6 +101,8 @@ def build_parser(argv: list[str]) -> tuple[argparse.ArgumentParser, str | None]:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         add_settings_arguments(command)
+        if name in ENGINE_COMMANDS:
+            add_engine_argument(command)
         command.add_argument(
             "--verbose", action="store_true", help="also print Spark's and Kafka's WARN lines"
         )

@@ -182,6 +182,9 @@ class ControllerContext:
         self._registered_sorted: tuple[int, ...] = ()
         self.shutting_down: set[int] = set()
         self.topics: dict[str, Topic] = {}
+        # the dynamic cluster-default broker configs (/config/brokers/<default>): what a
+        # cluster_config_change set; kept in the clusters table
+        self.cluster_configs: dict[str, str] = {}
         # each topic's records by partition number and the topic names in order, built on
         # demand and dropped when a topic or a partition comes or goes: a new broker's
         # UpdateMetadata walks every record in this order, and sorting them each time

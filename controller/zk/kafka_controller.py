@@ -13,7 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from controller import events as ev
-from controller.config import UNCLEAN_KEY, Settings, scala_to_boolean
+from controller.config import (
+    MIN_ISR_KEY,
+    UNCLEAN_KEY,
+    Settings,
+    parse_bool,
+    scala_to_boolean,
+)
 from controller.model import (
     NO_EPOCH,
     NO_LEADER,
@@ -623,6 +629,86 @@ class KafkaController:
     def _auto_rebalance_check(self, body: ev.AutoRebalanceCheck) -> None:
         self.elections.auto_rebalance()
 
+    # ---- the KRaft controller's events (CONTRACT §5): the nearest ZooKeeper-mode thing ----
+
+    def _broker_registration(self, body: ev.BrokerRegistration) -> None:
+        """A ZooKeeper broker registers live in one step (its znode): as broker_startup.
+        Its epoch is the znode's czxid, so a KRaft `broker_epoch` is not taken."""
+        self._broker_startup(ev.BrokerStartup(broker=body.broker, rack=body.rack))
+        self._engine_note(
+            "ZooKeeper engine: applied as broker_startup (a ZooKeeper-mode broker registers "
+            "live, with no fencing; its broker epoch is its znode's, not the event's)"
+        )
+
+    def _broker_unfence(self, body: ev.BrokerUnfence) -> None:
+        self._engine_note(
+            "ZooKeeper engine: nothing to do (a ZooKeeper-mode controller has no fencing: "
+            "a registered broker is live from its registration)"
+        )
+
+    def _broker_unregistration(self, body: ev.BrokerUnregistration) -> None:
+        """A live (or shutting-down) broker's registration going away is its znode's: a
+        broker_failure. A broker that is not registered has nothing to lose."""
+        if self.context.is_registered(body.broker):
+            self._broker_failure(ev.BrokerFailure(broker=body.broker))
+            self._engine_note(
+                "ZooKeeper engine: applied as broker_failure (the broker was registered; "
+                "its registration going away is its session's end)"
+            )
+        else:
+            self._engine_note(
+                f"ZooKeeper engine: nothing to do (broker {body.broker} is not registered)"
+            )
+
+    def _unclean_election_check(self, body: ev.UncleanElectionCheck) -> None:
+        self._engine_note(
+            "ZooKeeper engine: nothing to do (a ZooKeeper-mode controller has no periodic "
+            "unclean election: it elects uncleanly when a partition goes offline)"
+        )
+
+    def _cluster_config_change(self, body: ev.ClusterConfigChange) -> None:
+        """A dynamic broker config. The cluster default (/config/brokers/<default>) is
+        kept: `min.insync.replicas` counts in health, and `unclean.leader.election.enable`
+        going from false to true makes the controller's broker enqueue
+        UncleanLeaderElectionEnable (DynamicLogConfig.reconfigure), an election of every
+        offline partition. One broker's own config is read by that broker alone."""
+        if body.broker is not None:
+            self._engine_note(
+                f"ZooKeeper engine: nothing to do (a config of broker {body.broker} alone; "
+                "the ZooKeeper engine models the cluster default only)"
+            )
+            return
+        context = self.context
+        before = self._default_unclean()
+        context.cluster_configs = {**context.cluster_configs, **body.configs}
+        if MIN_ISR_KEY in body.configs:
+            context.event_topics.update(context.topics)  # every topic's at_min_isr again
+        keys = ", ".join(f"{k}={v}" for k, v in body.configs.items())
+        if not before and self._default_unclean():
+            self._trigger_online_partition_state_change()
+            self._engine_note(
+                f"ZooKeeper engine: cluster default set ({keys}); unclean leader election "
+                "turned on: every offline partition elected again"
+            )
+        else:
+            self._engine_note(f"ZooKeeper engine: cluster default set ({keys})")
+
+    def _default_unclean(self) -> bool:
+        value = self.context.cluster_configs.get(UNCLEAN_KEY)
+        if value is None:
+            return self.settings.unclean_leader_election_enable
+        return parse_bool(UNCLEAN_KEY, value)
+
+    def _feature_update(self, body: ev.FeatureUpdate) -> None:
+        self._engine_note(
+            "ZooKeeper engine: nothing to do (a ZooKeeper-mode cluster has no "
+            "eligible.leader.replicas feature)"
+        )
+
+    def _engine_note(self, message: str) -> None:
+        """An event_results row saying what this engine did with another engine's event."""
+        self.journal.result(None, None, None, message)
+
     # ---- failover (§7.2) -----------------------------------------------------------------
 
     def _controller_failover(self, body: ev.ControllerFailover) -> None:
@@ -714,4 +800,10 @@ _HANDLERS: dict[type, Callable[..., None]] = {
     ev.StopReplicaResponse: KafkaController._stop_replica_response,
     ev.TopicConfigChange: KafkaController._topic_config_change,
     ev.ControllerFailover: KafkaController._controller_failover,
+    ev.BrokerRegistration: KafkaController._broker_registration,
+    ev.BrokerUnfence: KafkaController._broker_unfence,
+    ev.BrokerUnregistration: KafkaController._broker_unregistration,
+    ev.UncleanElectionCheck: KafkaController._unclean_election_check,
+    ev.ClusterConfigChange: KafkaController._cluster_config_change,
+    ev.FeatureUpdate: KafkaController._feature_update,
 }

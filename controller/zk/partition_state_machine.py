@@ -202,7 +202,10 @@ class PartitionStateMachine:
         info = self._context.topics.get(topic)
         override = None if info is None else info.configs.get(UNCLEAN_KEY)
         if override is None:
-            return self._settings.unclean_leader_election_enable
+            # the dynamic cluster default (/config/brokers/<default>), else the static one
+            override = self._context.cluster_configs.get(UNCLEAN_KEY)
+            if override is None:
+                return self._settings.unclean_leader_election_enable
         return parse_bool(UNCLEAN_KEY, override)
 
     def _log_failed(

@@ -26,10 +26,12 @@ import pyarrow as pa
 
 from controller.config import ConfigError, Settings
 from controller.replay.command import replay
+from controller.replay.table_files import table_file
 from streaming.insight.report_data import (
     ReportInputError,
     cluster_report,
     clusters,
+    read_jsonl,
     read_replay,
 )
 
@@ -105,6 +107,9 @@ class Totals:
     leader_changes: int
     requests: int
     rejected: int
+    records: int = 0  # metadata records (KRaft's output; 0 under zk)
+    elr_elections: int = 0
+    last_known_leader_elections: int = 0
 
 
 Key = tuple[str, str, int]  # cluster, topic, partition
@@ -128,7 +133,7 @@ def main(args: argparse.Namespace) -> int:
         root = args.keep if args.keep is not None else Path(scratch)
         directories = run_all(runs, events, root)
         try:
-            tables = [read_replay(d) for d in directories]
+            tables = [read_replay(d) | engine_tables(d) for d in directories]
         except ReportInputError as error:
             print(f"kcsim whatif: {error}", file=sys.stderr)
             return 1
@@ -137,6 +142,8 @@ def main(args: argparse.Namespace) -> int:
     print(totals_text(runs, totals))
     print()
     print(differences_text(runs, differing_leaders(leaders)))
+    print()
+    print(classes_text(runs, [final_states(t["final_state"]) for t in tables]))
     if args.report is not None:
         from streaming.insight.whatif_report import render_whatif
 
@@ -185,21 +192,31 @@ def totals_of(tables: Mapping[str, pa.Table]) -> Totals:
     def column(name: str) -> np.ndarray:
         return health.column(name).to_numpy(zero_copy_only=False)
 
-    # unclean_elections counts so far: a cluster's last row is its total
-    names = health.column("cluster").to_pylist()
-    counts = column("unclean_elections")
-    seqs = column("seq")
-    last: dict[str, tuple[int, int]] = {}
-    for name, seq, count in zip(names, seqs.tolist(), counts.tolist(), strict=True):
-        if name not in last or seq >= last[name][0]:
-            last[name] = (seq, count)
-    unclean = sum(count for _, count in last.values())
+    # the election counts are so far: a cluster's last row is its total
+    def so_far(name: str, table: pa.Table = health) -> int:
+        if name not in table.column_names:  # tables of a kcsim before the column
+            return 0
+        last: dict[str, tuple[int, int]] = {}
+        counts = [c or 0 for c in table.column(name).to_pylist()]
+        clusters = table.column("cluster").to_pylist()
+        at = table.column("seq").to_pylist()
+        for cluster, seq, count in zip(clusters, at, counts, strict=True):
+            if cluster not in last or seq >= last[cluster][0]:
+                last[cluster] = (seq, count)
+        return sum(count for _, count in last.values())
+
+    records = tables.get("metadata_records")
     return Totals(
         offline_partition_events=int(column("offline").sum()),
-        unclean_elections=unclean,
+        unclean_elections=so_far("unclean_elections"),
         leader_changes=int(column("leader_changes").sum()),
         requests=int(column("requests").sum()),
         rejected=tables["rejected_events"].num_rows,
+        records=0 if records is None else records.num_rows,
+        elr_elections=so_far("elr_elections", tables.get("election_counts", health)),
+        last_known_leader_elections=so_far(
+            "last_known_leader_elections", tables.get("election_counts", health)
+        ),
     )
 
 
@@ -226,6 +243,91 @@ def _leader_text(leader: int | None) -> str:
     return NONE_LEADER if leader < 0 else str(leader)
 
 
+_INTS = pa.list_(pa.int64())
+# what whatif reads beyond the report's columns: the final partition states it classifies,
+# the KRaft election counts and the metadata records (their number)
+_ENGINE_COLUMNS = {
+    "final_state": ("partition_state", (
+        ("cluster", pa.string()), ("topic", pa.string()), ("partition", pa.int64()),
+        ("leader", pa.int64()), ("leader_epoch", pa.int64()), ("partition_epoch", pa.int64()),
+        ("isr", _INTS), ("elr", _INTS), ("last_known_elr", _INTS),
+        ("leader_recovery_state", pa.string()), ("replicas", _INTS),
+    )),
+    "election_counts": ("health", (
+        ("cluster", pa.string()), ("seq", pa.int64()), ("elr_elections", pa.int64()),
+        ("last_known_leader_elections", pa.int64()),
+    )),
+    "metadata_records": ("metadata_records", (("seq", pa.int64()),)),
+}  # fmt: skip
+
+
+def engine_tables(directory: Path) -> dict[str, pa.Table]:
+    """A run's tables for the engine comparison (a file a run did not write: empty)."""
+    out = {}
+    for name, (table, columns) in _ENGINE_COLUMNS.items():
+        schema = pa.schema(columns)
+        path = table_file(directory, table)
+        out[name] = read_jsonl(path, schema) if path.exists() else schema.empty_table()
+    return out
+
+
+# the partition_state columns whose final values classify how two runs differ
+COMPARED = ("leader", "leader_epoch", "partition_epoch", "isr", "elr", "last_known_elr",
+            "leader_recovery_state", "replicas")  # fmt: skip
+
+
+def final_states(partition_state: pa.Table) -> dict[Key, dict[str, object]]:
+    present = [c for c in COMPARED if c in partition_state.column_names]
+    rows = partition_state.select(["cluster", "topic", "partition", *present]).to_pylist()
+    return {
+        (r["cluster"], r["topic"], r["partition"]): {c: _canonical(c, r[c]) for c in present}
+        for r in rows
+    }
+
+
+def _canonical(column: str, value: object) -> object:
+    if value is None and column in ("elr", "last_known_elr"):
+        return []  # a lake row written before the column
+    if column in ("isr", "elr", "last_known_elr") and isinstance(value, list):
+        return sorted(value)  # sets: their order decides nothing
+    return value
+
+
+def difference_classes(
+    base: Mapping[Key, Mapping[str, object]], other: Mapping[Key, Mapping[str, object]]
+) -> dict[str, int]:
+    """How run `other`'s final partitions differ from `base`'s: partitions per class, a
+    class being the columns that differ ("leader_epoch, partition_epoch"), or "only in
+    run 0" / "only in this run" for a partition one run lacks."""
+    classes: dict[str, int] = {}
+    for key in set(base) | set(other):
+        a, b = base.get(key), other.get(key)
+        if a is None or b is None:
+            name = "only in this run" if a is None else "only in run 0"
+        else:
+            differing = [c for c in COMPARED if c in a and c in b and a[c] != b[c]]
+            if not differing:
+                continue
+            name = ", ".join(differing)
+        classes[name] = classes.get(name, 0) + 1
+    return dict(sorted(classes.items(), key=lambda item: (-item[1], item[0])))
+
+
+def classes_text(runs: Sequence[Run], states: Sequence[Mapping[Key, Mapping[str, object]]]) -> str:
+    """Per run after the first, the classes of difference from run 0's final state."""
+    rows = [
+        (n, run.label, name, count)
+        for n, (run, state) in enumerate(zip(runs, states, strict=True))
+        if n > 0
+        for name, count in difference_classes(states[0], state).items()
+    ]
+    if not rows:
+        return "final partition states: the same in every run"
+    return "classes of difference from run 0 (partitions):\n" + text_table(
+        ("run", "settings", "differing columns", "partitions"), rows
+    )
+
+
 # ---------------------------------------------------------------------------- text
 
 
@@ -244,6 +346,9 @@ TOTALS_HEADER = (
     "leader changes",
     "requests",
     "rejected",
+    "records",
+    "ELR elections",
+    "last-known-leader elections",
 )
 
 
@@ -257,6 +362,9 @@ def totals_text(runs: Sequence[Run], totals: Sequence[Totals]) -> str:
             t.leader_changes,
             t.requests,
             t.rejected,
+            t.records,
+            t.elr_elections,
+            t.last_known_leader_elections,
         )
         for n, (run, t) in enumerate(zip(runs, totals, strict=True))
     ]

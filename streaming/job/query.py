@@ -19,18 +19,32 @@ from collections.abc import Callable, Mapping, Sequence
 from pyspark.sql import DataFrame, SparkSession
 
 from controller.memory import cyclic_gc_paused
-from controller.simulator import BatchOutput, RawEvent, Simulator
+from controller.simulator import (
+    BatchOutput,
+    EngineMismatch,
+    RawEvent,
+    Simulator,
+    check_engines,
+    stored_engines,
+)
 from streaming.job.fleet import apply_fleet
 from streaming.job.options import Options
 from streaming.job.os_memory import release_freed_memory
-from streaming.lake.tables import RESTORE_TABLES, Lake
+from streaming.lake.tables import RESTORE_TABLES, Lake, LakeSchemaError
 
 
 def run(spark: SparkSession, options: Options, log: Callable[[str], None] | None = None) -> int:
     """Start the query and wait for it (for `--once`, until the data present is done)."""
     log = log or _stderr
     lake = Lake(spark, options.lake)
-    lake.create_tables()
+    try:
+        lake.create_tables()
+        # a lake remembers each cluster's engine: another one stops here, before any write
+        stored = lake.load_rows({"clusters": ("cluster", "engine")})["clusters"]
+        check_engines(stored_engines(stored), options.settings.engine)  # type: ignore[arg-type]
+    except (LakeSchemaError, EngineMismatch) as error:
+        log(f"kcsim run: {error}")
+        return 2
     if warning := options.source.skipped_warning():
         log(f"kcsim run: {warning}")
     total_files = options.source.known_files() if options.once else None

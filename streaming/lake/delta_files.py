@@ -127,11 +127,20 @@ def read_files(paths: Sequence[str], schema: pa.Schema) -> pa.Table:
         # a file at a time, not `pq.read_table`: that goes through pyarrow.dataset, whose
         # import (pandas with it) is ~0.6 s of a Spark-free `kcsim state`
         with pq.ParquetFile(path) as parquet:
-            if not set(schema.names) <= set(parquet.schema_arrow.names):
-                # written before a column was added (ALTER TABLE ADD COLUMNS): Delta reads
-                # nulls there, and so does Spark
-                raise NotNative(f"{path} lacks columns of the table")
-            parts.append(parquet.read(columns=schema.names).cast(schema))
+            present = set(parquet.schema_arrow.names)
+            if set(schema.names) <= present:
+                parts.append(parquet.read(columns=schema.names).cast(schema))
+                continue
+            # written before a column was added (ALTER TABLE ADD COLUMNS, Lake.create_tables
+            # on an older lake): Delta reads nulls there, and so does this
+            data = parquet.read(columns=[n for n in schema.names if n in present])
+            columns = [
+                data.column(f.name).cast(f.type)
+                if f.name in present
+                else pa.nulls(data.num_rows, f.type)
+                for f in schema
+            ]
+            parts.append(pa.Table.from_arrays(columns, schema=schema))
     return pa.concat_tables(parts)
 
 

@@ -62,8 +62,14 @@ from streaming.lake.spark_schemas import (
 RESTORE_TABLES: dict[str, tuple[str, ...] | None] = {
     **{t.name: None for t in STATE_TABLES},
     "applied_events": ("cluster", "event_id", "seq"),
-    # a restart continues the unclean elections count from each cluster's last row
-    "health": ("cluster", "seq", "unclean_elections"),
+    # a restart continues the election counts from each cluster's last row
+    "health": (
+        "cluster",
+        "seq",
+        "unclean_elections",
+        "elr_elections",
+        "last_known_leader_elections",
+    ),
 }
 PENDING_LOOKBACK = 5
 # Per-batch commits are small and frequent, so what they cost is fixed overhead, not
@@ -86,6 +92,7 @@ STATS_COLUMNS = {
     "divergences": ("cluster", "seq", "topic", "partition"),
     "violations": ("cluster", "seq", "topic", "partition"),
     "health": ("cluster", "seq"),
+    "metadata_records": ("cluster", "seq", "event_id"),
 }
 
 
@@ -95,6 +102,10 @@ def table_properties(table: Table) -> dict[str, str]:
     else:
         base, stats = STATE_TABLE_PROPERTIES, table.key
     return {**base, "delta.dataSkippingStatsColumns": ",".join(stats)}
+
+
+class LakeSchemaError(ValueError):
+    """A table of the lake has columns this kcsim cannot continue from."""
 
 
 OP_COLUMN = "_kcsim_op"  # MERGE source: "U" upsert, "D" delete
@@ -143,8 +154,14 @@ class Lake:
     # --- creation -------------------------------------------------------------------
 
     def create_tables(self) -> None:
-        """Create every missing table (idempotent)."""
+        """Create every missing table (idempotent); a table of a lake written by an
+        earlier kcsim that lacks columns added since (partition_state's `elr` and
+        `last_known_elr`, health's ELR counts, the clusters' engine) gets them, null in
+        its older rows, by ALTER TABLE ADD COLUMNS."""
         for table in STATE_TABLES + APPEND_TABLES:
+            if DeltaTable.isDeltaTable(self.spark, self.path(table.name)):
+                self._add_missing_columns(table)
+                continue
             builder = (
                 DeltaTable.createIfNotExists(self.spark)
                 .location(self.path(table.name))
@@ -153,6 +170,24 @@ class Lake:
             for key, value in table_properties(table).items():
                 builder = builder.property(key, value)
             builder.execute()
+
+    def _add_missing_columns(self, table: Table) -> None:
+        found = DeltaTable.forPath(self.spark, self.path(table.name)).toDF().schema
+        names = [f.name for f in found.fields]
+        wanted = table_schema(table)
+        expected = [f.name for f in wanted.fields]
+        if names == expected:
+            return
+        if names != expected[: len(names)]:
+            raise LakeSchemaError(
+                f"the Delta table at {self.path(table.name)} has the columns "
+                f"{', '.join(names)}; this kcsim writes {', '.join(expected)} (a lake "
+                "written by another program, or a newer kcsim?)"
+            )
+        added = ", ".join(
+            f"`{f.name}` {f.dataType.simpleString()}" for f in wanted.fields[len(names) :]
+        )
+        self.spark.sql(f"ALTER TABLE delta.`{self.path(table.name)}` ADD COLUMNS ({added})")
 
     # --- reading --------------------------------------------------------------------
 

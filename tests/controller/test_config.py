@@ -19,6 +19,10 @@ def test_defaults_are_kafkas() -> None:
         "unclean.leader.election.enable": "false",
         "delete.topic.enable": "true",
         "kcsim.simulate.brokers": "false",
+        "kcsim.engine": "zk",
+        "eligible.leader.replicas.version": "1",
+        "metadata.version": "4.1-IV1",
+        "min.insync.replicas": "1",
     }
 
 
@@ -89,3 +93,77 @@ def test_unknown_key_and_bad_boolean_name_the_key() -> None:
     message = "delete.topic.enable: Expected value to be either true or false"
     with pytest.raises(ConfigError, match=re.escape(message)):
         Settings.load(overrides=["delete.topic.enable=yes"])
+
+
+# ---- the KRaft engine's settings (CONTRACT §5, SPEC-KRAFT §1.2-§1.3) ----------------------
+
+
+def test_engine_and_kraft_settings() -> None:
+    settings = Settings.load(
+        overrides=[
+            "kcsim.engine=kraft",
+            "eligible.leader.replicas.version=0",
+            "metadata.version=4.0-IV3",
+            "min.insync.replicas=2",
+        ]
+    )
+    assert settings.kraft
+    assert settings.eligible_leader_replicas_version == 0
+    assert settings.metadata_version == "4.0-IV3"
+    assert settings.min_insync_replicas == 2
+    assert not Settings.load().kraft
+
+
+def test_metadata_version_release_alone_is_its_latest_and_sets_the_elr_default() -> None:
+    """A release names its latest metadata version (MetadataVersion.fromVersionString); a
+    cluster formatted before 4.1-IV0 has ELR off unless told otherwise."""
+
+    def elr(version: str) -> int:
+        return Settings.load(
+            overrides=[f"metadata.version={version}"]
+        ).eligible_leader_replicas_version
+
+    assert Settings.load(overrides=["metadata.version=3.7"]).metadata_version == "3.7-IV4"
+    assert (elr("3.7"), elr("4.0-IV1"), elr("4.1-IV0"), elr("4.1")) == (0, 0, 1, 1)
+    on = Settings.load(overrides=["metadata.version=4.0-IV1", "eligible.leader.replicas.version=1"])
+    assert on.eligible_leader_replicas_version == 1
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("kcsim.engine=zookeeper", "kcsim.engine: expected one of 'zk' or 'kraft'"),
+        ("kcsim.engine=KRaft", "kcsim.engine"),
+        ("eligible.leader.replicas.version=2", "eligible.leader.replicas.version: Kafka 4.1.1"),
+        ("eligible.leader.replicas.version=-1", "eligible.leader.replicas.version"),
+        ("eligible.leader.replicas.version=on", "eligible.leader.replicas.version: Not a number"),
+        ("metadata.version=3.3-IV2", "metadata.version: below 3.3-IV3"),
+        ("metadata.version=4.2-IV0", "metadata.version: an unstable version"),
+        ("metadata.version=4.1-IV9", "metadata.version: not a metadata version"),
+        ("metadata.version=latest", "metadata.version: not a metadata version"),
+        ("min.insync.replicas=0", "min.insync.replicas: Value must be at least 1"),
+        ("min.insync.replicas=two", "min.insync.replicas: Not a number of type INT"),
+    ],
+)
+def test_bad_kraft_settings_name_the_key(override: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        Settings.load(overrides=[override])
+
+
+def test_elr_on_needs_metadata_version_4_0_iv1() -> None:
+    """Feature.validateVersion: eligible.leader.replicas.version 1 depends on
+    metadata.version 4.0-IV1 (SPEC-KRAFT §1.2)."""
+    with pytest.raises(ConfigError, match=r"eligible\.leader\.replicas\.version.*4\.0-IV1"):
+        Settings.load(overrides=["metadata.version=3.9", "eligible.leader.replicas.version=1"])
+
+
+def test_engine_option_is_the_setting() -> None:
+    from streaming.cli import build_parser, load_settings
+
+    argv = ["replay", "events", "--out", "x", "--engine", "kraft"]
+    parser, _ = build_parser(argv)
+    args = parser.parse_args(argv)
+    assert load_settings(args).engine == "kraft"
+    argv = ["whatif", "events", "--engine", "kraft", "--vs", "kcsim.engine=zk"]
+    parser, _ = build_parser(argv)
+    assert load_settings(parser.parse_args(argv)).kraft

@@ -36,6 +36,7 @@ class Output:
     results: list[Row]
     rejected: list[Row]
     violations: list[Row]
+    health: tuple[Row, ...] = ()
 
     def of(self, type: str | None = None, broker: int | None = None) -> list[Row]:
         """The requests of one type and/or to one broker, in send order."""
@@ -87,6 +88,7 @@ class Cluster:
         self._lines = 0
         self._applied: list[Row] = []  # applied_events rows so far, for restart()
         self.last: Output | None = None
+        self._health: Row | None = None
         for broker in brokers:
             self.start(broker)
 
@@ -104,7 +106,10 @@ class Cluster:
             results=batch.appends["event_results"],
             rejected=batch.appends["rejected_events"],
             violations=list(batch.appends["violations"]),
+            health=tuple(batch.appends["health"]),
         )
+        if self.last.health:
+            self._health = self.last.health[-1]
         return self.last
 
     def start(self, broker: int) -> Output:
@@ -185,6 +190,11 @@ class Cluster:
         self.simulator = Simulator.from_tables(self.settings, tables)
 
     # ---- reading state --------------------------------------------------------------------
+
+    def health(self) -> Row:
+        """The last applied event's `health` row."""
+        assert self._health is not None
+        return self._health
 
     @property
     def context(self) -> ControllerContext:

@@ -18,7 +18,7 @@ from controller.config import Settings
 from controller.events import Event, Rejection
 from controller.parse import parse_event
 from controller.simulator import RawEvent, Simulator
-from schemas.events import EVENT_TYPES
+from schemas.events import EVENT_TYPES, KRAFT_EVENT_TYPES
 from streaming.chaos.generator import FAULT_KINDS, ChaosGenerator, ClusterSpec, Fault
 from streaming.chaos.produce import event_record
 from tests.support.health_recount import STATE_COLUMNS, leader_changes, recount
@@ -94,7 +94,8 @@ def test_every_fault_kind_appears_over_a_long_run(settings: Settings) -> None:
 
 def test_every_event_type_appears() -> None:
     types = {e["type"] for s in (SIMULATE, REPLAY) for e in events_of(long_run(s)[0])}
-    assert types == set(EVENT_TYPES)
+    # the generator drives the §1 types (the KRaft controller's own are not generated yet)
+    assert types == set(EVENT_TYPES) - set(KRAFT_EVENT_TYPES)
 
 
 def test_rolling_restart_is_shutdown_failure_startup_per_broker() -> None:
