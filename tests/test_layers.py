@@ -39,6 +39,7 @@ CORE_BASE = {
 # top of `controller`/`streaming`. `controller.*` means any module of the core.
 ALLOWED: dict[str, set[str]] = {
     "controller.zk": CORE_BASE | {"schemas"},
+    "controller.kraft": CORE_BASE | {"schemas"},
     "controller.replay": {"controller.*", "schemas"},
     "streaming.clients": {"controller.*"},
     "streaming.lake": {"controller.*", "schemas", "streaming.jars"},

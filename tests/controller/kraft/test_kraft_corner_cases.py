@@ -3,7 +3,7 @@ follows). Records are compared type by type and field by field, in order."""
 
 from __future__ import annotations
 
-from kraft_scenario import PCR, create, epoch, fence, make, pcr, records, state, unfence
+from tests.support.kraft_scenario import PCR, create, epoch, fence, make, pcr, records, state, unfence
 
 from controller.kraft import KRaftSettings, QuorumController
 from controller.kraft.partition_change_builder import PartitionChangeBuilder

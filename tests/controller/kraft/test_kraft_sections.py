@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from kraft_scenario import create, epoch, fence, make, pcr, records, state, unfence
+from tests.support.kraft_scenario import create, epoch, fence, make, pcr, records, state, unfence
 
 from controller.kraft import KRaftRejection, KRaftSettings, QuorumController
 from controller.kraft.java_collections import JavaRandom

@@ -11,7 +11,7 @@ from streaming.cli import main
 from streaming.insight.whatif import difference_classes
 
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "events"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "events"
 
 
 def test_whatif_examples_zk_against_kraft(capsys: pytest.CaptureFixture[str]) -> None:
