@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import": ("streaming.import_logs", "ZooKeeper-mode controller logs or a KRaft log -> events"),
     "report": ("streaming.report", "one offline HTML page of plots of a replay or a lake"),
     "whatif": ("streaming.whatif", "the same events under two or more settings, side by side"),
+    "plan": ("streaming.plan.command", "preview a roll, reassignment or decommission, by step"),
 }
 
 

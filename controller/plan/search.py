@@ -80,7 +80,8 @@ def search_roll(view: ClusterView, brokers: Sequence[int]) -> RollProposal:
             down = [b for b in part.replicas if b not in live]
             why = f"{len(live_replicas)} live replica{'s' if len(live_replicas) != 1 else ''}"
             why += f" {live_replicas}" + (f" (down: {down})" if down else "")
-            impossible[key] = f"{why}, min ISR {m}: stopping any of them leaves it under"
+            left = "without a leader" if len(live_replicas) <= 1 else "under min ISR"
+            impossible[key] = f"{why}, min ISR {m}: stopping any of them leaves it {left}"
             continue
         members = {b for b in part.isr if b in live}
         isr[key], lagging[key], minimum[key] = members, set(live_replicas) - members, m
