@@ -116,6 +116,7 @@ class PlanRun:
     steps: list[StepResult]
     leaders_before: dict[int, int]
     leaders_after: dict[int, int]
+    replicas_after: dict[int, int]  # replicas per broker after the last step
     seconds: float
 
     @property
@@ -179,6 +180,7 @@ def run_plan(
         steps=results,
         leaders_before=leaders_before,
         leaders_after=view.leaders_per_broker(),
+        replicas_after={b: n for b, n in sorted(view.replicas_per_broker().items()) if n},
         seconds=time.perf_counter() - started,
     )
 

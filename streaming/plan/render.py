@@ -39,6 +39,7 @@ def document(
         "worst_step": None if worst is None else worst.as_json(),
         "leaders_before": {str(b): n for b, n in run.leaders_before.items()},
         "leaders_after": {str(b): n for b, n in run.leaders_after.items()},
+        "replicas_after": {str(b): n for b, n in run.replicas_after.items()},
         "seconds": round(run.seconds, 3),
         "proposal": proposal,
     }

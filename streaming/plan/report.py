@@ -6,6 +6,7 @@ before and after, and the step table."""
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -130,8 +131,11 @@ def timeline_figure(run: PlanRun) -> Any:
         legend={"orientation": "h", "y": 1.12},
     )
     figure.update_yaxes(rangemode="tozero")
-    figure.update_yaxes(tickformat=",d", row=1, col=1)
-    figure.update_yaxes(tickformat=",d", row=2, col=1)
+    # whole partitions: ticks at least 1 apart
+    top = max([len(s.offline) + len(s.under_min_isr) for s in steps] + [1])
+    figure.update_yaxes(dtick=max(1, math.ceil(top / 6)), row=1, col=1)
+    top = max([s.under_replicated for s in steps] + [1])
+    figure.update_yaxes(dtick=max(1, math.ceil(top / 4)), row=2, col=1)
     figure.update_xaxes(title_text="step", row=3, col=1)
     return figure
 
