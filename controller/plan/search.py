@@ -66,17 +66,25 @@ def search_roll(view: ClusterView, brokers: Sequence[int]) -> RollProposal:
     blockers: dict[int, set[Key]] = {b: set() for b in brokers}
     impossible: dict[Key, str] = {}
     held_from_start: list[Key] = []
-    concerned: set[Key] = set()
+    rolled: set[Key] = set()
     for broker in brokers:
-        concerned.update(view.hosted.get(broker, ()))
-    for key in sorted(concerned):
+        rolled.update(view.hosted.get(broker, ()))
+    # the partitions a rolled broker hosts, and those already offline or under min ISR
+    # (the verdict counts them at every step until mended)
+    for key in sorted(rolled | view.offline | view.under_min_isr):
         part = view.partitions[key]
         m = view.min_isr_of(key)
         live_replicas = [b for b in part.replicas if b in live]
         if part.leader < 0 or part.leader not in live:
             impossible[key] = "has no live leader before the first step"
             continue
-        if len(live_replicas) - 1 < m:
+        if key not in rolled and len(live_replicas) < m:
+            impossible[key] = (
+                f"is under min ISR {m} before the first step, with {len(live_replicas)} live "
+                "replicas to mend it"
+            )
+            continue
+        if key in rolled and len(live_replicas) - 1 < m:
             down = [b for b in part.replicas if b not in live]
             why = f"{len(live_replicas)} live replica{'s' if len(live_replicas) != 1 else ''}"
             why += f" {live_replicas}" + (f" (down: {down})" if down else "")

@@ -206,7 +206,8 @@ def test_roll_of_unknown_or_dead_brokers_is_refused() -> None:
         ('{"version":1}', "f: partitions: missing"),
         ('{"version":1,"partitions":{}}', "f: partitions: expected a list"),
         ('{"partitions":[{"topic":"t","partiton":0,"replicas":[1]}]}',
-         "f: partitions[0].partiton: not a field of kafka-reassign-partitions' format (did you mean partition?)"),
+         "f: partitions[0].partiton: not a field of kafka-reassign-partitions' format "
+         "(did you mean partition?)"),
         ('{"partitions":[{"topic":"t","partition":0}]}', r"f: partitions[0].replicas: missing"),
         ('{"partitions":[{"topic":"t","partition":0,"replicas":[]}]}',
          r"f: partitions[0].replicas: expected a non-empty list"),
