@@ -24,7 +24,14 @@ from controller.parse import parse_event
 from controller.replay.event_files import read_events
 from controller.simulator import RawEvent, Simulator
 from schemas import TABLES
-from tests.support.corpus import CORPUS, copy_corpus, replay_rows, simulate
+from tests.support.corpus import (
+    CORPUS,
+    KRAFT,
+    KRAFT_CORPUS,
+    copy_corpus,
+    replay_rows,
+    simulate,
+)
 from tests.support.job_process import JobProcess
 from tests.support.lake_tables import Rows, assert_same_tables, canonical, lake_rows
 from tests.support.spark_session import spark  # noqa: F401  (the session-scoped fixture)
@@ -35,14 +42,22 @@ pytestmark = pytest.mark.spark
 # ---------------------------------------------------------------------------- helpers
 
 
-def run_once(spark, source: Path, lake: Path, *, files: int | None = None, fleet=False):  # noqa: F811
+def run_once(
+    spark,  # noqa: F811
+    source: Path,
+    lake: Path,
+    *,
+    files: int | None = None,
+    fleet: bool = False,
+    settings: Settings | None = None,
+) -> list[str]:
     from streaming.job.options import Options
     from streaming.job.query import run
     from streaming.job.sources import FileSource
 
     lines: list[str] = []
     options = Options(
-        settings=Settings(),
+        settings=settings or Settings(),
         source=FileSource(str(source), files),
         lake=str(lake),
         checkpoint=str(lake / "_checkpoints" / "run"),
@@ -137,6 +152,38 @@ def test_parity_many_batches_and_lake_inspection(spark, tmp_path: Path) -> None:
     assert changes[-1]["leader_epoch"] == final["leader_epoch"]
     assert changes[-1]["event_id"] == final["last_event_id"]
     assert all(c["events"] for c in changes)
+
+
+def test_parity_under_kraft_every_table(spark, tmp_path: Path) -> None:  # noqa: F811
+    """CONTRACT §5: the KRaft engine in the job writes what replay does, metadata_records,
+    the ELR columns, broker statuses and the engine's state in `clusters` included (the
+    corpus's reach: tests/controller/test_engine_dispatch.py)."""
+    source = copy_corpus(tmp_path / "events", corpus=KRAFT_CORPUS)
+    log = run_once(spark, source, tmp_path / "lake", settings=KRAFT)
+    assert len([line for line in log if line.startswith("batch ")]) == 1
+    expected = replay_rows(source, KRAFT)
+    assert len(expected["metadata_records"]) > 100 and not expected["controller_requests"]
+    assert_same_tables(lake_rows(spark, tmp_path / "lake"), expected)
+
+
+def test_two_once_runs_over_a_split_log_under_kraft_equal_one(spark, tmp_path: Path) -> None:  # noqa: F811
+    """A restarted job continues a KRaft cluster from the lake (its `kraft_state`, the
+    health counts, the seen event ids) as one run would: the second `--once` run takes the
+    files that arrived after the first one stopped."""
+    source = copy_corpus(tmp_path / "events", lines_per_file=9, corpus=KRAFT_CORPUS)
+    later = tmp_path / "later"
+    later.mkdir()
+    files = sorted(source.iterdir())
+    for path in files[len(files) // 2 :]:
+        path.rename(later / path.name)  # (a rename keeps the modification time)
+    lake = tmp_path / "lake"
+    first = run_once(spark, source, lake, files=2, settings=KRAFT)
+    assert len([line for line in first if line.startswith("batch ")]) >= 2
+    for path in sorted(later.iterdir()):
+        path.rename(source / path.name)
+    second = run_once(spark, source, lake, files=2, settings=KRAFT)
+    assert len([line for line in second if line.startswith("batch ")]) >= 2
+    assert_same_tables(lake_rows(spark, lake), replay_rows(source, KRAFT))
 
 
 # ------------------------------------------------------------------------------ fleet
