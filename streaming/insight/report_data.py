@@ -267,7 +267,8 @@ class ClusterReport:
     cluster: str
     summary: Summary
     bucket: int  # events per bucket (1: every event plotted)
-    timeline: Mapping[str, Series]  # health metric -> its line
+    # health metric -> its line; "output": requests (zk) or metadata records (kraft)
+    timeline: Mapping[str, Series]
     # the controller's output per event, by type: requests (zk) or metadata records (kraft)
     requests: Mapping[str, Series]
     unclean: Marks  # kraft: unclean elections other than last-known-leader ones
@@ -354,11 +355,16 @@ def cluster_report(
         elr_elections=int(metrics["elr_elections"][-1]),
         last_known_leader_elections=int(metrics["last_known_leader_elections"][-1]),
     )
+    # the controller's whole output per event, requests or records: what two engines'
+    # runs of the same events compare on (the health table counts requests only)
+    output = np.bincount(_event_index(requests.column("seq").to_numpy(), seqs), minlength=len(seqs))
+    timeline = {m: downsample(seqs, v, max_points) for m, v in metrics.items()}
+    timeline["output"] = downsample(seqs, output, max_points)
     return ClusterReport(
         cluster=cluster,
         summary=summary,
         bucket=size,
-        timeline={m: downsample(seqs, v, max_points) for m, v in metrics.items()},
+        timeline=timeline,
         requests=requests_per_event(requests, seqs, max_points),
         unclean=unclean_marks,
         divergences=marks(divergences.column("seq").to_numpy(), seqs, size),

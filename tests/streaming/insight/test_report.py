@@ -130,6 +130,7 @@ def test_a_kraft_report_counts_records_and_the_kraft_elections(kraft_replay_dir:
     assert s.records == s.output == records.num_rows > 100
     assert set(report.requests) == set(records.column("type").to_pylist())
     assert sum(series.y.sum() for series in report.requests.values()) == s.records
+    assert report.timeline["output"].y.sum() == s.records  # what whatif compares
     health = [
         row
         for line in (kraft_replay_dir / "health.jsonl").read_text().splitlines()
