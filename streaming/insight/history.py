@@ -7,6 +7,11 @@ event that last changed the partition in that batch (`last_event_id`) and every 
 the batch that touched it (a partition or replica transition in `state_changes`, an
 answer in `event_results`; matched by `seq`).
 
+A cluster the KRaft engine ran (its `clusters` row's engine) also shows each change's ELR,
+last known ELR and leader recovery state, and which of the partition's replicas were on a
+broker not live then (fenced, shutting_down, or not registered), from the `brokers`
+table's change feed as of the end of the same batch.
+
 A local lake is read without Spark (`streaming.lake.local_reader`), a lake elsewhere, or a table
 that reader does not handle, through Spark; both print the same text.
 """
@@ -17,9 +22,10 @@ import argparse
 import io
 import sys
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 from streaming.insight.state import render
+from streaming.lake.time_travel import Commit, consistent_cut
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -36,7 +42,21 @@ FEED_COLUMNS = (
     "last_event_id",
     "_change_type",
     "_commit_version",
+    "replicas",
+    "elr",
+    "last_known_elr",
+    "leader_recovery_state",
 )
+BROKER_FEED_COLUMNS = ("broker", "status", "_change_type", "_commit_version")
+
+
+class BrokerFeed(NamedTuple):
+    """What a KRaft partition's history needs of the brokers table: its change feed rows
+    for the cluster and the two tables' commits (to cut the brokers as of a batch)."""
+
+    rows: list[dict[str, Any]]
+    partition_commits: list[Commit]
+    broker_commits: list[Commit]
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -108,7 +128,23 @@ def read_history(
         )
         for table in ("state_changes", "event_results")
     )
-    return changes_from(rows, applied.to_pylist(), touched.to_pylist())
+    brokers = None
+    if _native_engine(reader, cluster) == "kraft":
+        feed_rows = matching(reader.changes("brokers"), cluster=cluster, _change_type=CHANGES)
+        brokers = BrokerFeed(
+            feed_rows.select(BROKER_FEED_COLUMNS).to_pylist(),
+            reader.history("partition_state"),
+            reader.history("brokers"),
+        )
+    return changes_from(rows, applied.to_pylist(), touched.to_pylist(), brokers)
+
+
+def _native_engine(reader: LakeReader, cluster: str) -> str:
+    from streaming.lake.local_reader import matching
+
+    clusters = matching(reader.read("clusters", columns=["cluster", "engine"]), cluster=cluster)
+    engines = [e for e in clusters.column("engine").to_pylist() if e]
+    return engines[-1] if engines else "zk"
 
 
 def partition_history(
@@ -147,16 +183,40 @@ def partition_history(
         .toArrow()
         .to_pylist()
     ]
-    return changes_from(feed, applied, touched)
+    engines = [
+        r["engine"]
+        for r in lake.read("clusters").where(F.col("cluster") == cluster).select("engine").collect()
+        if r["engine"]
+    ]
+    brokers = None
+    if engines and engines[-1] == "kraft":
+        rows = [
+            row.asDict()
+            for row in spark.read.format("delta")
+            .option("readChangeFeed", "true")
+            .option("startingVersion", 0)
+            .load(lake.path("brokers"))
+            .where((F.col("cluster") == cluster) & F.col("_change_type").isin(*CHANGES))
+            .select(*BROKER_FEED_COLUMNS)
+            .collect()
+        ]
+        brokers = BrokerFeed(rows, lake.history("partition_state"), lake.history("brokers"))
+    return changes_from(feed, applied, touched, brokers)
 
 
 def changes_from(
-    feed: list[dict[str, Any]], applied: list[dict[str, Any]], touched_rows: list[dict[str, Any]]
+    feed: list[dict[str, Any]],
+    applied: list[dict[str, Any]],
+    touched_rows: list[dict[str, Any]],
+    brokers: BrokerFeed | None = None,
 ) -> list[dict[str, Any]]:
     """The partition's changes: `feed` its change feed rows in version order (`time`: the
     commit's epoch seconds), `applied` the cluster's (event_id, seq), `touched_rows` the
-    (seq, event_id) of every event that touched the partition."""
+    (seq, event_id) of every event that touched the partition; `brokers` for a KRaft
+    cluster (its changes then say ELR, last known ELR, recovery state and the replicas
+    not live)."""
     seqs = {r["event_id"]: r["seq"] for r in applied}
+    statuses = BrokerStatuses(brokers) if brokers is not None else None
     touched = sorted({(r["seq"], r["event_id"]) for r in touched_rows})
     changes: list[dict[str, Any]] = []
     previous = -1
@@ -167,24 +227,56 @@ def changes_from(
             upto = max([s for s, _ in touched if previous < s <= upto], default=previous)
         else:
             upto = seqs.get(row["last_event_id"], previous)
-        changes.append(
-            {
-                "version": row["_commit_version"],
-                "time": datetime.fromtimestamp(row["time"], UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "change": {"update_postimage": "update"}.get(
-                    row["_change_type"], row["_change_type"]
-                ),
-                "state": row["state"],
-                "leader": row["leader"],
-                "leader_epoch": row["leader_epoch"],
-                "isr": list(row["isr"] or []),
-                "partition_epoch": row["partition_epoch"],
-                "event_id": row["last_event_id"],
-                "events": [e for s, e in touched if previous < s <= upto],
-            }
-        )
+        change = {
+            "version": row["_commit_version"],
+            "time": datetime.fromtimestamp(row["time"], UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "change": {"update_postimage": "update"}.get(row["_change_type"], row["_change_type"]),
+            "state": row["state"],
+            "leader": row["leader"],
+            "leader_epoch": row["leader_epoch"],
+            "isr": list(row["isr"] or []),
+        }
+        if statuses is not None:
+            status = statuses.at(row["_commit_version"])
+            change["elr"] = list(row.get("elr") or [])
+            change["last_known_elr"] = list(row.get("last_known_elr") or [])
+            change["recovery"] = row.get("leader_recovery_state")
+            change["replicas_not_live"] = " ".join(
+                f"{r}:{status.get(r, 'unregistered')}"
+                for r in row.get("replicas") or []
+                if status.get(r) != "live"
+            )
+        change["partition_epoch"] = row["partition_epoch"]
+        change["event_id"] = row["last_event_id"]
+        change["events"] = [e for s, e in touched if previous < s <= upto]
+        changes.append(change)
         previous = upto
     return changes
+
+
+class BrokerStatuses:
+    """Each broker's status as of the end of the batch that wrote a partition_state
+    version: the brokers table's change feed replayed up to the version of that batch's
+    cut (versions asked for in increasing order, as a history asks)."""
+
+    def __init__(self, feed: BrokerFeed) -> None:
+        self._feed = feed
+        self._rows = sorted(feed.rows, key=lambda r: r["_commit_version"])
+        self._next = 0
+        self._status: dict[int, str] = {}
+
+    def at(self, version: int) -> dict[int, str]:
+        cut = consistent_cut(
+            str(version), self._feed.partition_commits, {"brokers": self._feed.broker_commits}
+        )["brokers"]
+        while self._next < len(self._rows) and self._rows[self._next]["_commit_version"] <= cut:
+            row = self._rows[self._next]
+            if row["_change_type"] == "delete":
+                self._status.pop(row["broker"], None)
+            else:
+                self._status[row["broker"]] = row["status"]
+            self._next += 1
+        return self._status
 
 
 def show_history(changes: list[dict[str, Any]], out: TextIO) -> None:

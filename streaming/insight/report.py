@@ -45,8 +45,29 @@ REQUEST_COLOURS = {
     "UpdateMetadata": "#8c564b",
     "StopReplica": "#e377c2",
 }
+# The KRaft controller's output: its metadata records per event, by record type.
+RECORD_COLOURS = {
+    "PartitionChangeRecord": "#17becf",
+    "PartitionRecord": "#8c564b",
+    "BrokerRegistrationChangeRecord": "#e377c2",
+    "RegisterBrokerRecord": "#7b4173",
+    "TopicRecord": "#637939",
+    "RemoveTopicRecord": "#843c39",
+    "ConfigRecord": "#bd9e39",
+    "ClearElrRecord": "#5254a3",
+    "FeatureLevelRecord": "#6b6ecf",
+    "UnregisterBrokerRecord": "#ad494a",
+}
 MARK_STYLES = {  # row label, colour, symbol
     "unclean": ("unclean election", "#bcbd22", "x"),
+    "divergences": ("divergence", "#ff00ff", "diamond"),
+    "violations": ("violation", "#8b0000", "triangle-up"),
+}
+# Under kraft, two more rows: the elections only a KRaft controller makes
+KRAFT_MARK_STYLES = {
+    "unclean": ("unclean election", "#bcbd22", "x"),
+    "elr_elections": ("ELR election", "#00a087", "circle"),
+    "last_known_leader_elections": ("last-known-leader election", "#f39b7f", "square"),
     "divergences": ("divergence", "#ff00ff", "diamond"),
     "violations": ("violation", "#8b0000", "triangle-up"),
 }
@@ -117,6 +138,13 @@ def render_report(reports: Sequence[ClusterReport], source: str) -> str:
         "<h2>Summary</h2>",
         summary_table([r.summary for r in reports]),
     ]
+    if any(r.kraft for r in reports):
+        parts.append(
+            '<p class="note">Under kraft, unclean elections count the last-known-leader '
+            "ones too (a leader restored from <code>last_known_elr</code> with ISR and ELR "
+            "empty, RECOVERING); ELR elections picked a leader from the ELR, cleanly. A KRaft "
+            "controller sends no requests: its output is the metadata records it writes.</p>"
+        )
     for number, report in enumerate(reports):
         parts.append(f"<h2>Cluster {html.escape(report.cluster)}</h2>")
         bucket = (
@@ -189,7 +217,50 @@ SUMMARY_HEADER = (
 )
 
 
+KRAFT_SUMMARY_HEADER = (
+    *SUMMARY_HEADER[:1],
+    "engine",
+    *SUMMARY_HEADER[1:10],
+    "ELR elections",
+    "last-known-leader elections",
+    SUMMARY_HEADER[10],
+    "metadata records",
+    *SUMMARY_HEADER[12:],
+)
+
+
 def summary_table(summaries: Sequence[Summary]) -> str:
+    """One row per cluster; with a KRaft cluster among them, each row also says its
+    engine and its ELR and last-known-leader elections (SPEC-KRAFT §4.3), and the output
+    column counts a KRaft cluster's metadata records (it sends no requests)."""
+    if any(s.engine == "kraft" for s in summaries):
+        kraft_rows = [
+            (
+                s.cluster,
+                s.engine,
+                f"{s.events:,} ({s.first_seq}..{s.last_seq})",
+                _time_span(s.first_ts, s.last_ts),
+                f"{s.partitions:,}",
+                s.live_brokers,
+                f"{s.peak_offline:,} ({s.peak_offline_seq})",
+                f"{s.peak_under_replicated:,}",
+                f"{s.peak_at_min_isr:,}",
+                f"{s.offline_partition_events:,}",
+                f"{s.unclean_elections:,}",
+                f"{s.elr_elections:,}" if s.engine == "kraft" else "-",
+                f"{s.last_known_leader_elections:,}" if s.engine == "kraft" else "-",
+                f"{s.leader_changes:,}",
+                f"{s.output:,}",
+                f"{s.divergences:,}",
+                f"{s.violations:,}",
+                f"{s.rejected:,}",
+            )
+            for s in summaries
+        ]
+        header = list(KRAFT_SUMMARY_HEADER)
+        if any(s.engine != "kraft" for s in summaries):  # the output column of both kinds
+            header[header.index("metadata records")] = "requests (zk) or metadata records"
+        return html_table(header, kraft_rows, text_columns=4)
     rows = [
         (
             s.cluster,
@@ -252,17 +323,21 @@ def timeline_figure(report: ClusterReport) -> Any:
     from plotly.subplots import make_subplots
 
     stepped = report.bucket == 1
+    styles = KRAFT_MARK_STYLES if report.kraft else MARK_STYLES
+    colours = RECORD_COLOURS if report.kraft else REQUEST_COLOURS
     figure = make_subplots(
         rows=4,
         cols=1,
         shared_xaxes=True,
         vertical_spacing=0.05,
-        row_heights=[0.42, 0.14, 0.28, 0.16],
+        row_heights=[0.40, 0.13, 0.27, 0.20] if report.kraft else [0.42, 0.14, 0.28, 0.16],
         subplot_titles=(
             "partitions",
-            "live brokers",
-            "requests per event",
-            "unclean elections, divergences, violations",
+            "live brokers (unfenced, not shutting down)" if report.kraft else "live brokers",
+            "metadata records per event" if report.kraft else "requests per event",
+            "elections, divergences, violations"
+            if report.kraft
+            else "unclean elections, divergences, violations",
         ),
     )
     for metric, colour in HEALTH_LINES.items():
@@ -273,14 +348,14 @@ def timeline_figure(report: ClusterReport) -> Any:
         _line(report.timeline["live_brokers"], "live brokers", LIVE_BROKERS, stepped), 2, 1
     )
     for kind, series in report.requests.items():
-        colour = REQUEST_COLOURS.get(kind, "#7f7f7f")
+        colour = colours.get(kind, "#7f7f7f")
         if stepped:
             figure.add_trace(
                 go.Bar(x=series.x, y=series.y, name=kind, marker={"color": colour}), 3, 1
             )
         else:
             figure.add_trace(_line(series, kind, colour, stepped=False), 3, 1)
-    for field, (label, colour, symbol) in MARK_STYLES.items():
+    for field, (label, colour, symbol) in styles.items():
         marks: Marks = getattr(report, field)
         figure.add_trace(
             go.Scatter(
@@ -298,8 +373,8 @@ def timeline_figure(report: ClusterReport) -> Any:
     figure.update_yaxes(
         type="category",  # also when no trace has a mark (empty traces give no categories)
         categoryorder="array",
-        categoryarray=[s[0] for s in MARK_STYLES.values()],
-        range=[-0.5, len(MARK_STYLES) - 0.5],  # every row shown, marked or not
+        categoryarray=[s[0] for s in styles.values()],
+        range=[-0.5, len(styles) - 0.5],  # every row shown, marked or not
         row=4,
         col=1,
     )

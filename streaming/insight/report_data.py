@@ -35,7 +35,12 @@ HEALTH_METRICS = (
     "unclean_elections",
     "leader_changes",
     "requests",
+    "elr_elections",
+    "last_known_leader_elections",
 )
+# the health counters kept "so far" (the others are per event, or a level)
+RUNNING_TOTALS = ("unclean_elections", "elr_elections", "last_known_leader_elections")
+ZK, KRAFT = "zk", "kraft"
 
 _S, _L, _I, _B, _D = pa.string(), pa.int64(), pa.int32(), pa.bool_(), pa.float64()
 # The columns each table is read with (CONTRACT §2 names), in the types used here.
@@ -60,6 +65,8 @@ COLUMNS: dict[str, tuple[tuple[str, pa.DataType], ...]] = {
         ("unclean", _B),
     ),
     "controller_requests": (("cluster", _S), ("seq", _L), ("type", _S)),
+    "metadata_records": (("cluster", _S), ("seq", _L), ("type", _S)),
+    "clusters": (("cluster", _S), ("engine", _S)),
     "divergences": (("cluster", _S), ("seq", _L), ("topic", _S), ("partition", _I), ("field", _S)),
     "violations": (("cluster", _S), ("seq", _L), ("source", _S), ("invariant", _S)),
     "partition_state": (
@@ -238,12 +245,21 @@ class Summary:
     peak_under_replicated: int
     peak_at_min_isr: int
     offline_partition_events: int  # sum of `offline` over events
-    unclean_elections: int
+    unclean_elections: int  # under kraft, last-known-leader elections included
     leader_changes: int
     requests: int
     divergences: int
     violations: int
     rejected: int
+    engine: str = ZK  # the controller the cluster ran under (its clusters row)
+    records: int = 0  # metadata records written (kraft)
+    elr_elections: int = 0  # kraft: leaders elected from the ELR
+    last_known_leader_elections: int = 0  # kraft: leaders restored from last_known_elr
+
+    @property
+    def output(self) -> int:
+        """What the controller sent or wrote: requests (zk), metadata records (kraft)."""
+        return self.records if self.engine == KRAFT else self.requests
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,12 +267,21 @@ class ClusterReport:
     cluster: str
     summary: Summary
     bucket: int  # events per bucket (1: every event plotted)
-    timeline: Mapping[str, Series]  # health metric -> its line
-    requests: Mapping[str, Series]  # request type -> requests per event
-    unclean: Marks
+    # health metric -> its line; "output": requests (zk) or metadata records (kraft)
+    timeline: Mapping[str, Series]
+    # the controller's output per event, by type: requests (zk) or metadata records (kraft)
+    requests: Mapping[str, Series]
+    unclean: Marks  # kraft: unclean elections other than last-known-leader ones
     divergences: Marks
     violations: Marks
     moments: tuple[Moment, ...]
+    # kraft: events that elected leaders from the ELR, or restored a last known leader
+    elr_elections: Marks = Marks(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    last_known_leader_elections: Marks = Marks(np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+    @property
+    def kraft(self) -> bool:
+        return self.summary.engine == KRAFT
 
 
 def clusters(tables: Mapping[str, pa.Table]) -> list[str]:
@@ -277,11 +302,30 @@ def cluster_report(
     if health.num_rows == 0:
         raise ReportInputError(f"no health rows for cluster {cluster!r}")
     seqs = health.column("seq").to_numpy()
-    metrics = {m: health.column(m).to_numpy(zero_copy_only=False) for m in HEALTH_METRICS}
+    # (counters a lake written before they existed holds as null: none then)
+    metrics = {m: _filled(health.column(m)) for m in HEALTH_METRICS}
     size = bucket_size(len(seqs), max_points)
     changes = _by_seq(of_cluster(tables["state_changes"], cluster))
-    requests = of_cluster(tables["controller_requests"], cluster)
-    unclean = changes.filter(pc.fill_null(changes.column("unclean"), False))
+    engine = engine_of(tables, cluster)
+    if engine == KRAFT:
+        # the KRaft controller's output stream is its metadata log
+        requests = of_cluster(_table(tables, "metadata_records"), cluster)
+        # health's counters say which elections of an event were which (state_changes's
+        # `unclean` holds last-known-leader elections too)
+        lkl = np.diff(metrics["last_known_leader_elections"], prepend=0)
+        elections = {
+            "unclean": np.diff(metrics["unclean_elections"], prepend=0) - lkl,
+            "elr": np.diff(metrics["elr_elections"], prepend=0),
+            "lkl": lkl,
+        }
+        unclean_marks = counted_marks(elections["unclean"], seqs, size)
+        elr_marks = counted_marks(elections["elr"], seqs, size)
+        lkl_marks = counted_marks(elections["lkl"], seqs, size)
+    else:
+        requests = of_cluster(tables["controller_requests"], cluster)
+        unclean = changes.filter(pc.fill_null(changes.column("unclean"), False))
+        unclean_marks = marks(unclean.column("seq").to_numpy(), seqs, size)
+        elr_marks = lkl_marks = counted_marks(np.zeros(0, np.int64), seqs, size)
     divergences = of_cluster(tables["divergences"], cluster)
     violations = of_cluster(tables["violations"], cluster)
     rejected = of_cluster(tables["rejected_events"], cluster)
@@ -306,18 +350,60 @@ def cluster_report(
         divergences=divergences.num_rows,
         violations=violations.num_rows,
         rejected=rejected.num_rows,
+        engine=engine,
+        records=requests.num_rows if engine == KRAFT else 0,
+        elr_elections=int(metrics["elr_elections"][-1]),
+        last_known_leader_elections=int(metrics["last_known_leader_elections"][-1]),
     )
+    # the controller's whole output per event, requests or records: what two engines'
+    # runs of the same events compare on (the health table counts requests only)
+    output = np.bincount(_event_index(requests.column("seq").to_numpy(), seqs), minlength=len(seqs))
+    timeline = {m: downsample(seqs, v, max_points) for m, v in metrics.items()}
+    timeline["output"] = downsample(seqs, output, max_points)
     return ClusterReport(
         cluster=cluster,
         summary=summary,
         bucket=size,
-        timeline={m: downsample(seqs, v, max_points) for m, v in metrics.items()},
+        timeline=timeline,
         requests=requests_per_event(requests, seqs, max_points),
-        unclean=marks(unclean.column("seq").to_numpy(), seqs, size),
+        unclean=unclean_marks,
         divergences=marks(divergences.column("seq").to_numpy(), seqs, size),
         violations=marks(violations.column("seq").to_numpy(), seqs, size),
         moments=moments(changes, of_cluster(tables["partition_state"], cluster), health),
+        elr_elections=elr_marks,
+        last_known_leader_elections=lkl_marks,
     )
+
+
+def engine_of(tables: Mapping[str, pa.Table], cluster: str) -> str:
+    """The cluster's engine, from its clusters row (none, or no engine: zk, as a lake
+    written before engines were named)."""
+    rows = of_cluster(_table(tables, "clusters"), cluster)
+    engines = [e for e in rows.column("engine").to_pylist() if e]
+    return engines[-1] if engines else ZK
+
+
+def _table(tables: Mapping[str, pa.Table], name: str) -> pa.Table:
+    """An optional table (tables built by hand may leave it out): empty when absent."""
+    found = tables.get(name)
+    return found if found is not None else schema(name).empty_table()
+
+
+def _filled(column: pa.ChunkedArray) -> np.ndarray:
+    if column.null_count:
+        column = pc.fill_null(column, 0)
+    return column.to_numpy(zero_copy_only=False)
+
+
+def counted_marks(counts: np.ndarray, seqs: np.ndarray, size: int) -> Marks:
+    """Marks of per-event counts (`counts[i]` for the event `seqs[i]`; empty: none)."""
+    if not counts.any():
+        return Marks(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    if size > 1:
+        counts = bucket_sums(counts, size)
+        seqs = seqs[::size]
+    flagged = counts > 0
+    return Marks(seqs[flagged], counts[flagged].astype(np.int64))
 
 
 def _by_seq(table: pa.Table) -> pa.Table:

@@ -4,6 +4,12 @@ lake, now or as it was (Delta time travel).
 VERSION is a version of `partition_state` (`DESCRIBE HISTORY` lists them); every other
 table is read as of the end of the same micro-batch, so the picture is consistent.
 
+Each cluster's engine comes first (its `clusters` row). Brokers show their status (a
+KRaft cluster's: live, fenced or shutting_down); partitions show the ISR with, beside it,
+the ELR, the last known ELR and the leader recovery state (SPEC-KRAFT §4). The ELR
+columns are left out when no cluster shown ran the KRaft engine (they are always empty
+under the ZooKeeper engine).
+
 A local lake is read without Spark (`streaming.lake.local_reader`), in about a second instead of
 Spark's start-up; a lake elsewhere, or a table that reader does not handle, through Spark.
 Both print the same text.
@@ -25,10 +31,14 @@ if TYPE_CHECKING:
     from streaming.lake.local_reader import LakeReader
 
 SHOWN: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("clusters", "clusters", ("cluster",)),
     ("brokers", "brokers", ("cluster", "broker")),
     ("topics", "topics", ("cluster", "topic")),
     ("partitions", "partition_state", ("cluster", "topic", "partition")),
 )
+# the clusters row's columns shown (the rest is the engines' own restart state)
+CLUSTER_COLUMNS = ("cluster", "engine", "controller", "controller_epoch", "cluster_configs")
+KRAFT_COLUMNS = ("elr", "last_known_elr")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -39,8 +49,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 Rows = tuple[list[dict[str, Any]], list[str]]  # a table's rows, and its columns in order
-# (table, version or None for the latest, cluster or None for all) -> its rows
-TableRead = Callable[[str, int | None, str | None], Rows]
+# (table, version or None for the latest, cluster or None for all, columns or None for
+# all) -> its rows
+TableRead = Callable[[str, int | None, str | None, Sequence[str] | None], Rows]
 
 
 def main(args: argparse.Namespace) -> int:
@@ -89,11 +100,16 @@ def show_state_native(
         histories = {table: reader.history(table) for _, table, _ in SHOWN}
         versions = consistent_cut(as_of, histories["partition_state"], histories)
 
-    def read(table: str, version: int | None, cluster: str | None) -> Rows:
-        data = reader.read(table, version)
+    def read(
+        table: str, version: int | None, cluster: str | None, columns: Sequence[str] | None
+    ) -> Rows:
+        names = reader.columns(table, version)
+        if columns is not None:
+            names = [c for c in names if c in columns]
+        data = reader.read(table, version, columns=names)
         if cluster is not None:
             data = matching(data, cluster=cluster)
-        return arrow_to_rows(data, table), reader.columns(table, version)
+        return arrow_to_rows(data, table, partial=True), names
 
     write_state(read, versions, as_of, cluster, out)
 
@@ -109,11 +125,15 @@ def show_state(
     lake = Lake(spark, lake_dir)
     versions = lake.versions_as_of(as_of, [table for _, table, _ in SHOWN]) if as_of else {}
 
-    def read(table: str, version: int | None, cluster: str | None) -> Rows:
+    def read(
+        table: str, version: int | None, cluster: str | None, columns: Sequence[str] | None
+    ) -> Rows:
         frame = lake.read(table, version)
+        if columns is not None:
+            frame = frame.select(*[c for c in frame.columns if c in columns])
         if cluster is not None:
             frame = frame.where(F.col("cluster") == cluster)
-        return arrow_to_rows(frame.toArrow(), table), list(frame.columns)
+        return arrow_to_rows(frame.toArrow(), table, partial=True), list(frame.columns)
 
     write_state(read, versions, as_of, cluster, out)
 
@@ -124,11 +144,29 @@ def write_state(
     if versions:
         cut = ", ".join(f"{t} v{v}" for t, v in versions.items())
         out.write(f"as of {as_of}: {cut}\n")
+    kraft = False
     for title, table, order in SHOWN:
-        rows, columns = read(table, versions.get(table), cluster)
+        wanted = CLUSTER_COLUMNS if table == "clusters" else None
+        rows, columns = read(table, versions.get(table), cluster, wanted)
         rows.sort(key=lambda r: [r[k] for k in order])
+        if table == "clusters":
+            kraft = any(r.get("engine") == "kraft" for r in rows)
+            columns = [c for c in CLUSTER_COLUMNS if c in columns]
+        elif table == "partition_state":
+            columns = partition_columns(columns, kraft)
         out.write(f"\n{title} ({len(rows)})\n")
         out.write(render(rows, columns))
+
+
+def partition_columns(columns: Sequence[str], kraft: bool) -> list[str]:
+    """partition_state's columns as shown: the ELR, last known ELR and recovery state
+    right after the ISR (with a KRaft cluster shown; else no ELR columns)."""
+    beside = [c for c in (*KRAFT_COLUMNS, "leader_recovery_state") if c in columns]
+    if not kraft:
+        beside = [c for c in beside if c not in KRAFT_COLUMNS]
+    rest = [c for c in columns if c not in (*KRAFT_COLUMNS, "leader_recovery_state")]
+    at = rest.index("isr") + 1 if "isr" in rest else len(rest)
+    return [*rest[:at], *beside, *rest[at:]]
 
 
 def render(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:

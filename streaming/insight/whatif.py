@@ -244,8 +244,8 @@ def _leader_text(leader: int | None) -> str:
 
 
 _INTS = pa.list_(pa.int64())
-# what whatif reads beyond the report's columns: the final partition states it classifies,
-# the KRaft election counts and the metadata records (their number)
+# what whatif reads beyond the report's columns: the final partition states it classifies
+# and the KRaft election counts (the metadata records are the report's: `read_replay`)
 _ENGINE_COLUMNS = {
     "final_state": ("partition_state", (
         ("cluster", pa.string()), ("topic", pa.string()), ("partition", pa.int64()),
@@ -257,7 +257,6 @@ _ENGINE_COLUMNS = {
         ("cluster", pa.string()), ("seq", pa.int64()), ("elr_elections", pa.int64()),
         ("last_known_leader_elections", pa.int64()),
     )),
-    "metadata_records": ("metadata_records", (("seq", pa.int64()),)),
 }  # fmt: skip
 
 

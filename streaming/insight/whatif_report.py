@@ -15,7 +15,8 @@ PANELS = (
     ("offline", "offline partitions"),
     ("under_replicated", "under-replicated partitions"),
     ("not_preferred", "partitions not led by their preferred replica"),
-    ("requests", "requests per event"),
+    # a ZooKeeper-mode controller sends requests, a KRaft one writes metadata records
+    ("output", "controller output per event: requests (zk) or metadata records (kraft)"),
 )
 
 

@@ -72,7 +72,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--max-offsets-per-trigger", type=int, help="Kafka source: records per batch"
     )
     parser.add_argument(
-        "--sink", metavar="kafka:HOST:PORT/TOPIC", help="also produce requests to Kafka"
+        "--sink",
+        metavar="kafka:HOST:PORT/TOPIC",
+        help="also produce the controller's output to Kafka: its requests (zk), or its "
+        "metadata records (kraft)",
     )
     parser.add_argument(
         "--kafka-config",
@@ -126,11 +129,11 @@ SINK_ERROR = f"{SinkError.__module__}.{SinkError.__qualname__}"
 def query_failure(error: Exception) -> str:
     """The first line of a failed query's cause, with what an authentication failure
     means for kcsim (Spark's text holds the Kafka client's exception, never its config),
-    or the request sink's own error (the last line of the Python traceback in it)."""
+    or the sink's own error (the last line of the Python traceback in it)."""
     text = str(error)
     sink = re.search(rf"^{re.escape(SINK_ERROR)}: (.+)$", text, re.MULTILINE)
     if sink:
-        return f"the request sink failed: {sink.group(1)}"
+        return f"the sink failed: {sink.group(1)}"
     if "SaslAuthenticationException" in text or "Authentication failed" in text:
         return (
             "Kafka refused the SASL credentials (authentication failed: check the user and "
@@ -141,4 +144,3 @@ def query_failure(error: Exception) -> str:
     if found := _FILE_NAME_ERROR.search(text):  # raised in the batch, under Spark's text
         return found.group(1)
     return text.strip().splitlines()[0] if text.strip() else type(error).__name__
-

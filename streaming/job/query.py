@@ -132,15 +132,22 @@ class BatchRunner:
         self.log(line)
 
     def _send(self, output: BatchOutput, batch_id: int, skip: Mapping[str, int]) -> None:
-        """The batch's requests to the sink, which is written after the lake: only a
-        re-run batch whose requests already reached the lake may have reached the sink."""
-        assert self.options.sink is not None
+        """The batch's output stream to the sink, which is written after the lake: only a
+        re-run batch whose rows already reached the lake may have reached the sink. The
+        ZooKeeper engine's stream is its requests, the KRaft engine's its metadata
+        records (an engine writes no rows of the other's)."""
+        sink = self.options.sink
+        assert sink is not None
         requests = output.appends.get("controller_requests") or []
         payloads = output.appends.get("request_payloads") or []
         sent_before = "controller_requests" in skip or "request_payloads" in skip
-        held = self.options.sink.send(requests, payloads, may_be_rerun=sent_before)
+        held = sink.send(requests, payloads, may_be_rerun=sent_before)
         if held:
             self.log(f"batch {batch_id}: re-run; {held} request records already in the sink")
+        records = output.appends.get("metadata_records") or []
+        held = sink.send_metadata(records, may_be_rerun="metadata_records" in skip)
+        if held:
+            self.log(f"batch {batch_id}: re-run; {held} metadata records already in the sink")
 
     def _restore(self, batch_id: int) -> None:
         """Before the first batch of this process: find what a crashed run of it wrote,
@@ -164,10 +171,14 @@ class BatchRunner:
         appends = output.appends
         clusters = {r["cluster"] for r in appends.get("applied_events") or []}
         clusters.update(r["cluster"] for r in appends.get("rejected_events") or [] if r["cluster"])
+        # the controller's output stream: requests (ZooKeeper mode) or records (KRaft)
+        if self.options.settings.kraft:
+            stream = f"{len(appends.get('metadata_records') or [])} metadata records"
+        else:
+            stream = f"{len(appends.get('controller_requests') or [])} requests"
         line = (
             f"batch {batch_id}: {len(events)} events, {len(clusters)} clusters, "
-            f"{len(appends.get('rejected_events') or [])} rejected, "
-            f"{len(appends.get('controller_requests') or [])} requests, "
+            f"{len(appends.get('rejected_events') or [])} rejected, {stream}, "
             f"{clock.total():.2f} s ({clock.laps()})"
         )
         if self.total_files:

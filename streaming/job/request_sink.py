@@ -1,6 +1,9 @@
-"""The Kafka request sink (`kcsim run --sink kafka:HOST:PORT/TOPIC`): each request body
+"""The Kafka sink (`kcsim run --sink kafka:HOST:PORT/TOPIC`): the controller's output stream
 as JSON records keyed "<cluster>", so a cluster's records stay in one partition and in
-order (and so do each broker's requests).
+order (and so do each broker's requests). Under the ZooKeeper engine that stream is the
+requests; under the KRaft engine, which sends none, it is `metadata_records` (CONTRACT
+§5): one Kafka record per metadata record, its value the row's columns
+(`metadata_sink_records`).
 
 A record is one `request_payloads` row with the `controller_requests` rows that carry it
 as `recipients` (CONTRACT §2: an UpdateMetadata of every partition to every broker is one
@@ -22,13 +25,14 @@ A batch re-run after a crash may already have produced some or all of its record
 crash came after the Delta commits, during or after the send). Every record carries its
 `cluster`, `event_id`, `payload` and `chunk` (and `record_id`, the four joined by ':'),
 which together identify it and are stable across re-runs (an event id is applied once
-per cluster). So a re-run batch whose requests already reached the lake (the sink is
-written after it) first reads back the tail of each partition of the topic and produces
-only the records not found there. The tail is as long as the batch has records: a
-batch's earlier records are the last ones of each partition, as long as this job is the
-topic's only producer. The producer is idempotent, so what an interrupted send left is
-a prefix of each partition's share, and the rest follows it in order. So is what a
-refused record leaves: the batch fails, and the producer refuses every record after it.
+per cluster); a metadata record, its `cluster`, `event_id` and `record_seq`. So a re-run
+batch whose output already reached the lake (the sink is written after it) reads back
+the tail of each partition of the topic and produces only the records not found there.
+The tail is as long as the batch has records: a batch's earlier records are the last
+ones of each partition, as long as this job is the topic's only producer. The producer
+is idempotent, so what an interrupted send left is a prefix of each partition's share,
+and the rest follows it in order. So is what a refused record leaves: the batch fails,
+and the producer refuses every record after it.
 """
 
 from __future__ import annotations
@@ -70,7 +74,8 @@ RecordKey = tuple[object, object, object, object]
 class SinkRecord(NamedTuple):
     key: str  # "<cluster>"
     value: str  # the JSON record
-    ident: RecordKey  # record_key of the value
+    ident: RecordKey  # record_key (or metadata_record_key) of the value
+    name: str  # how errors name it: the request's record_id, or the metadata record's
 
 
 def record_id(record: Row) -> str:
@@ -166,7 +171,38 @@ def _chunked(head: Row, entries: list[str], max_bytes: int) -> Iterator[SinkReco
         fields["record_id"] = record_id(fields)
         text = json.dumps(fields, separators=_COMPACT)
         value = f'{text[:-1]},"partitions":[{",".join(group)}]}}'
-        yield SinkRecord(key, value, record_key(fields))
+        yield SinkRecord(key, value, record_key(fields), fields["record_id"])
+
+
+# the first member of a metadata record's key: a request's is its cluster, never this
+_METADATA = ("metadata_record",)
+METADATA_COLUMNS = ("cluster", "event_id", "seq", "record_seq", "type", "record", "ts")
+
+
+def metadata_record_key(row: Row) -> RecordKey:
+    return (_METADATA, row.get("cluster"), row.get("event_id"), row.get("record_seq"))
+
+
+def metadata_sink_records(rows: Iterable[Row], max_bytes: int) -> list[SinkRecord]:
+    """A batch's `metadata_records` rows as sink records, in order: one each, its value the
+    row's columns as a JSON object (`record` stays the JSON text the table holds, so a
+    consumer parses it a second time). Raises SinkError, before anything is sent, for a
+    row whose record would be over `max_bytes`: a metadata record is one unit, never
+    split (Kafka's controller writes ConfigRecords of up to its own value limits, far
+    under a topic's default 1 MiB)."""
+    records: list[SinkRecord] = []
+    for row in rows:
+        key = str(row["cluster"])
+        value = json.dumps({c: row[c] for c in METADATA_COLUMNS}, separators=_COMPACT)
+        name = f"{row['cluster']}:{row['event_id']}:{row['record_seq']}"
+        size = len(key.encode("utf-8")) + len(value)  # the value is ASCII
+        if size > max_bytes:
+            raise SinkError(
+                f"metadata record {name} ({row['type']}) takes {size} bytes as a JSON "
+                f"record, more than a record of the sink topic can hold ({max_bytes} bytes)"
+            )
+        records.append(SinkRecord(key, value, metadata_record_key(row), name))
+    return records
 
 
 def rebuild_requests(records: Iterable[Row]) -> list[Row]:
@@ -224,7 +260,18 @@ class RequestSink:
         how many records were skipped. Raises SinkError when a record was not taken."""
         if not payloads:
             return 0
-        records = payload_records(requests, payloads, self.max_record_bytes())
+        return self._produce(
+            payload_records(requests, payloads, self.max_record_bytes()), may_be_rerun
+        )
+
+    def send_metadata(self, rows: Sequence[Row], may_be_rerun: bool) -> int:
+        """Produce a batch's `metadata_records` rows, one record each, in order; as `send`
+        for a re-run batch and for a record not taken."""
+        if not rows:
+            return 0
+        return self._produce(metadata_sink_records(rows, self.max_record_bytes()), may_be_rerun)
+
+    def _produce(self, records: list[SinkRecord], may_be_rerun: bool) -> int:
         skipped = 0
         if may_be_rerun:
             produced = self.produced_keys(window=len(records))
@@ -321,14 +368,14 @@ class RequestSink:
             largest = max(too_large, key=_record_bytes)
             return SinkError(
                 f"sink topic {self.topic!r} refused a record as too large: record "
-                f"{record_id(dict(zip(_IDENT, largest.ident, strict=True)))} of "
+                f"{largest.name} of "
                 f"{_record_bytes(largest)} bytes over the topic's max.message.bytes {limit} "
                 f"(with Kafka's framing); {lost} of the batch's {total} records not written"
             )
         record, error = failed[0]
         return SinkError(
             f"sink topic {self.topic!r}: {lost} of the batch's {total} records not written; "
-            f"the first, record {record_id(dict(zip(_IDENT, record.ident, strict=True)))}: "
+            f"the first, record {record.name}: "
             f"{type(error).__name__}: {error}"
         )
 
@@ -389,17 +436,18 @@ def _read_keys(
 
 
 def _record_key_of(value: bytes | None) -> RecordKey | None:
-    """The record's key, if it is one of ours."""
+    """The record's key, if it is one of ours (a request body or a metadata record)."""
     try:
         parsed = json.loads(value) if value else None
     except (ValueError, RecursionError):
         return None
-    if isinstance(parsed, dict) and isinstance(parsed.get("record_id"), str):
+    if not isinstance(parsed, dict):
+        return None
+    if isinstance(parsed.get("record_id"), str):
         return record_key(parsed)
+    if isinstance(parsed.get("record_seq"), int) and isinstance(parsed.get("record"), str):
+        return metadata_record_key(parsed)
     return None
-
-
-_IDENT = ("cluster", "event_id", "payload", "chunk")
 
 
 def _record_bytes(record: SinkRecord) -> int:

@@ -100,11 +100,19 @@ def _maps_to_dicts(value: Any, data_type: DataType) -> Any:
     return value
 
 
-def arrow_to_rows(data: pa.Table, table: Table | str) -> list[dict[str, Any]]:
-    """Rows of `table` (dicts keyed by column name, maps as dicts) from an Arrow table."""
+def arrow_to_rows(
+    data: pa.Table, table: Table | str, partial: bool = False
+) -> list[dict[str, Any]]:
+    """Rows of `table` (dicts keyed by column name, maps as dicts) from an Arrow table;
+    `partial`: of the table's columns `data` holds (else all of them, or KeyError)."""
     table = TABLES[table] if isinstance(table, str) else table
-    rows: list[dict[str, Any]] = data.select(list(table.column_names)).to_pylist()
-    mapped = [c for c in table.columns if contains(c.type, lambda t: isinstance(t, MapOf))]
+    names = [c for c in table.column_names if not partial or c in data.column_names]
+    rows: list[dict[str, Any]] = data.select(names).to_pylist()
+    mapped = [
+        c
+        for c in table.columns
+        if c.name in names and contains(c.type, lambda t: isinstance(t, MapOf))
+    ]
     for row in rows:
         for column in mapped:
             row[column.name] = _maps_to_dicts(row[column.name], column.type)

@@ -1,5 +1,6 @@
-"""The test corpus (tests/data/corpus) as a job's source directory, and the rows the core
-itself gives for it: the reference of the Spark job's parity tests."""
+"""The test corpora (tests/data/corpus for either engine, tests/data/corpus-kraft for the
+KRaft engine) as a job's source directory, and the rows the core itself gives for them:
+the reference of the Spark job's parity tests."""
 
 from __future__ import annotations
 
@@ -14,13 +15,19 @@ from schemas import APPEND_TABLES, STATE_TABLES
 from tests.support.lake_tables import Rows
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
+# SPEC-KRAFT's paths through the KRaft engine: registrations, unfence, fences (the no-op
+# one too), controlled shutdown, creation (explicit and placed), reassignment and cancel,
+# AlterPartition with ELR shrink and its refusals, ELR and last-known-leader elections,
+# config changes, feature updates, deletion, failover, unregistration; two clusters
+KRAFT_CORPUS = CORPUS.parent / "corpus-kraft"
+KRAFT = Settings(engine="kraft")
 
 
-def copy_corpus(target: Path, lines_per_file: int | None = None) -> Path:
+def copy_corpus(target: Path, lines_per_file: int | None = None, corpus: Path = CORPUS) -> Path:
     """The corpus in `target`, files in name order with increasing modification times
     (the order the file source picks them up); optionally re-split into small files."""
     target.mkdir(parents=True)
-    sources = sorted(CORPUS.glob("*.jsonl"))
+    sources = sorted(corpus.glob("*.jsonl"))
     if lines_per_file is None:
         names = [(p.name, p.read_bytes()) for p in sources]
     else:
@@ -37,8 +44,8 @@ def copy_corpus(target: Path, lines_per_file: int | None = None) -> Path:
     return target
 
 
-def simulate(events: list[RawEvent], batches: int = 1) -> Rows:
-    simulator = Simulator(Settings())
+def simulate(events: list[RawEvent], batches: int = 1, settings: Settings | None = None) -> Rows:
+    simulator = Simulator(settings or Settings())
     appends: Rows = {t.name: [] for t in APPEND_TABLES}
     size = max(1, -(-len(events) // batches))
     for start in range(0, len(events), size):
@@ -49,5 +56,5 @@ def simulate(events: list[RawEvent], batches: int = 1) -> Rows:
     return {**appends, **state}
 
 
-def replay_rows(directory: Path) -> Rows:
-    return simulate(list(read_events(directory)))
+def replay_rows(directory: Path, settings: Settings | None = None) -> Rows:
+    return simulate(list(read_events(directory)), settings=settings)

@@ -13,11 +13,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from streaming.cli import main
 from streaming.insight import report_data as rd
-from streaming.insight.report import HEALTH_LINES, LIVE_BROKERS, MOMENT_COLOURS, REQUEST_COLOURS
+from streaming.insight.report import (
+    HEALTH_LINES,
+    KRAFT_MARK_STYLES,
+    LIVE_BROKERS,
+    MOMENT_COLOURS,
+    RECORD_COLOURS,
+    REQUEST_COLOURS,
+)
+from tests.support.corpus import KRAFT_CORPUS
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "events"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -77,7 +86,8 @@ def test_lake_and_replay_give_the_same_report(replay_dir: Path, tmp_path: Path) 
 
     replay_tables = rd.read_replay(replay_dir)
     for name in rd.COLUMNS:
-        full = arrow_schema(name)
+        # (pyarrow's JSON reader reads no map: clusters' configs, which no report reads)
+        full = pa.schema([f for f in arrow_schema(name) if not pa.types.is_map(f.type)])
         rows = rd.read_jsonl(replay_dir / f"{name}.jsonl", full)
         write_deltalake(str(tmp_path / name), rows)
     lake_tables = rd.read_lake(str(tmp_path))
@@ -89,6 +99,67 @@ def test_lake_and_replay_give_the_same_report(replay_dir: Path, tmp_path: Path) 
     out = tmp_path / "lake.html"
     assert main(["report", "--lake", str(tmp_path), "--out", str(out), "--quiet"]) == 0
     assert "<h2>Cluster shadow</h2>" in out.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def kraft_replay_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("kraft-replay")
+    args = ["replay", str(KRAFT_CORPUS), "--out", str(out), "--quiet", "--engine", "kraft"]
+    assert main(args) == 1  # the corpus holds bad lines
+    return out
+
+
+@pytest.fixture(scope="module")
+def kraft_page(kraft_replay_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("kraft-page") / "report.html"
+    assert main(["report", "--replay", str(kraft_replay_dir), "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+def test_a_kraft_report_counts_records_and_the_kraft_elections(kraft_replay_dir: Path) -> None:
+    """Under kraft the output stream is metadata_records (CONTRACT §5), and the elections
+    health counts are marked per event: ELR ones, last-known-leader ones (SPEC-KRAFT
+    §4.3), and the other unclean ones (`unclean_elections` holds both kinds)."""
+    import json
+
+    tables = rd.read_replay(kraft_replay_dir)
+    report = rd.cluster_report(tables, "default")
+    s = report.summary
+    assert report.kraft and s.engine == "kraft" and s.requests == 0
+    records = rd.of_cluster(tables["metadata_records"], "default")
+    assert s.records == s.output == records.num_rows > 100
+    assert set(report.requests) == set(records.column("type").to_pylist())
+    assert sum(series.y.sum() for series in report.requests.values()) == s.records
+    assert report.timeline["output"].y.sum() == s.records  # what whatif compares
+    health = [
+        row
+        for line in (kraft_replay_dir / "health.jsonl").read_text().splitlines()
+        if (row := json.loads(line))["cluster"] == "default"
+    ]
+
+    def grew(counter: str) -> list[int]:
+        before = [0] + [r[counter] for r in health[:-1]]
+        return [r["seq"] for r, b in zip(health, before, strict=True) if r[counter] > b]
+
+    assert report.elr_elections.x.tolist() == grew("elr_elections") != []
+    assert report.elr_elections.total == s.elr_elections == health[-1]["elr_elections"]
+    lkl = report.last_known_leader_elections
+    assert lkl.x.tolist() == grew("last_known_leader_elections") != []
+    assert lkl.total == s.last_known_leader_elections == health[-1]["last_known_leader_elections"]
+    assert report.unclean.total == s.unclean_elections - s.last_known_leader_elections > 0
+    # a zk cluster's report is as before: no ELR marks, requests as its output
+    zk = rd.cluster_report({**tables, "clusters": rd.schema("clusters").empty_table()}, "default")
+    assert zk.summary.engine == "zk" and zk.elr_elections.total == 0
+
+
+def test_a_kraft_page_names_what_the_kraft_controller_does(kraft_page: Path) -> None:
+    text = kraft_page.read_text(encoding="utf-8")
+    header = text[text.index("<h2>Summary</h2>") : text.index("<h2>Cluster default</h2>")]
+    for column in ("engine", "ELR elections", "last-known-leader elections", "metadata records"):
+        assert f">{column}" in header, column
+    assert "<td class=text>kraft</td>" in header
+    assert "metadata records per event" in text and "requests per event" not in text
+    assert "ELR election (" in text and "last-known-leader election (" in text
 
 
 def test_missing_input_is_a_usage_error(tmp_path: Path) -> None:
@@ -193,6 +264,23 @@ def test_page_renders_its_plots_in_chromium(chromium: str, page: Path, tmp_path:
     white = np.all(pixels >= 250, axis=2).mean()
     assert 0.3 < white < 0.97
     assert len(np.unique(pixels.reshape(-1, 3), axis=0)) > 200
+
+
+@pytest.mark.browser
+def test_a_kraft_page_renders_records_and_elections(
+    chromium: str, kraft_page: Path, tmp_path: Path
+) -> None:
+    rendered = render(chromium, kraft_page, tmp_path)
+    assert rendered.script_errors == []
+    plots = rendered.screenshot[:, :PLOT_AREA_RIGHT]
+    drawn = [
+        RECORD_COLOURS["PartitionChangeRecord"],
+        RECORD_COLOURS["BrokerRegistrationChangeRecord"],
+        KRAFT_MARK_STYLES["elr_elections"][1],
+        KRAFT_MARK_STYLES["last_known_leader_elections"][1],
+    ]
+    for colour in drawn:
+        assert len(colour_rows(plots, colour)) >= 20, colour
 
 
 @pytest.mark.browser

@@ -28,6 +28,17 @@ def test_whatif_examples_zk_against_kraft(capsys: pytest.CaptureFixture[str]) ->
     assert "only in run 0" in classes
 
 
+def test_whatif_report_draws_each_engine_s_output(tmp_path: Path) -> None:
+    """The page's output panel is each run's whole output per event: the requests of the
+    ZooKeeper-mode run, the metadata records of the KRaft run (whose requests are none)."""
+    page = tmp_path / "whatif.html"
+    args = ["whatif", str(EXAMPLES), "--vs", "kcsim.engine=kraft", "--report", str(page)]
+    assert main(args) == 0
+    text = page.read_text(encoding="utf-8")
+    assert "controller output per event: requests (zk) or metadata records (kraft)" in text
+    assert "run 1: kcsim.engine=kraft" in text and "requests per event" not in text
+
+
 def test_difference_classes() -> None:
     base = {
         ("c", "t", 0): {"leader": 1, "leader_epoch": 1, "isr": [1, 2]},

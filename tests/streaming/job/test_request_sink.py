@@ -42,9 +42,11 @@ from controller.zk.request_log import joined
 from streaming.clients.message_size import broker_message_max_bytes, topic_max_message_bytes
 from streaming.job.command import query_failure
 from streaming.job.request_sink import (
+    METADATA_COLUMNS,
     RECORD_OVERHEAD,
     RequestSink,
     SinkError,
+    metadata_sink_records,
     payload_records,
     rebuild_requests,
 )
@@ -81,6 +83,17 @@ def core_output(
     ]
     output = Simulator(Settings()).apply(lines)
     return list(output.appends["controller_requests"]), list(output.appends["request_payloads"])
+
+
+def kraft_records(partitions: int, clusters: tuple[str, ...] = ("default",)) -> list[dict]:
+    """The metadata_records rows of `events(partitions)` under the KRaft engine, on each
+    of `clusters`, the clusters' events interleaved."""
+    lines = [
+        RawEvent(json.dumps({**e, "cluster": c}), f"sink:{c}:{i}")
+        for i, e in enumerate(events(partitions))
+        for c in clusters
+    ]
+    return list(Simulator(Settings(engine="kraft")).apply(lines).appends["metadata_records"])
 
 
 # ------------------------------------------------------------------- records, no Kafka
@@ -137,6 +150,32 @@ def test_a_partition_larger_than_a_record_is_refused() -> None:
         payload_records(requests, payloads, 600)
 
 
+def test_metadata_records_are_one_record_each_holding_the_rows_columns() -> None:
+    """CONTRACT §5: under `kraft` the sink's stream is metadata_records, one Kafka record
+    per metadata record, its value the row, its key the cluster."""
+    rows = kraft_records(50, clusters=("east", "west"))
+    records = metadata_sink_records(rows, 2_000)
+    assert [json.loads(r.value) for r in records] == [
+        {c: row[c] for c in METADATA_COLUMNS} for row in rows
+    ]
+    assert [r.key for r in records] == [row["cluster"] for row in rows]
+    assert {json.loads(r.value)["type"] for r in records} >= {
+        "RegisterBrokerRecord", "BrokerRegistrationChangeRecord", "TopicRecord",
+        "PartitionRecord", "PartitionChangeRecord",
+    }  # fmt: skip
+    assert all(len(r.key.encode()) + len(r.value.encode()) <= 2_000 for r in records)
+    assert len({r.ident for r in records}) == len(records)
+
+
+def test_a_metadata_record_over_the_limit_is_refused_before_anything_is_sent() -> None:
+    rows = kraft_records(4)
+    largest = max(rows, key=lambda r: len(json.dumps(r)))
+    limit = len(json.dumps({c: largest[c] for c in METADATA_COLUMNS}, separators=(",", ":")))
+    with pytest.raises(SinkError, match=r"metadata record default:\S+ \(PartitionRecord\) takes"):
+        metadata_sink_records(rows, limit)  # the key (the cluster) counts too
+    assert len(metadata_sink_records(rows, limit + len("default"))) == len(rows)
+
+
 def test_a_failed_sink_is_what_the_job_says_of_its_failed_query() -> None:
     """`kcsim run` prints `query_failure` of the query's exception: for a SinkError raised
     in foreachBatch, Spark's text is a generic header and the Python traceback."""
@@ -151,8 +190,7 @@ def test_a_failed_sink_is_what_the_job_says_of_its_failed_query() -> None:
         f"Message: {trace}\n\tat org.apache.spark.sql.execution.streaming.StreamExecution\n"
     )
     assert query_failure(RuntimeError(spark_text)) == (
-        "the request sink failed: sink topic 't' refused a record as too large: record "
-        "c:e:1:0 of 9 bytes"
+        "the sink failed: sink topic 't' refused a record as too large: record c:e:1:0 of 9 bytes"
     )
 
 
@@ -278,6 +316,34 @@ def test_a_record_over_a_lowered_topic_limit_fails_the_batch_naming_sizes(
     assert max(len(v) for v in values[len(sent) :]) <= SMALL_MESSAGE_BYTES - RECORD_OVERHEAD
     batch = [json.loads(v) for v in values]
     assert canonical(rebuild_requests(batch)) == canonical(joined(requests, payloads))
+
+
+@pytest.mark.kafka
+def test_metadata_sink_produces_each_record_once_in_order_and_a_rerun_only_the_rest(
+    kafka_bootstrap: str, sink_for: Callable[[str, str], RequestSink]
+) -> None:
+    """Under `kraft`: each metadata record once, each cluster's in order in one partition;
+    a batch re-run after a send that stopped part way produces only what was missing."""
+    topic = create_topic(kafka_bootstrap, "kcsim-sink-kraft", 3)
+    sink = sink_for(kafka_bootstrap, topic)
+    rows = kraft_records(40, clusters=("east", "west", "north", "south"))
+    expected = metadata_sink_records(rows, sink.max_record_bytes())
+    assert len(expected) > 200
+    cut = len(rows) // 3
+    assert sink.send_metadata(rows[:cut], may_be_rerun=False) == 0  # the crash
+    assert sink.send_metadata(rows, may_be_rerun=True) == cut  # the re-run
+    written = partition_values(kafka_bootstrap, topic)
+    assert sum(len(v) for v in written.values()) == len(expected)
+    for values in written.values():
+        keys = {json.loads(v)["cluster"] for v in values}
+        assert values == [r.value.encode() for r in expected if r.key in keys]
+    # what a consumer reads: the table's rows, `record` parsed a second time
+    read = [json.loads(v) for vs in written.values() for v in vs]
+    assert canonical(read) == canonical([{c: r[c] for c in METADATA_COLUMNS} for r in rows])
+    assert all(isinstance(json.loads(r["record"]), dict) for r in read)
+    # and a re-run of the whole batch finds every record
+    assert sink.send_metadata(rows, may_be_rerun=True) == len(expected)
+    assert partition_values(kafka_bootstrap, topic) == written
 
 
 def broker_ids(bootstrap: str) -> list[str]:

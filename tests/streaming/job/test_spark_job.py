@@ -24,7 +24,14 @@ from controller.parse import parse_event
 from controller.replay.event_files import read_events
 from controller.simulator import RawEvent, Simulator
 from schemas import TABLES
-from tests.support.corpus import CORPUS, copy_corpus, replay_rows, simulate
+from tests.support.corpus import (
+    CORPUS,
+    KRAFT,
+    KRAFT_CORPUS,
+    copy_corpus,
+    replay_rows,
+    simulate,
+)
 from tests.support.job_process import JobProcess
 from tests.support.lake_tables import Rows, assert_same_tables, canonical, lake_rows
 from tests.support.spark_session import spark  # noqa: F401  (the session-scoped fixture)
@@ -35,14 +42,22 @@ pytestmark = pytest.mark.spark
 # ---------------------------------------------------------------------------- helpers
 
 
-def run_once(spark, source: Path, lake: Path, *, files: int | None = None, fleet=False):  # noqa: F811
+def run_once(
+    spark,  # noqa: F811
+    source: Path,
+    lake: Path,
+    *,
+    files: int | None = None,
+    fleet: bool = False,
+    settings: Settings | None = None,
+) -> list[str]:
     from streaming.job.options import Options
     from streaming.job.query import run
     from streaming.job.sources import FileSource
 
     lines: list[str] = []
     options = Options(
-        settings=Settings(),
+        settings=settings or Settings(),
         source=FileSource(str(source), files),
         lake=str(lake),
         checkpoint=str(lake / "_checkpoints" / "run"),
@@ -112,8 +127,9 @@ def test_parity_many_batches_and_lake_inspection(spark, tmp_path: Path) -> None:
     header, text = out.getvalue().split("\n", 1)
     assert header.startswith("as of 1: ")
 
-    def first_batch_rows(table: str, version: int | None, cluster: str | None) -> Any:
-        return [dict(r) for r in after_first[table]], list(TABLES[table].column_names)
+    def first_batch_rows(table: str, version: int | None, cluster: str | None, columns: Any) -> Any:
+        names = [c for c in TABLES[table].column_names if columns is None or c in columns]
+        return [{c: r[c] for c in names} for r in after_first[table]], names
 
     first_state = io.StringIO()
     write_state(first_batch_rows, {}, None, None, first_state)
@@ -137,6 +153,38 @@ def test_parity_many_batches_and_lake_inspection(spark, tmp_path: Path) -> None:
     assert changes[-1]["leader_epoch"] == final["leader_epoch"]
     assert changes[-1]["event_id"] == final["last_event_id"]
     assert all(c["events"] for c in changes)
+
+
+def test_parity_under_kraft_every_table(spark, tmp_path: Path) -> None:  # noqa: F811
+    """CONTRACT §5: the KRaft engine in the job writes what replay does, metadata_records,
+    the ELR columns, broker statuses and the engine's state in `clusters` included (the
+    corpus's reach: tests/controller/test_engine_dispatch.py)."""
+    source = copy_corpus(tmp_path / "events", corpus=KRAFT_CORPUS)
+    log = run_once(spark, source, tmp_path / "lake", settings=KRAFT)
+    assert len([line for line in log if line.startswith("batch ")]) == 1
+    expected = replay_rows(source, KRAFT)
+    assert len(expected["metadata_records"]) > 100 and not expected["controller_requests"]
+    assert_same_tables(lake_rows(spark, tmp_path / "lake"), expected)
+
+
+def test_two_once_runs_over_a_split_log_under_kraft_equal_one(spark, tmp_path: Path) -> None:  # noqa: F811
+    """A restarted job continues a KRaft cluster from the lake (its `kraft_state`, the
+    health counts, the seen event ids) as one run would: the second `--once` run takes the
+    files that arrived after the first one stopped."""
+    source = copy_corpus(tmp_path / "events", lines_per_file=9, corpus=KRAFT_CORPUS)
+    later = tmp_path / "later"
+    later.mkdir()
+    files = sorted(source.iterdir())
+    for path in files[len(files) // 2 :]:
+        path.rename(later / path.name)  # (a rename keeps the modification time)
+    lake = tmp_path / "lake"
+    first = run_once(spark, source, lake, files=2, settings=KRAFT)
+    assert len([line for line in first if line.startswith("batch ")]) >= 2
+    for path in sorted(later.iterdir()):
+        path.rename(source / path.name)
+    second = run_once(spark, source, lake, files=2, settings=KRAFT)
+    assert len([line for line in second if line.startswith("batch ")]) >= 2
+    assert_same_tables(lake_rows(spark, lake), replay_rows(source, KRAFT))
 
 
 # ------------------------------------------------------------------------------ fleet
@@ -254,6 +302,57 @@ def test_kafka_source_and_request_sink(spark, kafka_bootstrap: str, tmp_path: Pa
     for key, value in records:
         assert key == value["cluster"] and value["record_id"] == record_id(value)
         assert (value["chunk"], value["chunks"]) == (0, 1)
+
+
+@pytest.mark.kafka
+def test_kraft_sink_produces_every_metadata_record_once(
+    spark,  # noqa: F811
+    kafka_bootstrap: str,
+    tmp_path: Path,
+) -> None:
+    """`kcsim run --engine kraft --sink`: the topic holds the lake's metadata_records, one
+    Kafka record each, keyed by cluster, each cluster's in the controller's order, over
+    batches of the KRaft corpus."""
+    import uuid
+
+    from kafka import KafkaConsumer
+
+    from streaming.job.options import Options
+    from streaming.job.query import run
+    from streaming.job.request_sink import METADATA_COLUMNS, RequestSink
+    from streaming.job.sources import FileSource
+
+    topic = f"kcsim-records-{uuid.uuid4().hex[:8]}"
+    source = copy_corpus(tmp_path / "events", lines_per_file=20, corpus=KRAFT_CORPUS)
+    lake = tmp_path / "lake"
+    lines: list[str] = []
+    options = Options(
+        settings=KRAFT,
+        source=FileSource(str(source), 2),
+        lake=str(lake),
+        checkpoint=str(lake / "_checkpoints" / "run"),
+        once=True,
+        sink=RequestSink(kafka_bootstrap, topic),
+    )
+    assert run(spark, options, log=lines.append) == 0
+    assert all(" metadata records, " in line for line in lines if line.startswith("batch "))
+    rows = lake_rows(spark, lake)["metadata_records"]
+    assert len(rows) > 100
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=kafka_bootstrap,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=10_000,
+    )
+    records = [(r.key.decode(), json.loads(r.value)) for r in consumer]
+    consumer.close()
+    assert canonical([v for _, v in records]) == canonical(
+        [{c: r[c] for c in METADATA_COLUMNS} for r in rows]
+    )
+    assert all(key == value["cluster"] for key, value in records)
+    for cluster in {key for key, _ in records}:  # in order: seq, then record_seq
+        mine = [(v["seq"], v["record_seq"]) for k, v in records if k == cluster]
+        assert mine == sorted(mine)
 
 
 @pytest.mark.kafka
