@@ -236,15 +236,19 @@ class QuorumController:
         # every other record type (NoOp, controller registrations, ACLs, ...) is skipped
 
     # -- operations --------------------------------------------------------------------
-    def _run(self, generate: Callable[[Operation], None]) -> bool:
-        """One operation: generate, then append and replay; False when it was refused."""
+    def _run(self, generate: Callable[[Operation], None], topic: str | None = None) -> bool:
+        """One operation: generate, then append and replay; False when it was refused.
+
+        topic: the topic a refusal names. CreateTopics and CreatePartitions answer per topic
+        (a CreatableTopicResult / CreatePartitionsTopicResult carries its name); every other
+        refusal here is the whole request's."""
         log = self._log
         assert log is not None
         op = Operation()
         try:
             generate(op)
         except ApiError as error:
-            log.results.append(Result(error=error.code, message=error.message))
+            log.results.append(Result(topic=topic, error=error.code, message=error.message))
             return False
         except UnexpectedError as error:
             log.results.append(Result(error="UNKNOWN_SERVER_ERROR", message=str(error)))
@@ -561,7 +565,7 @@ class QuorumController:
                 parts = rc.placed_partitions(self._random, count, rf)
             rc.create_topic(op, topic, parts, configs)
 
-        self._run(generate)
+        self._run(generate, topic)
         if event.get("deletion"):
             self._note("KRaft has no topic deletion queue: the topic is created as it is")
 
@@ -584,7 +588,7 @@ class QuorumController:
                 parts = rc.manual_partitions(assignment)
             rc.create_partitions(op, topic, parts)
 
-        self._run(generate)
+        self._run(generate, topic)
 
     def _on_topic_deletion(self, event: Mapping[str, Any]) -> None:
         topic = self._require_topic(event)

@@ -280,7 +280,9 @@ def test_s11_1_lenient_assignment_and_its_one_refusal():
     out = create(qc, "t", [9, 2, 1])
     assert records(out)[1][1]["isr"] == [2, 1] and records(out)[1][1]["leader"] == 2
     out = create(qc, "u", [1], [7, 8])
-    assert out.records == () and out.results[0].error == "INVALID_REPLICA_ASSIGNMENT"
+    # CreateTopics answers per topic: the refusal names it (CreatableTopicResult.name)
+    assert out.records == ()
+    assert (out.results[0].topic, out.results[0].error) == ("u", "INVALID_REPLICA_ASSIGNMENT")
     assert out.results[0].message == (
         "All brokers specified in the manual partition assignment for partition 1 are fenced "
         "or in controlled shutdown."
@@ -300,7 +302,7 @@ def test_s11_2_placer_refusals():
     out = qc.apply(
         {"type": "topic_creation", "topic": "u", "partitions": 1, "replication_factor": 3}
     )
-    assert out.results[0].error == "INVALID_REPLICATION_FACTOR"
+    assert (out.results[0].topic, out.results[0].error) == ("u", "INVALID_REPLICATION_FACTOR")
     assert out.results[0].message == (
         "Unable to replicate the partition 3 time(s): The target replication factor of 3 "
         "cannot be reached because only 2 broker(s) are registered."
@@ -350,7 +352,8 @@ def test_s11_4_partition_creation():
         ("PartitionRecord", 2, 2),
     ]
     out = qc.apply({"type": "partition_creation", "topic": "t", "assignment": {"1": [1]}})
-    assert out.results[0].error == "INVALID_PARTITIONS"
+    # CreatePartitionsTopicResult carries the topic's name
+    assert (out.results[0].topic, out.results[0].error) == ("t", "INVALID_PARTITIONS")
 
 
 def test_s12_deletion_is_one_record_whoever_is_down():
@@ -586,7 +589,8 @@ def test_s18_failover_fences_failed_brokers_and_reseeds_the_placer():
 
 
 def test_dump_and_load_continue_exactly():
-    """dump()/load(): a restored controller continues as the original (placer included)."""
+    """§2: dump()/load() keep the whole state of §2 (the placer's seed included): a restored
+    controller continues as the original."""
     qc = make(4, min_isr=2)
     create(qc, "t", [1, 2, 3])
     qc.apply({"type": "broker_failure", "brokers": [2, 3]})
