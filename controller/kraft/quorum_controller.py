@@ -371,11 +371,12 @@ class QuorumController:
         previous_epoch: int | None,
         incarnation: str | None,
         startup: bool = False,
-    ) -> None:
-        """A registration (§6.2). `startup`: broker_startup's, whose previous epoch is the
-        stored one when the broker's last fence *before this event* ended a shutdown it
-        asked for (§6.3: a SHUTDOWN_NOW, or a broker_failure while shutting down; the
-        expiry fence this registration writes for a live broker is neither)."""
+    ) -> bool:
+        """A registration (§6.2); False when the controller refused it. `startup`:
+        broker_startup's, whose previous epoch is the stored one when the broker's last fence
+        *before this event* ended a shutdown it asked for (§6.3: a SHUTDOWN_NOW, or a
+        broker_failure while shutting down; the expiry fence this registration writes for a
+        live broker is neither)."""
         cc = self.cluster_control
         current = cc.registrations.get(broker)
         if startup:
@@ -396,7 +397,7 @@ class QuorumController:
                     )
                 )
             )
-            return
+            return True
         if current is not None and not current.fenced:
             self._fence(broker)  # [kcsim] the expiry of the old session (§6.2)
         current = cc.registrations.get(broker)
@@ -408,9 +409,11 @@ class QuorumController:
             self.replication_control.handle_broker_shutdown(op, broker, clean)
             op.records.append(rec.register_broker(broker, incarnation, epoch, rack, True, False))
 
-        if self._run(generate):
-            cc.asked_shutdown.discard(broker)
-            cc.clean_exit.discard(broker)
+        if not self._run(generate):
+            return False
+        cc.asked_shutdown.discard(broker)
+        cc.clean_exit.discard(broker)
+        return True
 
     def _unfence(self, broker: int) -> None:
         cc = self.cluster_control
@@ -438,8 +441,11 @@ class QuorumController:
     def _on_broker_startup(self, event: Mapping[str, Any]) -> None:
         cc = self.cluster_control
         for broker in _brokers_of(event):
-            self._register(broker, event.get("rack"), None, None, None, startup=True)
-            if broker in cc.registrations:
+            # A broker whose registration is refused (UNKNOWN_SERVER_ERROR from a stale ELR
+            # index entry, §6.1) retries the registration and sends no heartbeat until one
+            # succeeds: BrokerLifecycleManager heartbeats only with an epoch it was granted.
+            registered = self._register(broker, event.get("rack"), None, None, None, startup=True)
+            if registered and broker in cc.registrations:
                 self._unfence(broker)
 
     def _on_broker_unfence(self, event: Mapping[str, Any]) -> None:

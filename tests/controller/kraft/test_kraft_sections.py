@@ -176,6 +176,23 @@ def test_s6_3_startup_after_a_controlled_shutdown_is_clean():
         assert state(qc)["elr"] == expected_elr
 
 
+def test_s6_1_a_refused_registration_sends_no_heartbeat():
+    """§6.1, §6.3: a stale B2E entry of a deleted topic makes the unclean registration throw
+    (UNKNOWN_SERVER_ERROR, no records); the broker then retries its registration and sends
+    no heartbeat (core BrokerLifecycleManager.scala :430-439 heartbeats only after a
+    registration succeeded), so broker_startup leaves it fenced at its old epoch."""
+    qc = make(3, min_isr=2)
+    create(qc, "t", [1, 2])
+    qc.apply({"type": "broker_failure", "broker": 1})
+    assert state(qc)["elr"] == [1]
+    qc.apply({"type": "cluster_config_change", "configs": {"min.insync.replicas": "1"}})
+    qc.apply({"type": "topic_deletion", "topic": "t"})
+    out = qc.apply({"type": "broker_startup", "broker": 1})
+    assert out.records == ()
+    assert [r.error for r in out.results] == ["UNKNOWN_SERVER_ERROR"]
+    assert (qc.broker(1).status, epoch(qc, 1)) == ("fenced", 0)
+
+
 def test_s6_1_registration_keeps_rack_and_writes_incarnation():
     """§6.1, §3.4: a RegisterBrokerRecord's fields."""
     qc = QuorumController(KRaftSettings())
