@@ -588,6 +588,7 @@ class QuorumController:
         state = event.get("state")
 
         def generate(op: Operation) -> None:
+            rc.check_new_partition_ids(topic, assignment)
             if state:
                 parts = self._stored_partitions(assignment, state)
             else:
@@ -688,10 +689,15 @@ class QuorumController:
                     if result.error != "ELECTION_NOT_NEEDED":
                         answers.append(result)
             else:
+                # One ElectLeaders request holds its partitions per topic (a
+                # TopicPartitionsCollection keyed by name, topics in first-mention order), and
+                # RCM.electLeaders :1530-1540 walks it topic by topic.
+                by_topic: dict[str, list[int]] = {}
                 for item in requested:
-                    answers.append(
-                        rc.elect_leader(op, str(item["topic"]), int(item["partition"]), unclean)
-                    )
+                    by_topic.setdefault(str(item["topic"]), []).append(int(item["partition"]))
+                for topic, pids in by_topic.items():
+                    for pid in pids:
+                        answers.append(rc.elect_leader(op, topic, pid, unclean))
 
         self._run(generate)
         for result in answers:

@@ -371,6 +371,11 @@ def test_s11_4_partition_creation():
     out = qc.apply({"type": "partition_creation", "topic": "t", "assignment": {"1": [1]}})
     # CreatePartitionsTopicResult carries the topic's name
     assert (out.results[0].topic, out.results[0].error) == ("t", "INVALID_PARTITIONS")
+    # naming an existing partition is no increase, refused before any assignment is looked
+    # at (RCM.createPartition :1840): broker 9 is unknown, yet the answer is INVALID_PARTITIONS
+    out = qc.apply({"type": "partition_creation", "topic": "t", "assignment": {"2": [9], "3": [1]}})
+    assert (out.results[0].topic, out.results[0].error) == ("t", "INVALID_PARTITIONS")
+    assert out.records == ()
 
 
 def test_s12_deletion_is_one_record_whoever_is_down():
@@ -502,6 +507,40 @@ def test_s15_1_elect_leaders_answers():
     assert out.results[0].error == "PREFERRED_LEADER_NOT_AVAILABLE"
 
 
+def test_s15_1_named_partitions_are_elected_topic_by_topic():
+    """§15.1: one ElectLeaders request holds its partitions per topic, topics in the order
+    first named (RCM.electLeaders :1530-1540): records and answers follow that order."""
+    qc = make(2)
+    create(qc, "a", [1, 2], [1, 2])
+    create(qc, "b", [1, 2])
+    qc.apply({"type": "broker_failure", "broker": 1})
+    qc.apply({"type": "broker_startup", "broker": 1})
+    for topic, partition in (("a", 0), ("a", 1), ("b", 0)):
+        qc.apply({"type": "isr_change", "topic": topic, "partition": partition, "isr": [2, 1]})
+    out = qc.apply(
+        {
+            "type": "leader_election",
+            "election": "preferred",
+            "partitions": [
+                {"topic": "a", "partition": 1},
+                {"topic": "b", "partition": 0},
+                {"topic": "a", "partition": 0},
+            ],
+        }
+    )
+    assert [(t, f["partitionId"]) for t, f in records(out)] == [
+        ("PartitionChangeRecord", 1),
+        ("PartitionChangeRecord", 0),
+        ("PartitionChangeRecord", 0),
+    ]
+    assert [f["topic"] for _, f in records(out)] == ["a", "a", "b"]
+    assert [(r.topic, r.partition, r.error) for r in out.results] == [
+        ("a", 1, None),
+        ("a", 0, None),
+        ("b", 0, None),
+    ]
+
+
 def test_s15_2_rebalance_disabled():
     """§15.2: with auto.leader.rebalance.enable=false the check does nothing."""
     qc = QuorumController(KRaftSettings.from_properties({"auto.leader.rebalance.enable": "false"}))
@@ -568,6 +607,28 @@ def test_s16_topic_config_writes_only_changes_and_node_min_isr_is_refused():
                 "configs": {"min.insync.replicas": "zero"},
             }
         )
+
+
+def test_s22_3_config_records_in_java_hash_map_order_not_the_request_order():
+    """§22.3, §16, §11: a resource's ConfigRecords come out in java.util.HashMap order of the
+    keys (core ControllerApis.scala :746 for IncrementalAlterConfigs, RCM.computeConfigChanges
+    :908 for CreateTopics): min.insync.replicas before unclean.leader.election.enable,
+    whichever the event names first."""
+    qc = make(2)
+    both = {"unclean.leader.election.enable": "true", "min.insync.replicas": "2"}
+    order = ["min.insync.replicas", "unclean.leader.election.enable"]
+    out = create(qc, "t", [1, 2], configs=both)
+    assert [f["name"] for t, f in records(out) if t == "ConfigRecord"] == order
+    for event in (
+        {
+            "type": "topic_config_change",
+            "topic": "t",
+            "configs": {"unclean.leader.election.enable": "false", "min.insync.replicas": "1"},
+        },
+        {"type": "cluster_config_change", "configs": both},
+    ):
+        out = qc.apply(event)
+        assert [f["name"] for t, f in records(out) if t == "ConfigRecord"] == order
 
 
 def test_s17_turning_elr_on_writes_the_safety_records():
