@@ -277,6 +277,27 @@ def test_s9_shutting_down_broker_is_ineligible_for_isr():
     assert out.results[0].error == "INELIGIBLE_REPLICA" and out.records == ()
 
 
+def test_s10_unregistration_walks_the_isr_index_then_the_elr_index():
+    """§10, §22.1: RCM.handleBrokerUnregistered :1385 builds over B2I(b), then over B2E(b);
+    each walk in (topic, partition) order, the B2E walk after the whole B2I walk (t2's ISR
+    records before t1's ELR record, though t1 sorts first)."""
+    qc = make(0, min_isr=2)
+    qc.apply({"type": "broker_startup", "brokers": [1, 2, 4]})
+    create(qc, "t1", [4, 2, 1])
+    qc.apply({"type": "partition_reassignment", "topic": "t1", "partition": 0, "replicas": [4]})
+    assert state(qc, "t1")["elr"] == [1, 2]
+    qc.apply({"type": "topic_creation", "topic": "t2", "partitions": 3, "replication_factor": 3})
+    out = qc.apply({"type": "broker_unregistration", "broker": 1})
+    assert [(t, f.get("topic"), f.get("partitionId")) for t, f in records(out)] == [
+        ("PartitionChangeRecord", "t2", 0),
+        ("PartitionChangeRecord", "t2", 1),
+        ("PartitionChangeRecord", "t2", 2),
+        ("PartitionChangeRecord", "t1", 0),
+        ("UnregisterBrokerRecord", None, None),
+    ]
+    assert records(out)[3] == pcr("t1", 0, elr=[])
+
+
 def test_s10_unregistering_twice():
     """§10: BROKER_ID_NOT_REGISTERED for an id seen before; rejected for a new one."""
     qc = make(2)
