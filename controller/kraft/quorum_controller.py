@@ -236,15 +236,19 @@ class QuorumController:
         # every other record type (NoOp, controller registrations, ACLs, ...) is skipped
 
     # -- operations --------------------------------------------------------------------
-    def _run(self, generate: Callable[[Operation], None]) -> bool:
-        """One operation: generate, then append and replay; False when it was refused."""
+    def _run(self, generate: Callable[[Operation], None], topic: str | None = None) -> bool:
+        """One operation: generate, then append and replay; False when it was refused.
+
+        topic: the topic a refusal names. CreateTopics and CreatePartitions answer per topic
+        (a CreatableTopicResult / CreatePartitionsTopicResult carries its name); every other
+        refusal here is the whole request's."""
         log = self._log
         assert log is not None
         op = Operation()
         try:
             generate(op)
         except ApiError as error:
-            log.results.append(Result(error=error.code, message=error.message))
+            log.results.append(Result(topic=topic, error=error.code, message=error.message))
             return False
         except UnexpectedError as error:
             log.results.append(Result(error="UNKNOWN_SERVER_ERROR", message=str(error)))
@@ -367,11 +371,12 @@ class QuorumController:
         previous_epoch: int | None,
         incarnation: str | None,
         startup: bool = False,
-    ) -> None:
-        """A registration (§6.2). `startup`: broker_startup's, whose previous epoch is the
-        stored one when the broker's last fence *before this event* ended a shutdown it
-        asked for (§6.3: a SHUTDOWN_NOW, or a broker_failure while shutting down; the
-        expiry fence this registration writes for a live broker is neither)."""
+    ) -> bool:
+        """A registration (§6.2); False when the controller refused it. `startup`:
+        broker_startup's, whose previous epoch is the stored one when the broker's last fence
+        *before this event* ended a shutdown it asked for (§6.3: a SHUTDOWN_NOW, or a
+        broker_failure while shutting down; the expiry fence this registration writes for a
+        live broker is neither)."""
         cc = self.cluster_control
         current = cc.registrations.get(broker)
         if startup:
@@ -392,7 +397,7 @@ class QuorumController:
                     )
                 )
             )
-            return
+            return True
         if current is not None and not current.fenced:
             self._fence(broker)  # [kcsim] the expiry of the old session (§6.2)
         current = cc.registrations.get(broker)
@@ -404,9 +409,11 @@ class QuorumController:
             self.replication_control.handle_broker_shutdown(op, broker, clean)
             op.records.append(rec.register_broker(broker, incarnation, epoch, rack, True, False))
 
-        if self._run(generate):
-            cc.asked_shutdown.discard(broker)
-            cc.clean_exit.discard(broker)
+        if not self._run(generate):
+            return False
+        cc.asked_shutdown.discard(broker)
+        cc.clean_exit.discard(broker)
+        return True
 
     def _unfence(self, broker: int) -> None:
         cc = self.cluster_control
@@ -434,8 +441,11 @@ class QuorumController:
     def _on_broker_startup(self, event: Mapping[str, Any]) -> None:
         cc = self.cluster_control
         for broker in _brokers_of(event):
-            self._register(broker, event.get("rack"), None, None, None, startup=True)
-            if broker in cc.registrations:
+            # A broker whose registration is refused (UNKNOWN_SERVER_ERROR from a stale ELR
+            # index entry, §6.1) retries the registration and sends no heartbeat until one
+            # succeeds: BrokerLifecycleManager heartbeats only with an epoch it was granted.
+            registered = self._register(broker, event.get("rack"), None, None, None, startup=True)
+            if registered and broker in cc.registrations:
                 self._unfence(broker)
 
     def _on_broker_unfence(self, event: Mapping[str, Any]) -> None:
@@ -561,7 +571,7 @@ class QuorumController:
                 parts = rc.placed_partitions(self._random, count, rf)
             rc.create_topic(op, topic, parts, configs)
 
-        self._run(generate)
+        self._run(generate, topic)
         if event.get("deletion"):
             self._note("KRaft has no topic deletion queue: the topic is created as it is")
 
@@ -578,13 +588,14 @@ class QuorumController:
         state = event.get("state")
 
         def generate(op: Operation) -> None:
+            rc.check_new_partition_ids(topic, assignment)
             if state:
                 parts = self._stored_partitions(assignment, state)
             else:
                 parts = rc.manual_partitions(assignment)
             rc.create_partitions(op, topic, parts)
 
-        self._run(generate)
+        self._run(generate, topic)
 
     def _on_topic_deletion(self, event: Mapping[str, Any]) -> None:
         topic = self._require_topic(event)
@@ -678,10 +689,15 @@ class QuorumController:
                     if result.error != "ELECTION_NOT_NEEDED":
                         answers.append(result)
             else:
+                # One ElectLeaders request holds its partitions per topic (a
+                # TopicPartitionsCollection keyed by name, topics in first-mention order), and
+                # RCM.electLeaders :1530-1540 walks it topic by topic.
+                by_topic: dict[str, list[int]] = {}
                 for item in requested:
-                    answers.append(
-                        rc.elect_leader(op, str(item["topic"]), int(item["partition"]), unclean)
-                    )
+                    by_topic.setdefault(str(item["topic"]), []).append(int(item["partition"]))
+                for topic, pids in by_topic.items():
+                    for pid in pids:
+                        answers.append(rc.elect_leader(op, topic, pid, unclean))
 
         self._run(generate)
         for result in answers:

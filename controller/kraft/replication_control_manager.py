@@ -269,16 +269,22 @@ class ReplicationControlManager:
         for pid in sorted(parts):
             op.records.append(rec.partition(topic, pid, parts[pid], elr))
 
-    def create_partitions(
-        self, op: Operation, topic: str, parts: Mapping[int, PartitionRegistration]
-    ) -> None:
+    def check_new_partition_ids(self, topic: str, ids: Iterable[int]) -> None:
+        """[kcsim] An assignment naming an existing partition adds nothing: Kafka refuses a
+        CreatePartitions that is no increase before it looks at any assignment
+        (RCM.createPartition :1840-1847, INVALID_PARTITIONS)."""
         existing = self.topics[topic]
-        for pid in sorted(parts):
+        for pid in sorted(ids):
             if pid in existing:
                 raise ApiError(
                     "INVALID_PARTITIONS",
                     f"Topic already has {len(existing)} partition(s); partition {pid} exists.",
                 )
+
+    def create_partitions(
+        self, op: Operation, topic: str, parts: Mapping[int, PartitionRegistration]
+    ) -> None:
+        self.check_new_partition_ids(topic, parts)
         elr = self.features.elr_enabled
         for pid in sorted(parts):
             op.records.append(rec.partition(topic, pid, parts[pid], elr))

@@ -8,17 +8,21 @@ cancelled, AlterPartitions with stale epochs, ELR turned off and on, failovers.
 
 "Legal" means the front door accepts every event (known topics and brokers, well-formed
 fields); the controller may still refuse one with an error code, which both sides must
-answer alike. The generator keeps only what the events themselves decide (which brokers
-are registered, up or down, which topics and partitions exist, their replica lists); the
-rest (leaders, epochs) it leaves to the defaults the contract gives.
+answer alike. The generator keeps what the events themselves decide (which brokers are
+registered, up or down, which topics and partitions exist, their replica lists). For
+AlterPartitions that Kafka would mostly accept it also looks at a shadow kcsim controller
+fed the same events (the current leader, ISR and live brokers): that only steers which
+legal inputs are drawn, every output is still compared with Kafka's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from controller.kraft import KRaftRejection, KRaftSettings, QuorumController
 from tests.support.kraft_oracle import OracleSequence
 
 Event = dict[str, Any]
@@ -32,6 +36,14 @@ class _Model:
     topics: dict[str, dict[int, list[int]]] = field(default_factory=dict)
     topic_counter: int = 0
     incarnations: dict[int, str] = field(default_factory=dict)
+    shadow: QuorumController | None = None
+
+    def feed(self, event: Event) -> Event:
+        """The event, applied to the shadow controller too."""
+        if self.shadow is not None:
+            with contextlib.suppress(KRaftRejection):
+                self.shadow.apply(event)
+        return event
 
 
 def random_settings(rng: random.Random) -> dict[str, str]:
@@ -47,17 +59,18 @@ def random_sequence(seed: int, length: int | None = None) -> OracleSequence:
     rng = random.Random(seed)
     model = _Model(brokers=list(range(1, rng.randint(3, 6) + 1)))
     settings = random_settings(rng)
+    model.shadow = QuorumController(KRaftSettings.from_properties(settings))
     events: list[Event] = []
     # Start most brokers, then create a topic or two: most sequences have something to lose.
     first = rng.sample(model.brokers, k=max(2, len(model.brokers) - rng.randint(0, 1)))
-    events.append({"type": "broker_startup", "brokers": sorted(first)})
+    events.append(model.feed({"type": "broker_startup", "brokers": sorted(first)}))
     model.registered |= set(first)
     model.live |= set(first)
     for _ in range(rng.randint(1, 2)):
-        events.append(_topic_creation(rng, model))
+        events.append(model.feed(_topic_creation(rng, model)))
     steps = length if length is not None else rng.randint(8, 30)
     for _ in range(steps):
-        events.append(_next_event(rng, model))
+        events.append(model.feed(_next_event(rng, model)))
     return OracleSequence(f"seed-{seed}", tuple(events), settings)
 
 
@@ -76,6 +89,8 @@ def _topic_creation(rng: random.Random, model: _Model) -> Event:
         configs["min.insync.replicas"] = str(rng.randint(1, 3))
     if rng.random() < 0.1:
         configs["unclean.leader.election.enable"] = rng.choice(["true", "false"])
+    if len(configs) > 1 and rng.random() < 0.5:
+        configs = dict(reversed(configs.items()))  # ConfigRecords follow HashMap order (§22.3)
     event: Event = {"type": "topic_creation", "topic": topic}
     rf = rng.choice([1, 2, 3, 3, 3])
     partitions = rng.randint(1, 3)
@@ -164,6 +179,9 @@ def _next_event(rng: random.Random, model: _Model) -> Event:
     parts = model.topics[topic]
     partition = _choice(rng, parts) if parts else 0
     if roll < 0.66 and parts:
+        informed = _informed_isr_change(rng, model, topic, partition)
+        if informed is not None:
+            return informed
         replicas = _replicas_guess(rng, model, topic, partition)
         live_replicas = [b for b in replicas if b in model.live]
         isr = list(live_replicas)
@@ -205,6 +223,12 @@ def _next_event(rng: random.Random, model: _Model) -> Event:
         event = {"type": "leader_election", "election": rng.choice(["preferred", "unclean"])}
         if rng.random() < 0.6 and parts:
             event["partitions"] = [{"topic": topic, "partition": partition}]
+            if rng.random() < 0.4:  # several, across topics: answered topic by topic (§15.1)
+                known = sorted((t, p) for t, ps in model.topics.items() for p in ps)
+                extra = rng.sample(known, k=min(len(known), rng.randint(1, 3)))
+                for t, p in extra:
+                    if {"topic": t, "partition": p} not in event["partitions"]:
+                        event["partitions"].append({"topic": t, "partition": p})
         return event
     if roll < 0.83:
         return {"type": rng.choice(["auto_rebalance_check", "unclean_election_check"])}
@@ -216,9 +240,17 @@ def _next_event(rng: random.Random, model: _Model) -> Event:
             else rng.choice(["true", "false"])
         )
         name = key if key == "min.insync.replicas" else "unclean.leader.election.enable"
+        configs = {name: value}
+        if rng.random() < 0.3:  # both keys, in either order: HashMap order decides (§22.3)
+            configs = {
+                "unclean.leader.election.enable": rng.choice(["true", "false"]),
+                "min.insync.replicas": str(rng.randint(1, 3)),
+            }
+            if rng.random() < 0.5:
+                configs = dict(reversed(configs.items()))
         if rng.random() < 0.5:
-            return {"type": "topic_config_change", "topic": topic, "configs": {name: value}}
-        event = {"type": "cluster_config_change", "configs": {name: value}}
+            return {"type": "topic_config_change", "topic": topic, "configs": configs}
+        event = {"type": "cluster_config_change", "configs": configs}
         if rng.random() < 0.15:
             event["broker"] = rng.choice(model.brokers)
         return event
@@ -250,3 +282,39 @@ def _next_event(rng: random.Random, model: _Model) -> Event:
         del model.topics[topic]
         return {"type": "topic_deletion", "topic": topic}
     return {"type": "auto_rebalance_check"}
+
+
+def _informed_isr_change(
+    rng: random.Random, model: _Model, topic: str, partition: int
+) -> Event | None:
+    """Most of the time, an AlterPartition as the current leader would send it (SPEC-KRAFT
+    §14): its ISR, expanded by a live replica, shrunk, reordered, or with a fenced replica
+    (INELIGIBLE_REPLICA), or ending a recovery. None: draw a blind one instead."""
+    if model.shadow is None or rng.random() < 0.25:
+        return None
+    view = model.shadow.partition(topic, partition)
+    if view is None:
+        return None
+    if view.leader < 0:  # no leader to send it: elect one instead, mostly
+        if rng.random() < 0.3:
+            return None
+        election = rng.choice(["unclean", "preferred"])
+        where = [{"topic": topic, "partition": partition}]
+        return {"type": "leader_election", "election": election, "partitions": where}
+    statuses = {b.broker: b.status for b in model.shadow.brokers()}
+    isr = list(view.isr)
+    outside = [r for r in view.replicas if r not in isr]
+    live_outside = [r for r in outside if statuses.get(r) == "live"]
+    shape = rng.random()
+    if shape < 0.4 and live_outside:
+        isr.append(rng.choice(live_outside))
+    elif shape < 0.6 and len(isr) > 1:
+        isr.remove(rng.choice([r for r in isr if r != view.leader]))
+    elif shape < 0.7 and len(isr) > 1:
+        rng.shuffle(isr)
+    elif shape < 0.9 and outside:
+        isr.append(rng.choice(outside))
+    event: Event = {"type": "isr_change", "topic": topic, "partition": partition, "isr": isr}
+    if view.leader_recovery_state == "RECOVERING" and rng.random() < 0.7:
+        event["leader_recovery_state"] = "RECOVERED"
+    return event

@@ -176,6 +176,23 @@ def test_s6_3_startup_after_a_controlled_shutdown_is_clean():
         assert state(qc)["elr"] == expected_elr
 
 
+def test_s6_1_a_refused_registration_sends_no_heartbeat():
+    """§6.1, §6.3: a stale B2E entry of a deleted topic makes the unclean registration throw
+    (UNKNOWN_SERVER_ERROR, no records); the broker then retries its registration and sends
+    no heartbeat (core BrokerLifecycleManager.scala :430-439 heartbeats only after a
+    registration succeeded), so broker_startup leaves it fenced at its old epoch."""
+    qc = make(3, min_isr=2)
+    create(qc, "t", [1, 2])
+    qc.apply({"type": "broker_failure", "broker": 1})
+    assert state(qc)["elr"] == [1]
+    qc.apply({"type": "cluster_config_change", "configs": {"min.insync.replicas": "1"}})
+    qc.apply({"type": "topic_deletion", "topic": "t"})
+    out = qc.apply({"type": "broker_startup", "broker": 1})
+    assert out.records == ()
+    assert [r.error for r in out.results] == ["UNKNOWN_SERVER_ERROR"]
+    assert (qc.broker(1).status, epoch(qc, 1)) == ("fenced", 0)
+
+
 def test_s6_1_registration_keeps_rack_and_writes_incarnation():
     """§6.1, §3.4: a RegisterBrokerRecord's fields."""
     qc = QuorumController(KRaftSettings())
@@ -260,6 +277,27 @@ def test_s9_shutting_down_broker_is_ineligible_for_isr():
     assert out.results[0].error == "INELIGIBLE_REPLICA" and out.records == ()
 
 
+def test_s10_unregistration_walks_the_isr_index_then_the_elr_index():
+    """§10, §22.1: RCM.handleBrokerUnregistered :1385 builds over B2I(b), then over B2E(b);
+    each walk in (topic, partition) order, the B2E walk after the whole B2I walk (t2's ISR
+    records before t1's ELR record, though t1 sorts first)."""
+    qc = make(0, min_isr=2)
+    qc.apply({"type": "broker_startup", "brokers": [1, 2, 4]})
+    create(qc, "t1", [4, 2, 1])
+    qc.apply({"type": "partition_reassignment", "topic": "t1", "partition": 0, "replicas": [4]})
+    assert state(qc, "t1")["elr"] == [1, 2]
+    qc.apply({"type": "topic_creation", "topic": "t2", "partitions": 3, "replication_factor": 3})
+    out = qc.apply({"type": "broker_unregistration", "broker": 1})
+    assert [(t, f.get("topic"), f.get("partitionId")) for t, f in records(out)] == [
+        ("PartitionChangeRecord", "t2", 0),
+        ("PartitionChangeRecord", "t2", 1),
+        ("PartitionChangeRecord", "t2", 2),
+        ("PartitionChangeRecord", "t1", 0),
+        ("UnregisterBrokerRecord", None, None),
+    ]
+    assert records(out)[3] == pcr("t1", 0, elr=[])
+
+
 def test_s10_unregistering_twice():
     """§10: BROKER_ID_NOT_REGISTERED for an id seen before; rejected for a new one."""
     qc = make(2)
@@ -280,7 +318,9 @@ def test_s11_1_lenient_assignment_and_its_one_refusal():
     out = create(qc, "t", [9, 2, 1])
     assert records(out)[1][1]["isr"] == [2, 1] and records(out)[1][1]["leader"] == 2
     out = create(qc, "u", [1], [7, 8])
-    assert out.records == () and out.results[0].error == "INVALID_REPLICA_ASSIGNMENT"
+    # CreateTopics answers per topic: the refusal names it (CreatableTopicResult.name)
+    assert out.records == ()
+    assert (out.results[0].topic, out.results[0].error) == ("u", "INVALID_REPLICA_ASSIGNMENT")
     assert out.results[0].message == (
         "All brokers specified in the manual partition assignment for partition 1 are fenced "
         "or in controlled shutdown."
@@ -300,7 +340,7 @@ def test_s11_2_placer_refusals():
     out = qc.apply(
         {"type": "topic_creation", "topic": "u", "partitions": 1, "replication_factor": 3}
     )
-    assert out.results[0].error == "INVALID_REPLICATION_FACTOR"
+    assert (out.results[0].topic, out.results[0].error) == ("u", "INVALID_REPLICATION_FACTOR")
     assert out.results[0].message == (
         "Unable to replicate the partition 3 time(s): The target replication factor of 3 "
         "cannot be reached because only 2 broker(s) are registered."
@@ -350,7 +390,13 @@ def test_s11_4_partition_creation():
         ("PartitionRecord", 2, 2),
     ]
     out = qc.apply({"type": "partition_creation", "topic": "t", "assignment": {"1": [1]}})
-    assert out.results[0].error == "INVALID_PARTITIONS"
+    # CreatePartitionsTopicResult carries the topic's name
+    assert (out.results[0].topic, out.results[0].error) == ("t", "INVALID_PARTITIONS")
+    # naming an existing partition is no increase, refused before any assignment is looked
+    # at (RCM.createPartition :1840): broker 9 is unknown, yet the answer is INVALID_PARTITIONS
+    out = qc.apply({"type": "partition_creation", "topic": "t", "assignment": {"2": [9], "3": [1]}})
+    assert (out.results[0].topic, out.results[0].error) == ("t", "INVALID_PARTITIONS")
+    assert out.records == ()
 
 
 def test_s12_deletion_is_one_record_whoever_is_down():
@@ -482,6 +528,40 @@ def test_s15_1_elect_leaders_answers():
     assert out.results[0].error == "PREFERRED_LEADER_NOT_AVAILABLE"
 
 
+def test_s15_1_named_partitions_are_elected_topic_by_topic():
+    """§15.1: one ElectLeaders request holds its partitions per topic, topics in the order
+    first named (RCM.electLeaders :1530-1540): records and answers follow that order."""
+    qc = make(2)
+    create(qc, "a", [1, 2], [1, 2])
+    create(qc, "b", [1, 2])
+    qc.apply({"type": "broker_failure", "broker": 1})
+    qc.apply({"type": "broker_startup", "broker": 1})
+    for topic, partition in (("a", 0), ("a", 1), ("b", 0)):
+        qc.apply({"type": "isr_change", "topic": topic, "partition": partition, "isr": [2, 1]})
+    out = qc.apply(
+        {
+            "type": "leader_election",
+            "election": "preferred",
+            "partitions": [
+                {"topic": "a", "partition": 1},
+                {"topic": "b", "partition": 0},
+                {"topic": "a", "partition": 0},
+            ],
+        }
+    )
+    assert [(t, f["partitionId"]) for t, f in records(out)] == [
+        ("PartitionChangeRecord", 1),
+        ("PartitionChangeRecord", 0),
+        ("PartitionChangeRecord", 0),
+    ]
+    assert [f["topic"] for _, f in records(out)] == ["a", "a", "b"]
+    assert [(r.topic, r.partition, r.error) for r in out.results] == [
+        ("a", 1, None),
+        ("a", 0, None),
+        ("b", 0, None),
+    ]
+
+
 def test_s15_2_rebalance_disabled():
     """§15.2: with auto.leader.rebalance.enable=false the check does nothing."""
     qc = QuorumController(KRaftSettings.from_properties({"auto.leader.rebalance.enable": "false"}))
@@ -550,6 +630,28 @@ def test_s16_topic_config_writes_only_changes_and_node_min_isr_is_refused():
         )
 
 
+def test_s22_3_config_records_in_java_hash_map_order_not_the_request_order():
+    """§22.3, §16, §11: a resource's ConfigRecords come out in java.util.HashMap order of the
+    keys (core ControllerApis.scala :746 for IncrementalAlterConfigs, RCM.computeConfigChanges
+    :908 for CreateTopics): min.insync.replicas before unclean.leader.election.enable,
+    whichever the event names first."""
+    qc = make(2)
+    both = {"unclean.leader.election.enable": "true", "min.insync.replicas": "2"}
+    order = ["min.insync.replicas", "unclean.leader.election.enable"]
+    out = create(qc, "t", [1, 2], configs=both)
+    assert [f["name"] for t, f in records(out) if t == "ConfigRecord"] == order
+    for event in (
+        {
+            "type": "topic_config_change",
+            "topic": "t",
+            "configs": {"unclean.leader.election.enable": "false", "min.insync.replicas": "1"},
+        },
+        {"type": "cluster_config_change", "configs": both},
+    ):
+        out = qc.apply(event)
+        assert [f["name"] for t, f in records(out) if t == "ConfigRecord"] == order
+
+
 def test_s17_turning_elr_on_writes_the_safety_records():
     """§17: cluster min ISR when missing, node-level ones deleted, then the level."""
     qc = make(1, elr=0, min_isr=2)
@@ -586,7 +688,8 @@ def test_s18_failover_fences_failed_brokers_and_reseeds_the_placer():
 
 
 def test_dump_and_load_continue_exactly():
-    """dump()/load(): a restored controller continues as the original (placer included)."""
+    """§2: dump()/load() keep the whole state of §2 (the placer's seed included): a restored
+    controller continues as the original."""
     qc = make(4, min_isr=2)
     create(qc, "t", [1, 2, 3])
     qc.apply({"type": "broker_failure", "brokers": [2, 3]})

@@ -20,7 +20,10 @@ import org.apache.kafka.clients.admin.AlterConfigOp.OpType;
 import org.apache.kafka.clients.admin.FeatureUpdate;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.errors.InvalidConfigurationException;
+import org.apache.kafka.common.errors.StaleBrokerEpochException;
 import org.apache.kafka.common.message.AlterPartitionReassignmentsRequestData;
 import org.apache.kafka.common.message.AlterPartitionReassignmentsResponseData;
 import org.apache.kafka.common.message.AlterPartitionRequestData;
@@ -69,6 +72,7 @@ import org.apache.kafka.server.common.ApiMessageAndVersion;
 import org.apache.kafka.server.common.EligibleLeaderReplicasVersion;
 import org.apache.kafka.server.common.KRaftVersion;
 import org.apache.kafka.server.common.MetadataVersion;
+import org.apache.kafka.server.common.TopicIdPartition;
 import org.apache.kafka.server.config.ServerTopicConfigSynonyms;
 import org.apache.kafka.timeline.SnapshotRegistry;
 
@@ -208,14 +212,44 @@ public final class KcsimOracle {
             buildManagers();
         }
 
+        /**
+         * The controller's value check of the two configs it reads (core
+         * ControllerConfigurationValidator: LogConfig's ConfigDef types and ranges). kcsim's
+         * front door rejects such a value (CONTRACT §1), so Kafka must write nothing for it.
+         */
+        static final ConfigurationValidator VALUE_VALIDATOR = new ConfigurationValidator() {
+            @Override
+            public void validate(ConfigResource resource) { }
+
+            @Override
+            public void validate(ConfigResource resource, Map<String, String> newConfigs,
+                                 Map<String, String> existingConfigs) {
+                ConfigDef def = configDef();
+                for (Entry<String, String> e : newConfigs.entrySet()) {
+                    ConfigDef.ConfigKey key = def.configKeys().get(e.getKey());
+                    if (key == null || e.getValue() == null) continue;
+                    try {
+                        Object value = ConfigDef.parseType(e.getKey(), e.getValue(), key.type);
+                        if (key.validator != null) key.validator.ensureValid(e.getKey(), value);
+                    } catch (ConfigException error) {
+                        throw new InvalidConfigurationException(error.getMessage());
+                    }
+                }
+            }
+        };
+
+        static ConfigDef configDef() {
+            return new ConfigDef().
+                define("min.insync.replicas", ConfigDef.Type.INT, 1, ConfigDef.Range.atLeast(1),
+                    ConfigDef.Importance.HIGH, "min ISR").
+                define("unclean.leader.election.enable", ConfigDef.Type.BOOLEAN, false,
+                    ConfigDef.Importance.HIGH, "unclean");
+        }
+
         static KafkaConfigSchema configSchema() {
             Map<ConfigResource.Type, ConfigDef> defs = new HashMap<>();
             for (ConfigResource.Type type : List.of(ConfigResource.Type.TOPIC, ConfigResource.Type.BROKER)) {
-                defs.put(type, new ConfigDef().
-                    define("min.insync.replicas", ConfigDef.Type.INT, 1, ConfigDef.Range.atLeast(1),
-                        ConfigDef.Importance.HIGH, "min ISR").
-                    define("unclean.leader.election.enable", ConfigDef.Type.BOOLEAN, false,
-                        ConfigDef.Importance.HIGH, "unclean"));
+                defs.put(type, configDef());
             }
             return new KafkaConfigSchema(defs, ServerTopicConfigSynonyms.ALL_TOPIC_CONFIG_SYNONYMS);
         }
@@ -254,6 +288,7 @@ public final class KcsimOracle {
                 setSnapshotRegistry(snapshotRegistry).
                 setKafkaConfigSchema(configSchema()).
                 setStaticConfig(staticConfig).
+                setValidator(VALUE_VALIDATOR).
                 setNodeId(controllerNodeId).
                 setFeatureControl(featureControl).
                 build();
@@ -294,9 +329,94 @@ public final class KcsimOracle {
             else throw new IllegalStateException("unexpected record " + message);
         }
 
-        /** Append and replay one operation's records, as QuorumController does after generating them. */
+        /**
+         * Append and replay one operation's records, as QuorumController does after generating
+         * them, in the order Kafka generated them.
+         */
         long append(List<ApiMessageAndVersion> records) {
-            for (ApiMessage message : canonicalOrder(records)) {
+            List<ApiMessage> messages = new ArrayList<>();
+            for (ApiMessageAndVersion mv : records) messages.add(mv.message());
+            return appendMessages(messages);
+        }
+
+        /**
+         * An operation that walks one of RCM's indexes (B2I, B2I(-1), B2E, the imbalanced set,
+         * every topic): SPEC-KRAFT §22.1. Kafka's order of a walk follows Timeline hash tables
+         * keyed by random topic ids; kcsim walks by (topic, partition). So each walk's run of
+         * PartitionChangeRecords is put in that order, and nothing else moves: a record before
+         * or after a walk keeps its place. Each maximal run of PartitionChangeRecords is one walk.
+         */
+        long appendWalks(List<ApiMessageAndVersion> records) {
+            return appendWalks(records, null);
+        }
+
+        /**
+         * As appendWalks, for an operation whose records start with two adjacent walks, B2I(b)
+         * then B2E(b) (RCM.handleBrokerUnregistered :1385, handleBrokerShutdown :1445 unclean
+         * under ELR): `firstWalk` is B2I(b)'s own iteration order taken just before the call. The
+         * first walk's records are a subsequence of it and the second walk's follow, so the
+         * longest leading run that is a subsequence of `firstWalk` is the first walk (both walks
+         * build from the same unreplayed registrations with the same arguments, so a partition
+         * the first walk skipped the second skips too). The two walks are ordered separately.
+         */
+        long appendWalks(List<ApiMessageAndVersion> records, List<TopicIdPartition> firstWalk) {
+            List<ApiMessage> out = new ArrayList<>();
+            List<PartitionChangeRecord> run = new ArrayList<>();
+            int start = 0;
+            if (firstWalk != null) {
+                int at = 0;
+                for (ApiMessageAndVersion mv : records) {
+                    if (!(mv.message() instanceof PartitionChangeRecord r)) break;
+                    while (at < firstWalk.size()
+                        && !(firstWalk.get(at).topicId().equals(r.topicId())
+                            && firstWalk.get(at).partitionId() == r.partitionId())) {
+                        at++;
+                    }
+                    if (at == firstWalk.size()) break;
+                    at++;
+                    run.add(r);
+                    start++;
+                }
+                flushRun(run, out);
+            }
+            for (ApiMessageAndVersion mv : records.subList(start, records.size())) {
+                if (mv.message() instanceof PartitionChangeRecord r) {
+                    run.add(r);
+                    continue;
+                }
+                flushRun(run, out);
+                out.add(mv.message());
+            }
+            flushRun(run, out);
+            return appendMessages(out);
+        }
+
+        /**
+         * A periodic task capped at 1000 records a run and rerun within the event (SPEC-KRAFT
+         * §15.2, §15.3): which partitions the first run takes follows the walk's hash order
+         * (§22.1), and a partition's record does not depend on the others', so the whole
+         * event's PartitionChangeRecords are one walk, put in (topic, partition) order.
+         */
+        void sortPendingWalk(int from) {
+            List<JsonNode> walk = new ArrayList<>();
+            for (int i = from; i < pendingRecords.size(); i++) walk.add(pendingRecords.get(i));
+            if (walk.stream().anyMatch(n -> !"PartitionChangeRecord".equals(n.path("type").asText()))) return;
+            walk.sort((a, b) -> {
+                int c = a.path("record").path("topic").asText().compareTo(b.path("record").path("topic").asText());
+                return c != 0 ? c : Integer.compare(a.path("record").path("partitionId").asInt(),
+                    b.path("record").path("partitionId").asInt());
+            });
+            for (int i = 0; i < walk.size(); i++) pendingRecords.set(from + i, walk.get(i));
+        }
+
+        static List<TopicIdPartition> walkOrder(Iterator<TopicIdPartition> iterator) {
+            List<TopicIdPartition> out = new ArrayList<>();
+            iterator.forEachRemaining(out::add);
+            return out;
+        }
+
+        long appendMessages(List<ApiMessage> messages) {
+            for (ApiMessage message : messages) {
                 long offset = log.size();
                 log.add(message);
                 if (message instanceof TopicRecord r) {
@@ -315,26 +435,6 @@ public final class KcsimOracle {
                 }
             }
             return log.size() - 1;
-        }
-
-        /**
-         * [kcsim] Kafka walks its indexes in hash order of random topic ids (SPEC-KRAFT §22.1);
-         * kcsim walks them by (topic, partition). Each run of PartitionChangeRecords is put in
-         * that order (a stable sort, so two passes over one partition keep their order).
-         */
-        List<ApiMessage> canonicalOrder(List<ApiMessageAndVersion> records) {
-            List<ApiMessage> out = new ArrayList<>();
-            List<PartitionChangeRecord> run = new ArrayList<>();
-            for (ApiMessageAndVersion mv : records) {
-                if (mv.message() instanceof PartitionChangeRecord r) {
-                    run.add(r);
-                    continue;
-                }
-                flushRun(run, out);
-                out.add(mv.message());
-            }
-            flushRun(run, out);
-            return out;
         }
 
         void flushRun(List<PartitionChangeRecord> run, List<ApiMessage> out) {
@@ -381,7 +481,14 @@ public final class KcsimOracle {
                 }
                 case "broker_unfence" -> heartbeat(event.get("broker").asInt(), false, false);
                 case "broker_failure" -> {
-                    for (int b : brokers(event)) fence(b);
+                    // [kcsim] the front door rejects the whole event when one of its brokers
+                    // is not registered (CONTRACT §1): nothing is fenced.
+                    List<Integer> lost = brokers(event);
+                    if (lost.stream().allMatch(clusterControl.brokerRegistrations()::containsKey)) {
+                        for (int b : lost) fence(b);
+                    } else {
+                        results.add(row(null, null, Errors.BROKER_ID_NOT_REGISTERED, "rejected"));
+                    }
                 }
                 case "controlled_shutdown" -> controlledShutdown(event);
                 case "broker_unregistration" -> unregistration(event.get("broker").asInt());
@@ -398,21 +505,25 @@ public final class KcsimOracle {
                     if (!autoRebalance) {
                         results.add(row(null, null, null, "auto.leader.rebalance.enable is false"));
                     } else {
+                        int from = pendingRecords.size();
                         boolean again = true;
                         while (again) {
                             ControllerResult<Boolean> r = replicationControl.maybeBalancePartitionLeaders();
-                            append(r.records());
+                            appendWalks(r.records());
                             again = r.response();
                         }
+                        sortPendingWalk(from);
                     }
                 }
                 case "unclean_election_check" -> {
+                    int from = pendingRecords.size();
                     boolean again = true;
                     while (again) {
                         ControllerResult<Boolean> r = replicationControl.maybeElectUncleanLeaders();
-                        append(r.records());
+                        appendWalks(r.records());
                         again = r.response();
                     }
+                    sortPendingWalk(from);
                 }
                 case "topic_config_change" -> configChange(
                     new ConfigResource(ConfigResource.Type.TOPIC, event.get("topic").asText()), event);
@@ -525,6 +636,8 @@ public final class KcsimOracle {
                 setPreviousBrokerEpoch(previousEpoch == null ? -1 : previousEpoch);
             long epoch = brokerEpoch != null ? brokerEpoch : log.size();
             ControllerResult<BrokerRegistrationReply> r;
+            List<TopicIdPartition> cleanupIsrWalk =
+                walkOrder(replicationControl.brokersToIsrs().partitionsWithBrokerInIsr(b));
             try {
                 r = clusterControl.registerBroker(request, epoch,
                     new FinalizedControllerFeatures(finalized, Long.MAX_VALUE), true);
@@ -535,7 +648,7 @@ public final class KcsimOracle {
                 }
                 throw e;
             }
-            append(r.records());
+            appendWalks(r.records(), cleanupIsrWalk);
             if (!amendment) {
                 askedShutdown.remove(b);
                 cleanExit.remove(b);
@@ -559,7 +672,7 @@ public final class KcsimOracle {
             List<ApiMessageAndVersion> records = new ArrayList<>();
             replicationControl.handleBrokerFenced(b, records);
             clusterControl.heartbeatManager().fence(b);
-            append(records);
+            appendWalks(records);
             if (!wasFenced) cleanExit.put(b, clean);
         }
 
@@ -589,7 +702,7 @@ public final class KcsimOracle {
             boolean wasFenced = reg.fenced();
             ControllerResult<BrokerHeartbeatReply> r = replicationControl.processBrokerHeartbeat(
                 request, clusterControl.registerBrokerRecordOffset(b).getAsLong());
-            long end = append(r.records());
+            long end = appendWalks(r.records());
             if (r.response().inControlledShutdown()) {
                 hbm.maybeUpdateControlledShutdownOffset(b, end);
             }
@@ -608,7 +721,12 @@ public final class KcsimOracle {
                 return;
             }
             if (given != null && given != reg.epoch()) {
-                results.add(row(null, null, Errors.STALE_BROKER_EPOCH, null));
+                // The heartbeat's epoch check (CCM.checkBrokerEpoch :757) and its message.
+                try {
+                    clusterControl.checkBrokerEpoch(b, given);
+                } catch (StaleBrokerEpochException e) {
+                    results.add(row(null, null, Errors.STALE_BROKER_EPOCH, e.getMessage()));
+                }
                 return;
             }
             askedShutdown.put(b, true);
@@ -621,6 +739,8 @@ public final class KcsimOracle {
 
         void unregistration(int b) {
             ControllerResult<Void> r;
+            List<TopicIdPartition> isrWalk =
+                walkOrder(replicationControl.brokersToIsrs().partitionsWithBrokerInIsr(b));
             try {
                 r = replicationControl.unregisterBroker(b);
             } catch (RuntimeException e) {
@@ -628,7 +748,7 @@ public final class KcsimOracle {
                 results.add(row(null, null, error, e.getMessage()));
                 return;
             }
-            append(r.records());
+            appendWalks(r.records(), isrWalk);
             askedShutdown.remove(b);
             cleanExit.remove(b);
         }
@@ -680,8 +800,9 @@ public final class KcsimOracle {
             }
             if (event.has("assignment")) {
                 TreeMap<Integer, List<Integer>> assignment = assignment(event);
-                if (!topicIds.containsKey(topic) && !kafkaAcceptsAssignment(assignment, 0, -1)) {
-                    lenientTopicCreation(topic, assignment, creatable, configs);
+                if (!topicIds.containsKey(topic)
+                        && (event.hasNonNull("state") || !kafkaAcceptsAssignment(assignment, 0, -1))) {
+                    lenientTopicCreation(topic, assignment, creatable, configs, event.get("state"));
                     return;
                 }
                 creatable.setNumPartitions(-1).setReplicationFactor((short) -1);
@@ -712,9 +833,9 @@ public final class KcsimOracle {
          * ISR and leader rule (SPEC-KRAFT §11.1).
          */
         void lenientTopicCreation(String topic, TreeMap<Integer, List<Integer>> assignment,
-                                  CreatableTopic creatable, Map<String, String> configs) {
+                                  CreatableTopic creatable, Map<String, String> configs, JsonNode state) {
             for (Entry<Integer, List<Integer>> e : assignment.entrySet()) {
-                if (e.getValue().stream().noneMatch(clusterControl::isActive)) {
+                if (state == null && e.getValue().stream().noneMatch(clusterControl::isActive)) {
                     results.add(row(topic, null, Errors.INVALID_REPLICA_ASSIGNMENT,
                         "All brokers specified in the manual partition assignment for partition "
                             + e.getKey() + " are fenced or in controlled shutdown."));
@@ -725,7 +846,9 @@ public final class KcsimOracle {
             Uuid topicId = new Uuid(0x746f706963000000L, log.size() + 1);
             records.add(new ApiMessageAndVersion(new TopicRecord().setName(topic).setTopicId(topicId), (short) 0));
             if (!configs.isEmpty()) {
-                Map<String, Entry<OpType, String>> ops = new LinkedHashMap<>();
+                // CreateTopics collects a topic's configs in a HashMap (RCM.computeConfigChanges
+                // :908): ConfigRecords come out in its key order, not the request's.
+                Map<String, Entry<OpType, String>> ops = new HashMap<>();
                 for (Entry<String, String> c : configs.entrySet()) {
                     ops.put(c.getKey(), Map.entry(OpType.SET, c.getValue()));
                 }
@@ -737,26 +860,47 @@ public final class KcsimOracle {
                 }
                 records.addAll(cr.records());
             }
-            records.addAll(lenientPartitionRecords(topicId, assignment));
+            records.addAll(lenientPartitionRecords(topicId, assignment, state));
             append(records);
         }
 
-        List<ApiMessageAndVersion> lenientPartitionRecords(Uuid topicId, TreeMap<Integer, List<Integer>> assignment) {
+        /**
+         * PartitionRecords for an explicit assignment: ISR = the active replicas, leader = the
+         * first of them (SPEC-KRAFT §11.1); or, [kcsim] for a partition `state` carries (a
+         * snapshot's stored registration, CONTRACT §5: loaded as it is, nothing refused), the
+         * stored leader, epochs, ISR, ELR, last known ELR and recovery state.
+         */
+        List<ApiMessageAndVersion> lenientPartitionRecords(Uuid topicId, TreeMap<Integer, List<Integer>> assignment,
+                                                           JsonNode state) {
             List<ApiMessageAndVersion> records = new ArrayList<>();
             ImageWriterOptions options = new ImageWriterOptions.Builder(featureControl.metadataVersionOrThrow()).
                 setEligibleLeaderReplicasEnabled(featureControl.isElrFeatureEnabled()).build();
             for (Entry<Integer, List<Integer>> e : assignment.entrySet()) {
                 PartitionAssignment pa = new PartitionAssignment(e.getValue(), replicationControl.clusterDescriber);
                 List<Integer> isr = e.getValue().stream().filter(clusterControl::isActive).toList();
-                PartitionRegistration reg = new PartitionRegistration.Builder().
+                JsonNode stored = state == null ? null : state.get(Integer.toString(e.getKey()));
+                PartitionRegistration.Builder builder = new PartitionRegistration.Builder().
                     setReplicas(e.getValue().stream().mapToInt(Integer::intValue).toArray()).
                     setDirectories(pa.directories().toArray(new Uuid[0])).
                     setIsr(isr.stream().mapToInt(Integer::intValue).toArray()).
-                    setLeader(isr.get(0)).
+                    setLeader(isr.isEmpty() ? -1 : isr.get(0)).
                     setLeaderRecoveryState(LeaderRecoveryState.RECOVERED).
                     setLeaderEpoch(0).
-                    setPartitionEpoch(0).
-                    build();
+                    setPartitionEpoch(0);
+                if (stored != null) {
+                    builder.setIsr(intArray(stored.get("isr"))).
+                        setLeader(stored.get("leader").asInt()).
+                        setLeaderEpoch(stored.get("leader_epoch").asInt()).
+                        setPartitionEpoch(stored.get("partition_epoch").asInt()).
+                        setRemovingReplicas(intArray(stored.get("removing_replicas"))).
+                        setAddingReplicas(intArray(stored.get("adding_replicas"))).
+                        setElr(intArray(stored.get("elr"))).
+                        setLastKnownElr(intArray(stored.get("last_known_elr")));
+                    if (stored.hasNonNull("leader_recovery_state")) {
+                        builder.setLeaderRecoveryState(LeaderRecoveryState.of(lrsValue(stored.get("leader_recovery_state"))));
+                    }
+                }
+                PartitionRegistration reg = builder.build();
                 records.add(reg.toRecord(topicId, e.getKey(), options));
             }
             return records;
@@ -775,16 +919,26 @@ public final class KcsimOracle {
                 PartitionRegistration p = replicationControl.getPartition(topicId, first);
                 rf = p.replicas.length;
             }
-            if (topicId != null && !kafkaAcceptsAssignment(assignment, current, rf)) {
+            boolean namesExisting = topicId != null
+                && assignment.keySet().stream().anyMatch(partitionIds.get(topic)::contains);
+            if (namesExisting) {
+                // [kcsim] an assignment naming an existing partition adds nothing: the nearest
+                // CreatePartitions asks for the current count, which Kafka refuses first
+                // (RCM.createPartition :1840, INVALID_PARTITIONS).
+                assignment = new TreeMap<>();
+            }
+            JsonNode state = event.get("state");
+            boolean stored = state != null && !state.isNull();
+            if (topicId != null && !namesExisting && (stored || !kafkaAcceptsAssignment(assignment, current, rf))) {
                 for (Entry<Integer, List<Integer>> e : assignment.entrySet()) {
-                    if (e.getValue().stream().noneMatch(clusterControl::isActive)) {
+                    if (!stored && e.getValue().stream().noneMatch(clusterControl::isActive)) {
                         results.add(row(topic, null, Errors.INVALID_REPLICA_ASSIGNMENT,
                             "All brokers specified in the manual partition assignment for partition "
                                 + e.getKey() + " are fenced or in controlled shutdown."));
                         return;
                     }
                 }
-                append(lenientPartitionRecords(topicId, assignment));
+                append(lenientPartitionRecords(topicId, assignment, stored ? state : null));
                 return;
             }
             CreatePartitionsTopic request = new CreatePartitionsTopic().setName(topic).
@@ -870,9 +1024,12 @@ public final class KcsimOracle {
             int requester = event.has("leader") && !event.get("leader").isNull()
                 ? event.get("leader").asInt() : p.leader;
             BrokerRegistration reg = clusterControl.brokerRegistrations().get(requester);
-            long requesterEpoch = reg == null ? -1 : reg.epoch();
-            List<AlterPartitionRequestData.BrokerState> isr = new ArrayList<>();
             JsonNode epochs = event.path("broker_epochs");
+            // The requester sends one broker epoch, its own, in the request and for itself in
+            // the ISR (core Partition.scala): a `broker_epochs` entry for it is both.
+            JsonNode own = epochs.get(Integer.toString(requester));
+            long requesterEpoch = own != null && !own.isNull() ? own.asLong() : reg == null ? -1 : reg.epoch();
+            List<AlterPartitionRequestData.BrokerState> isr = new ArrayList<>();
             for (JsonNode b : event.get("isr")) {
                 JsonNode e = epochs.get(Integer.toString(b.asInt()));
                 isr.add(new AlterPartitionRequestData.BrokerState().setBrokerId(b.asInt()).
@@ -913,6 +1070,13 @@ public final class KcsimOracle {
             results.add(row);
         }
 
+        static int[] intArray(JsonNode n) {
+            if (n == null || n.isNull()) return new int[0];
+            int[] out = new int[n.size()];
+            for (int i = 0; i < out.length; i++) out[i] = n.get(i).asInt();
+            return out;
+        }
+
         static byte lrsValue(JsonNode n) {
             if (n.isNumber()) return (byte) n.asInt();
             return switch (n.asText()) {
@@ -944,7 +1108,10 @@ public final class KcsimOracle {
                 request.setTopicPartitions(null);
             }
             ControllerResult<ElectLeadersResponseData> r = replicationControl.electLeaders(request);
-            append(r.records());
+            // Every partition: a walk over topicsByName and each topic's partitions (hash
+            // tables, SPEC-KRAFT §22.1); named partitions: the request's order, compared as is.
+            if (request.topicPartitions() == null) appendWalks(r.records());
+            else append(r.records());
             List<ObjectNode> rows = new ArrayList<>();
             for (ElectLeadersResponseData.ReplicaElectionResult t : r.response().replicaElectionResults()) {
                 for (ElectLeadersResponseData.PartitionResult pr : t.partitionResult()) {
@@ -968,7 +1135,10 @@ public final class KcsimOracle {
                 results.add(row(resource.name(), null, Errors.UNKNOWN_TOPIC_OR_PARTITION, "rejected"));
                 return;
             }
-            Map<String, Entry<OpType, String>> ops = new LinkedHashMap<>();
+            // ControllerApis.handleIncrementalAlterConfigs (core, ControllerApis.scala :746)
+            // collects a resource's alterations in a java.util.HashMap: ConfigRecords come out
+            // in its key order (SPEC-KRAFT §22.3), not the request's.
+            Map<String, Entry<OpType, String>> ops = new HashMap<>();
             for (Entry<String, String> c : configs(event).entrySet()) {
                 ops.put(c.getKey(), Map.entry(c.getValue() == null ? OpType.DELETE : OpType.SET,
                     c.getValue() == null ? "" : c.getValue()));
