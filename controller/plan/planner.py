@@ -58,6 +58,8 @@ STOPPED = (None, DEAD, FENCED)
 # an AlterPartition whose record completed a reassignment and moved the leadership (the
 # record is written, SPEC-KRAFT §14.1)
 _BENIGN_ERRORS = frozenset({"ELECTION_NOT_NEEDED", "NEW_LEADER_ELECTED"})
+# the state tables the view reads: the front door builds no other rows for the plan
+VIEW_TABLES = ("partition_state", "brokers", "topics")
 # who writes the catch-up (`CatchUp`, `CompleteReassignment`):
 ENGINE = "engine"  # the core's simulated brokers (zk, kcsim.simulate.brokers=true)
 LEADERS = "leaders"  # the planner, as those brokers do it (kraft, simulate.brokers=true)
@@ -170,7 +172,7 @@ def run_plan(
         raise PlanInputError(f"the state holds no cluster {cluster!r}")
     if view is None:
         view = ClusterView.of_tables(cluster, tables, default_min_isr(settings))
-    simulator = Simulator.from_tables(settings, tables)
+    simulator = Simulator.from_tables(settings, tables, state_rows=VIEW_TABLES)
     engine = engine_of(settings)
     catch_up = (
         ENGINE
