@@ -3,6 +3,10 @@ search on, and a decommission proposal, on a synthetic cluster.
 
 Run by hand (not a test), one scenario per process so each peak RSS is its own:
     python benchmarks/bench_plan.py --brokers 100 --partitions 100000 --scenario roll
+    python benchmarks/bench_plan.py ... --scenario roll --engine kraft
+
+Under kraft the same cluster is built through the kraft engine (brokers registered, topics
+created with the same assignments), outside the timed part, as the zk tables are.
 
 The cluster is bench_core's (every partition online, led by its preferred replica, RF 3,
 topics of 1,000), with min.insync.replicas=2 on every topic. `roll-search`: the first
@@ -15,6 +19,7 @@ seconds, the verification's, peak RSS.
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import time
 
@@ -23,8 +28,10 @@ from workloads import CLUSTER, cluster_rows
 from controller.config import Settings
 from controller.plan.planner import run_plan
 from controller.plan.search import propose_decommission, search_roll
+from controller.plan.state import cluster_tables, replayed_state
 from controller.plan.steps import reassign_steps, renumber, roll_steps
 from controller.plan.view import ClusterView
+from controller.simulator import RawEvent
 
 
 def peak_mib() -> float:
@@ -51,6 +58,41 @@ def three_replicas(tables: dict[str, list[dict]], brokers: int) -> dict[str, lis
     return tables
 
 
+def kraft_tables(zk_tables: dict[str, list[dict]], lagging: int) -> dict[str, list[dict]]:
+    """The same cluster under the kraft engine: registered brokers, topics created with the
+    zk tables' assignments and min ISR 2, the first `lagging` partitions' ISR shrunk."""
+    brokers = sorted(row["broker"] for row in zk_tables["brokers"])
+    events: list[dict] = [{"cluster": CLUSTER, "type": "broker_startup", "brokers": brokers}]
+    assignments: dict[str, dict[str, list[int]]] = {}
+    for row in zk_tables["partition_state"]:
+        assignments.setdefault(row["topic"], {})[str(row["partition"])] = row["replicas"]
+    for topic, assignment in assignments.items():
+        events.append(
+            {
+                "cluster": CLUSTER,
+                "type": "topic_creation",
+                "topic": topic,
+                "assignment": assignment,
+                "configs": {"min.insync.replicas": "2"},
+            }
+        )
+    for row in zk_tables["partition_state"][:lagging]:
+        events.append(
+            {
+                "cluster": CLUSTER,
+                "type": "isr_change",
+                "topic": row["topic"],
+                "partition": row["partition"],
+                "isr": row["replicas"][:2],
+            }
+        )
+    settings = Settings.from_properties({"kcsim.engine": "kraft"})
+    raws = [RawEvent(json.dumps(event), f"bench:{n}") for n, event in enumerate(events)]
+    replayed = replayed_state(settings, raws)
+    assert not replayed.rejected, replayed.rejected[:1]
+    return cluster_tables(replayed.tables, CLUSTER)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--brokers", type=int, default=100)
@@ -60,20 +102,29 @@ def main() -> None:
     )
     parser.add_argument("--lagging", type=int, default=100)
     parser.add_argument("--roll-brokers", type=int, default=None, help="default: all")
+    parser.add_argument("--engine", choices=("zk", "kraft"), default="zk")
     args = parser.parse_args()
-    settings = Settings(simulate_brokers=True)
+    settings = Settings.from_properties(
+        {"kcsim.engine": args.engine, "kcsim.simulate.brokers": "true"}
+    )
     tables = three_replicas(cluster_rows(args.brokers, args.partitions, 3), args.brokers)
     for row in tables["topics"]:
         row["configs"] = {"min.insync.replicas": "2"}
-    if args.scenario == "roll-search":
-        for row in tables["partition_state"][: args.lagging]:
+    lagging = args.lagging if args.scenario == "roll-search" else 0
+    if args.engine == "kraft":
+        built = time.perf_counter()
+        tables = kraft_tables(tables, lagging)
+        print(f"kraft state built in {time.perf_counter() - built:.1f} s", flush=True)
+    else:
+        for row in tables["partition_state"][:lagging]:
             row["isr"] = row["replicas"][:2]
     started = time.perf_counter()
     cpu = time.process_time()
     view = ClusterView.of_tables(CLUSTER, tables, 1)
     brokers = list(range(args.roll_brokers or args.brokers))
     print(
-        f"{args.scenario}: {args.brokers} brokers, {args.partitions:,} partitions, RF 3, "
+        f"{args.scenario} ({args.engine}): {args.brokers} brokers, {args.partitions:,} "
+        "partitions, RF 3, "
         f"min ISR 2 (view built in {time.perf_counter() - started:.1f} s)",
         flush=True,
     )
@@ -88,7 +139,9 @@ def main() -> None:
             f"  proposal: {len(proposal.moves):,} replicas moved, {proposal.leader_moves:,} "
             f"leader moves, searched in {search:.3f} s"
         )
-    else:
+    elif args.scenario == "roll":
+        run = run_plan(settings, tables, CLUSTER, roll_steps(brokers, view), view)
+    else:  # (the search reads the view after: the plan gets its own)
         run = run_plan(settings, tables, CLUSTER, roll_steps(brokers, view))
     total = time.perf_counter() - started
     worst = run.worst
@@ -97,7 +150,7 @@ def main() -> None:
         f"{worst.label if worst else '-'} ({len(worst.under_min_isr) if worst else 0} under "
         f"min ISR); {run.seconds:.1f} s in run_plan, {total:.1f} s to the verdict, "
         f"{time.process_time() - cpu:.1f} s CPU; "
-        f"{sum(s.output_count for s in run.steps):,} requests, "
+        f"{sum(s.output_count for s in run.steps):,} {run.output_kind}, "
         f"{sum(s.output_bytes for s in run.steps) / 1e9:.2f} GB",
         flush=True,
     )

@@ -24,7 +24,7 @@ What the tables hold under `kraft` (CONTRACT §5):
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import MISSING, fields, is_dataclass
 from typing import Any, NamedTuple
 
@@ -64,6 +64,8 @@ APPENDS = (
     "violations",
     "health",
 )
+# the state tables a KRaft cluster writes rows of (replica_state: none under kraft)
+STATE_ROW_TABLES = frozenset({"partition_state", "brokers", "topics", "clusters"})
 
 # SPEC-KRAFT §21's invariants kcsim checks beyond the shared ones (`invariants`)
 ELR_DISJOINT_FROM_ISR = "elr_disjoint_from_isr"
@@ -168,6 +170,7 @@ class KRaftClusterRunner:
         self._preferred_total: dict[int, int] = {}
         self._preferred_not_leading: dict[int, int] = {}
         self._broker_epochs: dict[int, int] = {}
+        self._live_brokers = -1  # counted again when an event changes a broker
         self._controller_epoch = self.controller.controller_epoch
         self._observed: dict[Key, SeenEpochs] = {}
         if stored is not None:
@@ -287,6 +290,9 @@ class KRaftClusterRunner:
         self.elr_elections += outcome.elr_elections
         self.last_known_leader_elections += outcome.last_known_leader_elections
         found: list[Violation] = []
+        if outcome.changed_brokers or outcome.removed_brokers or self._live_brokers < 0:
+            registrations = self.controller.cluster_control.registrations.values()
+            self._live_brokers = sum(1 for r in registrations if r.status == LIVE)
         leader_changes = self._track(outcome, found)
         self._check_brokers(outcome, found)
         if header.observed is not None:
@@ -430,7 +436,7 @@ class KRaftClusterRunner:
         leader_changes = 0
         for key in outcome.removed_partitions:
             self._set_vitals(key, None)
-        brokers = {b.broker: b for b in self.controller.brokers()}
+        brokers = _BrokerLookup(self.controller)  # (not a dict of all: per event, per broker)
         for key in outcome.changed_partitions:
             view = self.controller.partition(*key)
             if view is None:
@@ -448,7 +454,7 @@ class KRaftClusterRunner:
         self,
         view: PartitionView,
         old: Vitals | None,
-        brokers: Mapping[int, Any],
+        brokers: _BrokerLookup,
         found: list[Violation],
     ) -> None:
         topic, number = view.topic, view.partition
@@ -590,7 +596,7 @@ class KRaftClusterRunner:
             "at_min_isr": self._at_min,
             "not_preferred": self._not_preferred,
             "max_broker_imbalance": imbalance,
-            "live_brokers": sum(1 for b in self.controller.brokers() if b.status == LIVE),
+            "live_brokers": self._live_brokers,
             "unclean_elections": self.unclean_elections,
             "leader_changes": leader_changes,
             "requests": 0,  # a KRaft controller sends no requests: brokers read the log
@@ -676,49 +682,48 @@ class KRaftClusterRunner:
 
     # ---- output --------------------------------------------------------------------------
 
-    def drain(self, output: Any, state_rows: bool = True) -> None:
-        """Move the held rows to `output` (a simulator BatchOutput) and, with
-        `state_rows`, the state tables' upserts and deletes since the last drain."""
+    def drain(self, output: Any, state_rows: Collection[str] = STATE_ROW_TABLES) -> None:
+        """Move the held rows to `output` (a simulator BatchOutput) and the upserts and
+        deletes, since the last drain, of the state tables named in `state_rows`."""
         for name, rows in self._rows.items():
             output.appends[name].extend(rows)
             self._rows[name] = []
         self._held = 0
-        if not state_rows:
-            self._dirty_partitions.clear()
-            self._dirty_brokers.clear()
-            self._dirty_topics.clear()
-            return
         cluster = self.cluster
-        for key in sorted(self._dirty_partitions):
-            view = self.controller.partition(*key)
-            if view is None:
-                output.deletes["partition_state"].append(
-                    {"cluster": cluster, "topic": key[0], "partition": key[1]}
-                )
-            else:
-                output.upserts["partition_state"].append(self.partition_row(view))
-        for broker in sorted(self._dirty_brokers):
-            broker_view = self.controller.broker(broker)
-            if broker_view is None:
-                output.deletes["brokers"].append({"cluster": cluster, "broker": broker})
-            else:
-                output.upserts["brokers"].append(self._broker_row(broker_view))
-        topics = {t.topic: t for t in self.controller.topics()} if self._dirty_topics else {}
-        for name in sorted(self._dirty_topics):
-            topic_view = topics.get(name)
-            if topic_view is None:
-                output.deletes["topics"].append({"cluster": cluster, "topic": name})
-            else:
-                output.upserts["topics"].append(
-                    self._topic_row(topic_view.topic, topic_view.configs)
-                )
+        if "partition_state" in state_rows:
+            for key in sorted(self._dirty_partitions):
+                view = self.controller.partition(*key)
+                if view is None:
+                    output.deletes["partition_state"].append(
+                        {"cluster": cluster, "topic": key[0], "partition": key[1]}
+                    )
+                else:
+                    output.upserts["partition_state"].append(self.partition_row(view))
+        if "brokers" in state_rows:
+            for broker in sorted(self._dirty_brokers):
+                broker_view = self.controller.broker(broker)
+                if broker_view is None:
+                    output.deletes["brokers"].append({"cluster": cluster, "broker": broker})
+                else:
+                    output.upserts["brokers"].append(self._broker_row(broker_view))
+        if "topics" in state_rows and self._dirty_topics:
+            topics = {t.topic: t for t in self.controller.topics()}
+            for name in sorted(self._dirty_topics):
+                topic_view = topics.get(name)
+                if topic_view is None:
+                    output.deletes["topics"].append({"cluster": cluster, "topic": name})
+                else:
+                    output.upserts["topics"].append(
+                        self._topic_row(topic_view.topic, topic_view.configs)
+                    )
         self._dirty_partitions.clear()
         self._dirty_brokers.clear()
         self._dirty_topics.clear()
-        row = self.cluster_row()
-        if row != self._cluster_row:
-            output.upserts["clusters"].append(row)
-            self._cluster_row = row
+        if "clusters" in state_rows:  # (the controller's whole state, dumped: only if asked)
+            row = self.cluster_row()
+            if row != self._cluster_row:
+                output.upserts["clusters"].append(row)
+                self._cluster_row = row
 
     def partition_row(self, view: PartitionView) -> Row:
         written = self._written.get((view.topic, view.partition))
@@ -784,6 +789,18 @@ class KRaftClusterRunner:
         if table == "clusters":
             return iter([self.cluster_row()])
         return iter(())
+
+
+class _BrokerLookup:
+    """`get(broker)`: the controller's view of one broker, built when asked."""
+
+    __slots__ = ("_controller",)
+
+    def __init__(self, controller: QuorumController) -> None:
+        self._controller = controller
+
+    def get(self, broker: int) -> Any:
+        return self._controller.broker(broker)
 
 
 def _broker(view: Any) -> int:

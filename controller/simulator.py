@@ -7,7 +7,7 @@ foreachBatch (streaming). A batch's output is plain rows whose columns are exact
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -55,37 +55,62 @@ class BatchOutput:
     events: int = 0  # the events taken (all of them, unless a max_output stopped it)
 
 
+def state_row_tables(state_rows: bool | Collection[str]) -> frozenset[str]:
+    """The state tables whose rows a batch's output holds: all (True), none (False), or
+    the ones named."""
+    if state_rows is True:
+        return frozenset(STATE_TABLE_NAMES)
+    if state_rows is False:
+        return frozenset()
+    tables = frozenset(state_rows)
+    unknown = sorted(tables - set(STATE_TABLE_NAMES))
+    if unknown:
+        raise ValueError(f"not state tables: {', '.join(unknown)}")
+    return tables
+
+
 class Simulator:
-    def __init__(self, settings: Settings, state_rows: bool = True) -> None:
+    def __init__(self, settings: Settings, state_rows: bool | Collection[str] = True) -> None:
         """`state_rows=False`: a batch's output holds no upserts or deletes of the state
         tables (`kcsim replay` writes them once, at the end, from `table_rows`): building
         and freeing the rows of every partition and replica a batch changed was ~5% of a
         100k-partition rolling restart's replay. Its clusters' contexts then mark no
-        partition or replica dirty either (ControllerContext's `marks_rows`)."""
+        partition or replica dirty either (ControllerContext's `marks_rows`).
+
+        A collection of table names: only those tables' upserts and deletes (`kcsim plan`
+        reads `partition_state`, `brokers` and `topics`; leaving out `replica_state` and
+        `clusters` spares a row per changed replica and, under kraft, the controller's
+        whole state dumped into the clusters row at every batch)."""
         self._settings = settings
-        self._state_rows = state_rows
+        self._state_rows = state_row_tables(state_rows)
         self._clusters: dict[str, ClusterRunner | KRaftCluster] = {}
         self._heap = LongLivedHeap()
 
     @classmethod
     def from_tables(
-        cls, settings: Settings, tables: Mapping[str, Iterable[Mapping[str, Any]]]
+        cls,
+        settings: Settings,
+        tables: Mapping[str, Iterable[Mapping[str, Any]]],
+        state_rows: bool | Collection[str] = True,
     ) -> Simulator:
         """Rebuild every cluster from stored state-table rows (partition_state, replica_state,
         brokers, topics, clusters; applied_events for duplicate detection). Continuing from
-        here gives what one uninterrupted run gives."""
+        here gives what one uninterrupted run gives. `state_rows` as the constructor's."""
         with cyclic_gc_paused():  # a load makes no garbage: collections would walk it all
-            return cls._from_tables(settings, tables)
+            return cls._from_tables(settings, tables, state_rows)
 
     @classmethod
     def _from_tables(
-        cls, settings: Settings, tables: Mapping[str, Iterable[Mapping[str, Any]]]
+        cls,
+        settings: Settings,
+        tables: Mapping[str, Iterable[Mapping[str, Any]]],
+        state_rows: bool | Collection[str],
     ) -> Simulator:
         # (rows read once each; Columns as they are: their readers zip the columns)
         tables = {
             name: rows if isinstance(rows, Columns) else list(rows) for name, rows in tables.items()
         }
-        simulator = cls(settings)
+        simulator = cls(settings, state_rows)
         engines = stored_engines(tables.get("clusters", ()))
         check_engines(engines, settings.engine)
         names = {cluster for cluster, engine in engines.items() if engine == ZK}
@@ -170,7 +195,7 @@ class Simulator:
 
             return KRaftCluster(KRaftClusterRunner(cluster, self._settings))
         return ClusterRunner(
-            ControllerContext(cluster, marks_rows=self._state_rows), self._settings
+            ControllerContext(cluster, marks_rows=bool(self._state_rows)), self._settings
         )
 
     def clusters(self) -> list[str]:
@@ -258,7 +283,7 @@ class KRaftCluster:
         reason = runner.apply(event, event_id, seq)
         return None if reason is None else _reject(runner.cluster, header, reason)
 
-    def drain(self, output: BatchOutput, state_rows: bool = True) -> None:
+    def drain(self, output: BatchOutput, state_rows: frozenset[str]) -> None:
         self.runner.drain(output, state_rows)
 
 
@@ -397,9 +422,9 @@ class ClusterRunner:
         self.controller = KafkaController(fresh, self.journal, self.settings)
         self.controller.apply(body)
 
-    def drain(self, output: BatchOutput, state_rows: bool = True) -> None:
-        """Move the journal's rows to `output` and, with `state_rows`, the rows of every
-        state-table key changed since the last drain."""
+    def drain(self, output: BatchOutput, state_rows: frozenset[str]) -> None:
+        """Move the journal's rows to `output` and the rows of the tables in `state_rows`
+        of every state-table key changed since the last drain."""
         context = self.context
         requests, state_changes, results = self.journal.drain()
         output.appends["controller_requests"].extend(requests)
@@ -414,21 +439,38 @@ class ClusterRunner:
         output.appends["violations"].extend(self._violations)
         self._violations = []
         if state_rows:
-            self._state_rows(output)
+            self._state_rows(output, state_rows)
         context.clear_dirty()
 
-    def _state_rows(self, output: BatchOutput) -> None:
-        """The state tables' upserts and deletes since the last drain."""
+    def _state_rows(self, output: BatchOutput, tables: frozenset[str]) -> None:
+        """The upserts and deletes of `tables` since the last drain."""
         context = self.context
         cluster = context.cluster
-        partition_upserts = output.upserts["partition_state"]
-        for tp, record in context.records_of(sorted_partitions(context.dirty_partitions)):
-            if record is None:
-                output.deletes["partition_state"].append(
-                    {"cluster": cluster, "topic": tp.topic, "partition": tp.partition}
-                )
-            else:
-                partition_upserts.append(snapshot.partition_row(cluster, record))
+        if "partition_state" in tables:
+            partition_upserts = output.upserts["partition_state"]
+            for tp, record in context.records_of(sorted_partitions(context.dirty_partitions)):
+                if record is None:
+                    output.deletes["partition_state"].append(
+                        {"cluster": cluster, "topic": tp.topic, "partition": tp.partition}
+                    )
+                else:
+                    partition_upserts.append(snapshot.partition_row(cluster, record))
+        if "replica_state" in tables:
+            self._replica_rows(output)
+        if "brokers" in tables:
+            for broker in sorted(context.dirty_brokers):
+                output.upserts["brokers"].append(snapshot.broker_row(context, broker))
+        if "topics" in tables:
+            self._topic_rows(output)
+        if "clusters" in tables:
+            cluster_row = snapshot.cluster_row(context)
+            if cluster_row != self._cluster_row:
+                output.upserts["clusters"].append(cluster_row)
+                self._cluster_row = cluster_row
+
+    def _replica_rows(self, output: BatchOutput) -> None:
+        context = self.context
+        cluster = context.cluster
         replica_upserts = output.upserts["replica_state"]
         replicas = sorted_replicas(context.dirty_replicas)
         records = context.records_of(tp for tp, _ in replicas)
@@ -444,8 +486,10 @@ class ClusterRunner:
                 )
             else:
                 replica_upserts.append(snapshot.replica_row(cluster, record, broker))
-        for broker in sorted(context.dirty_brokers):
-            output.upserts["brokers"].append(snapshot.broker_row(context, broker))
+
+    def _topic_rows(self, output: BatchOutput) -> None:
+        context = self.context
+        cluster = context.cluster
         statuses = _deletion_statuses(context)
         changed = {
             topic
@@ -458,10 +502,6 @@ class ClusterRunner:
             else:
                 output.deletes["topics"].append({"cluster": cluster, "topic": topic})
         self._deletion_status = statuses
-        cluster_row = snapshot.cluster_row(context)
-        if cluster_row != self._cluster_row:
-            output.upserts["clusters"].append(cluster_row)
-            self._cluster_row = cluster_row
 
 
 def _sequence(

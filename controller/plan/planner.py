@@ -54,8 +54,16 @@ _MUST_SUCCEED = frozenset(
 )  # fmt: skip
 # a broker's status when it is not running: never registered, dead (zk), fenced (kraft)
 STOPPED = (None, DEAD, FENCED)
-# errors that say an answer needed nothing (not a failure)
-_BENIGN_ERRORS = frozenset({"ELECTION_NOT_NEEDED"})
+# errors that are not a failure: an answer that needed nothing; under kraft, the answer to
+# an AlterPartition whose record completed a reassignment and moved the leadership (the
+# record is written, SPEC-KRAFT §14.1)
+_BENIGN_ERRORS = frozenset({"ELECTION_NOT_NEEDED", "NEW_LEADER_ELECTED"})
+# the state tables the view reads: the front door builds no other rows for the plan
+VIEW_TABLES = ("partition_state", "brokers", "topics")
+# who writes the catch-up (`CatchUp`, `CompleteReassignment`):
+ENGINE = "engine"  # the core's simulated brokers (zk, kcsim.simulate.brokers=true)
+LEADERS = "leaders"  # the planner, as those brokers do it (kraft, simulate.brokers=true)
+PER_REPLICA = "per-replica"  # the planner, the named replicas only (simulate.brokers=false)
 
 
 @dataclass(slots=True)
@@ -134,6 +142,15 @@ def engine_of(settings: Settings) -> str:
     return settings.as_properties().get("kcsim.engine", "zk")
 
 
+def engine_catches_up(settings: Settings) -> bool:
+    """Whether the core's own simulated brokers do the catch-up (`kcsim.simulate.brokers`
+    under the zk engine). The kraft engine writes records for the events it is given and
+    simulates no broker, so under kraft the planner sends the leaders' AlterPartitions
+    itself (`isr_change`, SPEC-KRAFT §14): a returning broker never rejoins an ISR by
+    itself (§7)."""
+    return settings.simulate_brokers and engine_of(settings) != "kraft"
+
+
 def default_min_isr(settings: Settings) -> int:
     try:
         return int(settings.as_properties().get("min.insync.replicas", "1"))
@@ -146,15 +163,23 @@ def run_plan(
     tables: Mapping[str, Sequence[Row]],
     cluster: str,
     steps: Sequence[Step],
+    view: ClusterView | None = None,
 ) -> PlanRun:
-    """The steps applied in order to a copy of `cluster`'s state in `tables`."""
+    """The steps applied in order to a copy of `cluster`'s state in `tables`. `view`: the
+    state's `ClusterView` where the caller has built it already (the plan changes it)."""
     started = time.perf_counter()
     if cluster not in {row["cluster"] for row in tables.get("clusters", ())}:
         raise PlanInputError(f"the state holds no cluster {cluster!r}")
-    view = ClusterView.of_tables(cluster, tables, default_min_isr(settings))
-    simulator = Simulator.from_tables(settings, tables)
+    if view is None:
+        view = ClusterView.of_tables(cluster, tables, default_min_isr(settings))
+    simulator = Simulator.from_tables(settings, tables, state_rows=VIEW_TABLES)
     engine = engine_of(settings)
-    runner = _Runner(simulator, view, cluster, settings.simulate_brokers)
+    catch_up = (
+        ENGINE
+        if engine_catches_up(settings)
+        else (LEADERS if settings.simulate_brokers else PER_REPLICA)
+    )
+    runner = _Runner(simulator, view, cluster, catch_up)
     before = StepResult(
         0,
         "before",
@@ -187,39 +212,58 @@ def run_plan(
 
 class _Runner:
     def __init__(
-        self, simulator: Simulator, view: ClusterView, cluster: str, simulated: bool
+        self, simulator: Simulator, view: ClusterView, cluster: str, catch_up: str
     ) -> None:
         self.simulator = simulator
         self.view = view
         self.cluster = cluster
-        self.simulated = simulated  # the core's brokers catch up by themselves
+        self.catch_up = catch_up  # ENGINE | LEADERS | PER_REPLICA
         self.sizer = OutputSizer()
         self.sequence = 0
 
     def step(self, step: Step) -> StepResult:
+        """The step's actions, measured at the end of each moment: an event together with
+        the catch-up derived from it (the zk engine's simulated brokers answer inside the
+        event, so a derived catch-up belongs to its event's moment under any engine), or
+        a hold."""
         view = self.view
         offline: set[Key] | None = None
         under: set[Key] | None = None
         moves = count = size = events = 0
         notes: list[str] = []
+        shut_down: set[int] = set()  # brokers this step asked to shut down
+        changed: list[Key] = []  # since the last measure
+        applied = False  # a batch since the last measure
+
+        def measure() -> None:
+            nonlocal offline, under, applied
+            if offline is None or under is None:
+                offline, under = set(view.offline), set(view.under_min_isr)
+            else:
+                for key in changed:
+                    if key in view.offline:
+                        offline.add(key)
+                    if key in view.under_min_isr:
+                        under.add(key)
+            changed.clear()
+            applied = False
+
         for action in step.actions:
+            if applied and isinstance(action, Event | Hold):
+                measure()
             for batch in self._events(step, action, notes):
-                self._check(step, batch)
+                self._check(step, batch, shut_down)
                 output = self._apply(step, batch)
                 events += len(batch)
-                changed, moved = view.apply(output.upserts, output.deletes)
+                keys, moved = view.apply(output.upserts, output.deletes)
+                changed.extend(keys)
+                applied = True
                 moves += moved
                 sent, sent_bytes = self.sizer.measure(output)
                 count += sent
                 size += sent_bytes
-                if offline is None or under is None:
-                    offline, under = set(view.offline), set(view.under_min_isr)
-                else:
-                    for key in changed:
-                        if key in view.offline:
-                            offline.add(key)
-                        if key in view.under_min_isr:
-                            under.add(key)
+        if applied:
+            measure()
         if offline is None or under is None:
             offline, under = view.offline, view.under_min_isr
         self._after(step, notes)
@@ -248,12 +292,16 @@ class _Runner:
         if isinstance(action, Event):
             yield [dict(action.body)]
         elif isinstance(action, CatchUp):
-            if not self.simulated:
-                keys = sorted(view.hosted.get(action.broker, ()))
+            keys = sorted(view.hosted.get(action.broker, ()))
+            if self.catch_up == LEADERS:
+                yield from _nonempty(self._leaders_expansions(keys))
+            elif self.catch_up == PER_REPLICA:
                 yield from _nonempty(self._expansions(keys, (action.broker,)))
         elif isinstance(action, CompleteReassignment):
             part = view.partitions.get(action.key)
-            if part is not None and not self.simulated:
+            if part is not None and self.catch_up == LEADERS:
+                yield from _nonempty(self._leaders_expansions([action.key]))
+            elif part is not None and self.catch_up == PER_REPLICA:
                 yield from _nonempty(self._expansions([action.key], part.adding))
         elif isinstance(action, Hold):
             batch = []
@@ -263,9 +311,24 @@ class _Runner:
                     batch.extend(self._expansions([key], part.replicas))
             yield from _nonempty(batch)
 
-    def _expansions(self, keys: Iterable[Key], joining: Sequence[int]) -> list[dict]:
+    def _leaders_expansions(self, keys: Iterable[Key]) -> list[dict]:
+        """What the zk engine's simulated brokers do (SPEC §13), for an engine that
+        simulates none (kraft, SPEC-KRAFT §14.3): each live leader of these partitions
+        adds every live replica missing from the ISR, in replica order, leader by leader
+        (a broker's AlterPartition holds all the partitions it leads; the controller
+        writes one record per partition either way). A 4.1 leader marks its log
+        RECOVERED as soon as it leads and says so in every AlterPartition, which ends an
+        unclean election's recovery (§14.3)."""
+        out = self._expansions(keys, None)
+        for body in out:  # a 4.1 leader sends its log's state: recovered once it leads
+            body["leader_recovery_state"] = "RECOVERED"
+        by_leader = {key: self.view.partitions[key].leader for key in keys}
+        out.sort(key=lambda body: by_leader[(body["topic"], body["partition"])])
+        return out
+
+    def _expansions(self, keys: Iterable[Key], joining: Sequence[int] | None) -> list[dict]:
         """A leader's AlterPartition per partition with a live leader: the ISR with those of
-        `joining` that are live replicas and not in it yet, appended."""
+        `joining` (None: all replicas) that are live replicas and not in it yet, appended."""
         view = self.view
         live = view.live_brokers()
         out = []
@@ -273,7 +336,8 @@ class _Runner:
             part = view.partitions.get(key)
             if part is None or part.leader < 0 or part.leader not in live:
                 continue
-            new = [b for b in joining if b in live and b in part.replicas and b not in part.isr]
+            among = part.replicas if joining is None else joining
+            new = [b for b in among if b in live and b in part.replicas and b not in part.isr]
             if new:
                 out.append(
                     {
@@ -287,14 +351,23 @@ class _Runner:
 
     # ---- applying -------------------------------------------------------------------------
 
-    def _check(self, step: Step, batch: list[dict]) -> None:
-        """What an operator cannot mean, though the core would take it."""
+    def _check(self, step: Step, batch: list[dict], shut_down: set[int]) -> None:
+        """What an operator cannot mean, though the core would take it.
+
+        One exception: under kraft a controlled shutdown of a broker that leads nothing
+        is answered SHUTDOWN_NOW and fences it at once (SPEC-KRAFT §9); the failure that
+        follows in the same step is then the redundant fence Kafka writes when the
+        stopped broker's session expires (§8), not the stop of a stopped broker."""
         brokers = self.view.brokers
         for body in batch:
             kind = body.get("type")
             ids = body.get("brokers") or ([body["broker"]] if "broker" in body else [])
             for broker in ids if isinstance(ids, list) else ():
                 status = brokers[broker].status if broker in brokers else None
+                if kind == "controlled_shutdown":
+                    shut_down.add(broker)
+                if kind == "broker_failure" and status == FENCED and broker in shut_down:
+                    continue
                 if kind in ("broker_startup", "broker_registration") and status not in STOPPED:
                     raise ImpossibleStep(
                         step,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 Key = tuple[str, int]  # topic, partition
 Row = Mapping[str, Any]
@@ -37,8 +37,9 @@ def names(keys: Iterable[Key]) -> list[str]:
     return [key_name(k) for k in sorted(keys)]
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionView:
+class PartitionView(NamedTuple):
+    """(A named tuple: one is built per partition per batch that changes it.)"""
+
     leader: int
     isr: tuple[int, ...]
     replicas: tuple[int, ...]
@@ -216,16 +217,23 @@ class ClusterView:
             for broker in view.replicas:
                 hosted.setdefault(broker, set()).add(key)
         self.partitions[key] = view
-        led = view.leader >= 0
-        _flag(self.offline, key, not led)
-        _flag(self.under_min_isr, key, led and len(view.isr) < self.min_isr_of(key))
-        _flag(self.under_replicated, key, len(view.isr) < len(view.replicas))
-        preferred = view.replicas[0] if view.replicas else -1
-        _flag(self.not_preferred, key, led and view.leader != preferred)
-
-
-def _flag(flagged: set[Key], key: Key, on: bool) -> None:
-    if on:
-        flagged.add(key)
-    else:
-        flagged.discard(key)
+        # (the flags inline: this runs for every partition every batch changes)
+        leader, isr, replicas = view.leader, len(view.isr), view.replicas
+        if leader >= 0:
+            self.offline.discard(key)
+            if isr < self.min_isr.get(key[0], self.default_min_isr):
+                self.under_min_isr.add(key)
+            else:
+                self.under_min_isr.discard(key)
+            if not replicas or leader != replicas[0]:
+                self.not_preferred.add(key)
+            else:
+                self.not_preferred.discard(key)
+        else:
+            self.offline.add(key)
+            self.under_min_isr.discard(key)
+            self.not_preferred.discard(key)
+        if isr < len(replicas):
+            self.under_replicated.add(key)
+        else:
+            self.under_replicated.discard(key)

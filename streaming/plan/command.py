@@ -33,6 +33,7 @@ from controller.plan.steps import (
     REASSIGN,
     ROLL,
     ROLL_KINDS,
+    ImpossibleStep,
     PlanInputError,
     Step,
     check_moves,
@@ -116,7 +117,7 @@ def _main(args: argparse.Namespace) -> int:
     view = ClusterView.of_tables(cluster, tables, default_min_isr(plan_settings))
     steps, kind, subject = _steps(args.steps, args.roll_kind, view, cluster)
     decommission = subject if isinstance(subject, Decommission) else None
-    run = run_plan(plan_settings, tables, cluster, steps)
+    run = run_plan(plan_settings, tables, cluster, steps, view)  # (the view: consumed)
     proposal: dict[str, Any] | None = None
     if decommission is not None:
         proposal = _decommission_proposal(decommission)
@@ -262,9 +263,19 @@ def _roll_proposal(
         {"before": b, "partitions": [f"{k[0]}-{k[1]}" for k in keys]}
         for b, keys in found.holds.items()
     ]
-    checked: PlanRun = run_plan(
-        settings, tables, cluster, roll_steps(found.order, view, roll_kind, found.holds)
-    )
+    started = time.perf_counter()
+    try:
+        checked: PlanRun = run_plan(
+            settings, tables, cluster, roll_steps(found.order, view, roll_kind, found.holds)
+        )
+    except ImpossibleStep as error:
+        # the proposal, not the requested plan, fails: the plan's verdict stands
+        out["verified"] = {
+            "verdict": f"impossible: {error}",
+            "seconds": round(time.perf_counter() - started, 3),
+            "worst_step": None,
+        }
+        return out
     worst = checked.worst
     out["verified"] = {
         "verdict": "safe" if checked.safe else "unsafe",

@@ -16,9 +16,16 @@ CLUSTER = "default"
 PLAN_SETTINGS = Settings(simulate_brokers=True)  # the command's default for a plan
 
 
-def tables_of(*events: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+def engine_settings(engine: str, simulate_brokers: bool = False) -> Settings:
+    """Settings that run `engine` (zk | kraft)."""
+    return Settings.from_properties(
+        {"kcsim.engine": engine, "kcsim.simulate.brokers": str(simulate_brokers).lower()}
+    )
+
+
+def tables_of(*events: dict[str, Any], engine: str = "zk") -> dict[str, list[dict[str, Any]]]:
     raws = [RawEvent(json.dumps(e), f"case:{n}") for n, e in enumerate(events, 1)]
-    replayed = replayed_state(Settings(), raws)
+    replayed = replayed_state(engine_settings(engine), raws)
     assert replayed.rejected == []
     return cluster_tables(replayed.tables, CLUSTER)
 
@@ -27,8 +34,9 @@ def view_of(tables: dict[str, list[dict[str, Any]]]) -> ClusterView:
     return ClusterView.of_tables(CLUSTER, tables, 1)
 
 
-def plan(tables: dict[str, list[dict[str, Any]]], steps: list[Step]) -> PlanRun:
-    return run_plan(PLAN_SETTINGS, tables, CLUSTER, steps)
+def plan(tables: dict[str, list[dict[str, Any]]], steps: list[Step], engine: str = "zk") -> PlanRun:
+    settings = PLAN_SETTINGS if engine == "zk" else engine_settings(engine, True)
+    return run_plan(settings, tables, CLUSTER, steps)
 
 
 def figures(run: PlanRun) -> list[tuple[Any, ...]]:
