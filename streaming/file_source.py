@@ -189,13 +189,26 @@ class FilesPartition(InputPartition):
 
 
 def local_path(path: str) -> str:
-    """A local path from a plain path (relative or absolute) or a file: URI."""
+    """An absolute local path from a plain path (relative or absolute) or a file: URI
+    (`file:DIR`, `file:./DIR`, `file:/abs`, `file:///abs`)."""
+    if is_remote(path):
+        raise ValueError(f"expected a local path, got {path!r}")
     parsed = urlparse(path)
     if parsed.scheme == "file":
-        return os.path.normpath(unquote(parsed.path))
-    if parsed.scheme and len(parsed.scheme) > 1:
-        raise ValueError(f"the file source reads local directories only, got {path!r}")
+        return os.path.abspath(unquote(parsed.path))
     return os.path.abspath(path)
+
+
+def is_remote(path: str) -> bool:
+    """A URI of another file system than the local one (s3a://, hdfs://, ...)."""
+    scheme = urlparse(path).scheme
+    return len(scheme) > 1 and scheme != "file"
+
+
+def lake_path(path: str) -> str:
+    """What Spark and Delta are given for a path a user typed: an absolute local path for a
+    local one (a relative `lake` would be read as a table name), a remote URI as it is."""
+    return path.rstrip("/") if is_remote(path) else local_path(path)
 
 
 def list_event_files(directory: str) -> list[str]:

@@ -75,7 +75,7 @@ from controller.replay import (
 )
 from controller.simulator import BatchOutput, RawEvent, Row, Simulator, refused_rows
 from schemas import APPEND_TABLES, STATE_TABLES
-from streaming.file_source import local_path
+from streaming.file_source import is_remote, lake_path, local_path
 from streaming.kafka_security import KafkaClientConfig
 from streaming.lake import RESTORE_TABLES, Lake
 from streaming.os_memory import arrow_on_the_c_heap, release_freed_memory
@@ -139,6 +139,9 @@ def main(args: argparse.Namespace) -> int:
         options = Options.from_args(args)
     except ValueError as error:
         print(f"kcsim run: {error}", file=sys.stderr)
+        return 2
+    if problem := preflight(options):
+        print(f"kcsim run: {problem}", file=sys.stderr)
         return 2
     from pyspark.errors import StreamingQueryException
 
@@ -206,7 +209,9 @@ class Options:
         kind, _, where = args.source.partition(":")
         source: FileSource | KafkaSource
         if kind == "file" and where:
-            source = FileSource(where, args.max_files_per_trigger)
+            if is_remote(where):
+                raise ValueError(f"--source file: reads a local directory, got {where!r}")
+            source = FileSource(local_path(where), args.max_files_per_trigger)
         elif kind == "kafka":
             bootstrap, topic = parse_endpoint(where)
             source = KafkaSource(
@@ -228,12 +233,12 @@ class Options:
             if not sep:
                 raise ValueError(f"--conf expects key=value, got {item!r}")
             conf[key.strip()] = value.strip()
-        lake = args.lake.rstrip("/")
+        lake = lake_path(args.lake)
         return cls(
             settings=args.settings,
             source=source,
             lake=lake,
-            checkpoint=args.checkpoint or f"{lake}/_checkpoints/run",
+            checkpoint=lake_path(args.checkpoint or f"{lake}/_checkpoints/run"),
             once=args.once,
             trigger_seconds=args.trigger_seconds,
             sink=sink,
@@ -241,6 +246,70 @@ class Options:
             master=args.master,
             spark_conf=conf,
         )
+
+
+def preflight(options: Options) -> str | None:
+    """What stops the run before Spark starts (one line), or None: the source, the sink and
+    the lake are checked as `produce` checks its bootstrap, in seconds, and nothing is
+    created. Without this, a missing directory was a Python traceback and an unreachable
+    bootstrap 3 minutes of retries ending in a Java stack."""
+    source = options.source
+    if isinstance(source, FileSource):
+        if problem := source.check():
+            return problem
+    elif problem := kafka_unreachable(source.bootstrap, source.client, "--source"):
+        return problem
+    if options.sink is not None and (
+        problem := kafka_unreachable(options.sink.bootstrap, options.sink.client, "--sink")
+    ):
+        return problem
+    for what, path in (("lake", options.lake), ("checkpoint", options.checkpoint)):
+        if problem := unwritable(what, path):
+            return problem
+    return None
+
+
+def unwritable(what: str, path: str) -> str | None:
+    """Why a local directory cannot be used as the `what`, or None (it exists, or can be
+    made: its nearest existing parent is a writable directory). Remote ones are Spark's."""
+    if is_remote(path):
+        return None
+    if os.path.exists(path):
+        if not os.path.isdir(path):
+            return f"the {what} {path} is not a directory"
+        if not os.access(path, os.W_OK | os.X_OK):
+            return f"the {what} directory {path} cannot be written"
+        return None
+    parent = os.path.dirname(path)
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        return f"the {what} {path} cannot be made: {parent} is not a directory"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"the {what} {path} cannot be made: {parent} cannot be written"
+    return None
+
+
+def kafka_unreachable(bootstrap: str, client: KafkaClientConfig, option: str) -> str | None:
+    """Why the Kafka cluster at `bootstrap` cannot be reached, or None: a bootstrap with
+    `produce`'s client settings (given up after `BOOTSTRAP_TIMEOUT_MS`, 15 s), and the
+    refusal behind a failure said as `produce` says it."""
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    from streaming.kafka_security import ClientFailures
+
+    with ClientFailures(client) as failures:
+        try:
+            admin = KafkaAdminClient(
+                bootstrap_servers=bootstrap,
+                client_id="kcsim-run-check",
+                **client.kafka_python(),
+            )
+        except (KafkaError, OSError, ValueError) as error:
+            return f"{option}: cannot reach Kafka at {bootstrap}: {failures.explain(error)}"
+    admin.close()
+    return None
 
 
 def parse_endpoint(text: str) -> tuple[str, str]:
