@@ -18,7 +18,9 @@ from job_process import ROOT, job_env
 from controller.config import Settings
 
 
-def kcsim_run(cwd: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
+def kcsim_run(
+    cwd: Path, *args: str, timeout: float = 120
+) -> tuple[subprocess.CompletedProcess[str], float]:
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "streaming.cli", "run", *args],
@@ -26,7 +28,7 @@ def kcsim_run(cwd: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], 
         text=True,
         env=job_env(),
         cwd=cwd,
-        timeout=120,
+        timeout=timeout,
         check=False,
     )
     return done, time.monotonic() - started
@@ -136,7 +138,9 @@ def test_a_relative_lake_and_source_without_dot_slash_run(tmp_path: Path) -> Non
     events.mkdir()
     for path in (ROOT / "examples" / "events").iterdir():
         (events / path.name).write_bytes(path.read_bytes())
-    done, _ = kcsim_run(tmp_path, "--source", "file:events", "--lake", "lake", "--once")
+    done, _ = kcsim_run(
+        tmp_path, "--source", "file:events", "--lake", "lake", "--once", timeout=900
+    )
     assert done.returncode == 0, done.stderr
     assert "INVALID_SCHEMA_OR_RELATION_NAME" not in done.stderr
     assert (tmp_path / "lake" / "partition_state" / "_delta_log").is_dir()
