@@ -119,7 +119,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--sink", metavar="kafka:HOST:PORT/TOPIC", help="also produce requests to Kafka"
     )
     parser.add_argument(
+        "--command-config",
         "--kafka-config",
+        dest="kafka_config",
         type=Path,
         metavar="FILE",
         help="Kafka client properties for the source and sink (security.protocol, sasl.*, "

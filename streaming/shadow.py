@@ -110,7 +110,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="ZooKeeper client auth: digest, sasl.*, ssl.* (see streaming/zk_security.py)",
     )
     parser.add_argument(
+        "--command-config",
         "--kafka-config",
+        dest="kafka_config",
         type=Path,
         metavar="FILE",
         help="Kafka client properties for --out kafka: (security.protocol, sasl.*, ssl.*)",

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from job_process import ROOT, job_env
+
+from streaming.cli import kcsim_version
 
 EXAMPLES = ROOT / "examples" / "events"
 
@@ -57,3 +60,35 @@ def test_exit_statuses_are_documented_and_kept(tmp_path: Path) -> None:
     missing = _kcsim("replay", str(tmp_path / "nope"), "--out", str(tmp_path / "c"))
     assert missing.returncode == 2
     assert _kcsim("replay", str(clean), "--set", "no.such.key=1").returncode == 2
+
+
+def test_version() -> None:
+    done = _kcsim("--version")
+    assert (done.returncode, done.stdout) == (0, f"kcsim {kcsim_version()}\n")
+    assert re.fullmatch(r"\d+\.\d+\.\d+\S*", kcsim_version())
+
+
+@pytest.mark.parametrize(
+    ("command", "words"),
+    [
+        ("produce", ["--topic", "t", "--scenario", "x.jsonl"]),
+        ("run", ["--source", "kafka:h:1/t", "--lake", "lake"]),
+        ("shadow", ["--zookeeper", "h:2181", "--out", "file:o"]),
+    ],
+)
+def test_kafkas_own_flag_names_are_taken_and_the_old_ones_still_are(
+    command: str, words: list[str]
+) -> None:
+    """Operators type Kafka's tools' flags: --bootstrap-server, --command-config."""
+    from streaming.cli import build_parser
+
+    for kafka_names in (True, False):
+        config = "--command-config" if kafka_names else "--kafka-config"
+        argv = [command, *words, config, "client.properties"]
+        if command == "produce":
+            argv += ["--bootstrap-server" if kafka_names else "--bootstrap", "h:9092"]
+        parser, _ = build_parser(argv)
+        args = parser.parse_args(argv)
+        assert args.kafka_config == Path("client.properties"), kafka_names
+        if command == "produce":
+            assert args.bootstrap == "h:9092"
