@@ -2,7 +2,8 @@
 
 `--fleet` applies clusters in `applyInPandas` on the executors, whose Python must import
 `controller` and `schemas` (the function Spark ships refers to the core's classes by
-module). On a cluster (any master but `local`), the job builds this zip from the modules
+module), and the file source's tasks read event files there (`streaming.file_source`,
+shipped with them). On a cluster (any master but `local`), the job builds this zip from the modules
 the driver runs and adds it with `SparkContext.addPyFile`: Spark copies it to every
 executor and puts it first on its Python workers' path, so executors need only pyspark,
 pandas and pyarrow. The zip is built from source files only, with fixed timestamps, so the
@@ -22,27 +23,42 @@ if TYPE_CHECKING:
     from pyspark import SparkContext
 
 CORE_PACKAGES = ("controller", "schemas")
+# Modules of `streaming` that executors run: the job's file source reads the event files
+# in its tasks (`streaming.file_source`), with its package's (empty) `__init__`.
+SHIPPED_MODULES = ("streaming.file_source",)
 # Zip's earliest representable time: the bytes depend on the sources alone.
 _EPOCH = (1980, 1, 1, 0, 0, 0)
 
 
-def core_zip_bytes(packages: tuple[str, ...] = CORE_PACKAGES) -> bytes:
-    """A zip of every `.py` file of `packages`, as the driver imports them."""
+def core_zip_bytes(
+    packages: tuple[str, ...] = CORE_PACKAGES, modules: tuple[str, ...] = SHIPPED_MODULES
+) -> bytes:
+    """A zip of every `.py` file of `packages`, and of `modules` with their packages'
+    `__init__.py`, as the driver imports them."""
+    files: dict[str, Path] = {}
+    for package in packages:
+        root = _source(package).parent
+        for path in sorted(root.rglob("*.py")):
+            if "__pycache__" not in path.parts:
+                files[f"{package}/{path.relative_to(root).as_posix()}"] = path
+    for dotted in modules:
+        parent, _, _ = dotted.rpartition(".")
+        files[f"{parent.replace('.', '/')}/__init__.py"] = _source(parent)
+        files[f"{dotted.replace('.', '/')}.py"] = _source(dotted)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for package in packages:
-            module = importlib.import_module(package)
-            assert module.__file__ is not None
-            root = Path(module.__file__).parent
-            for path in sorted(root.rglob("*.py")):
-                if "__pycache__" in path.parts:
-                    continue
-                name = f"{package}/{path.relative_to(root).as_posix()}"
-                info = zipfile.ZipInfo(name, _EPOCH)
-                info.compress_type = zipfile.ZIP_DEFLATED
-                info.external_attr = 0o644 << 16
-                archive.writestr(info, path.read_bytes())
+        for name in sorted(files):
+            info = zipfile.ZipInfo(name, _EPOCH)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, files[name].read_bytes())
     return buffer.getvalue()
+
+
+def _source(module_name: str) -> Path:
+    module = importlib.import_module(module_name)
+    assert module.__file__ is not None
+    return Path(module.__file__)
 
 
 def write_core_zip(directory: Path) -> Path:
