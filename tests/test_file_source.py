@@ -51,8 +51,11 @@ def test_files_come_in_name_order_whatever_their_mtimes(tmp_path: Path) -> None:
     assert taken == [[("a.jsonl", None)], [("b.jsonl", None)], [("c.jsonl", None)],
                      [("d.jsonl", None)]]  # fmt: skip
     assert end == {"files": 4}
-    content = list(reader.read(reader.partitions({"files": 0}, {"files": 1})[0]))
-    assert content == [(0, "a.jsonl", None, b'{"type":"broker_startup","broker":7}\n')]
+    [batch] = reader.read(reader.partitions({"files": 0}, {"files": 1})[0])
+    assert batch.to_pylist() == [
+        {"admitted": 0, "name": "a.jsonl", "late_after": None,
+         "content": b'{"type":"broker_startup","broker":7}\n'}
+    ]  # fmt: skip
 
 
 def test_a_restart_goes_on_with_the_next_name_and_replans_a_batch_alike(tmp_path: Path) -> None:
