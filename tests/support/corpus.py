@@ -17,8 +17,8 @@ CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
 
 
 def copy_corpus(target: Path, lines_per_file: int | None = None) -> Path:
-    """The corpus in `target`, files in name order with increasing modification times
-    (the order the file source picks them up); optionally re-split into small files."""
+    """The corpus in `target`, files in name order with increasing modification times;
+    optionally re-split into small files."""
     target.mkdir(parents=True)
     sources = sorted(CORPUS.glob("*.jsonl"))
     if lines_per_file is None:
