@@ -1,4 +1,4 @@
-"""Kafka path benchmark: producer -> Kafka -> `kcsim run` -> Delta (issue #4).
+"""Kafka path benchmark: producer -> Kafka -> `kcsim run` -> Delta.
 
 Run by hand (not a test):
 

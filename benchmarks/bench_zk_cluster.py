@@ -1,4 +1,4 @@
-"""ZooKeeper-mode cluster benchmark: what `kcsim kafka-local start --zk` costs (issue #12).
+"""ZooKeeper-mode cluster benchmark: what `kcsim kafka-local start --zk` costs.
 
 Run by hand (not a test):
 

@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "streaming.insight.whatif",
         "the same events under two or more settings, side by side",
     ),
+    "plan": ("streaming.plan.command", "preview a roll, reassignment or decommission, by step"),
 }
 
 

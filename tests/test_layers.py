@@ -41,6 +41,7 @@ ALLOWED: dict[str, set[str]] = {
     "controller.zk": CORE_BASE | {"schemas"},
     "controller.kraft": CORE_BASE | {"schemas"},
     "controller.replay": {"controller.*", "schemas"},
+    "controller.plan": {"controller.*", "schemas"},
     "streaming.clients": {"controller.*"},
     "streaming.lake": {"controller.*", "schemas", "streaming.jars"},
     "streaming.local_clusters": {"controller.*", "streaming.jars", "streaming.clients"},
@@ -53,6 +54,7 @@ ALLOWED: dict[str, set[str]] = {
     "streaming.shadow": {"controller.*", "schemas", "streaming.clients", "streaming.importers"},
     "streaming.chaos": {"controller.*", "streaming.clients"},
     "streaming.insight": {"controller.*", "schemas", "streaming.lake"},
+    "streaming.plan": {"controller.*", "schemas", "streaming.lake"},
     "streaming.job": {
         "controller.*",
         "schemas",

@@ -48,14 +48,14 @@ GZIP_SUFFIX = ".jsonl.gz"  # what --compress wrote before: still read, never wri
 _SUFFIXES = (COMPRESSED_SUFFIX, GZIP_SUFFIX, PLAIN_SUFFIX)  # table_file's order
 # One 2^23 = 8 MiB window for every table. Rows repeat within a few MiB, and a request
 # body's entries repeat those of the bodies just before it. A 128 MiB window (request
-# bodies, sessions 9-18) reached back over a whole UpdateMetadata body of up to ~400k
+# bodies, before the 8 MiB window) reached back over a whole UpdateMetadata body of up to ~400k
 # partitions, which the next new broker's nearly repeats: on the 100k-partition rolling
 # restart's 3.9 GB of request bodies it wrote 20.8 MB against 22.3 MB now, for 120 MiB
 # more peak memory (the window is held on write, and on read as far as the file goes) and
-# no less CPU (docs/performance-log.md, "Session 19"). Level 1, no long-distance
+# no less CPU (docs/performance-log.md, entry abd9ca7). Level 1, no long-distance
 # matching, one thread: with the 128 MiB window, against level 1's 20.8 MB in 1.7 s of
 # CPU, long-distance matching gave 54.7 MB in 17 s, level 3 20.4 MB in 2.0 s, a worker
-# thread 20.9 MB in 2.8 s ("Session 9").
+# thread 20.9 MB in 2.8 s (docs/performance-log.md, entry bb8a4e4).
 _ZSTD_WINDOW_LOG = 23
 # what a reader takes: the 128 MiB windows of files written before, and the largest
 # window zstd's decoders take by default (pyarrow among them)

@@ -16,7 +16,6 @@ from controller.simulator import EngineMismatch, RawEvent, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES, TABLES
 from streaming.cli import main
 
-
 KRAFT = Settings(engine="kraft", min_insync_replicas=2)
 # SPEC-KRAFT §8, §9, §6, §7, §19: RF 3 with min ISR 2; broker 1 fails (ISR shrink, no
 # leader epoch bump, D1), broker 2 shuts down (leadership taken at once), fails, then

@@ -3,11 +3,20 @@ follows). Records are compared type by type and field by field, in order."""
 
 from __future__ import annotations
 
-from tests.support.kraft_scenario import PCR, create, epoch, fence, make, pcr, records, state, unfence
-
 from controller.kraft import KRaftSettings, QuorumController
 from controller.kraft.partition_change_builder import PartitionChangeBuilder
 from controller.kraft.partition_registration import PartitionRegistration
+from tests.support.kraft_scenario import (
+    PCR,
+    create,
+    epoch,
+    fence,
+    make,
+    pcr,
+    records,
+    state,
+    unfence,
+)
 
 
 def test_25_01_every_change_bumps_pe_and_a_set_leader_bumps_le_even_the_same():

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.support.kraft_scenario import create, epoch, fence, make, pcr, records, state, unfence
 
 from controller.kraft import KRaftRejection, KRaftSettings, QuorumController
 from controller.kraft.java_collections import JavaRandom
 from controller.kraft.partition_change_builder import Election, PartitionChangeBuilder
 from controller.kraft.partition_registration import PartitionRegistration
 from controller.kraft.striped_replica_placer import place
+from tests.support.kraft_scenario import create, epoch, fence, make, pcr, records, state, unfence
 
 
 def _p(replicas, isr, leader, elr=(), lke=(), lrs=0, removing=(), adding=()):

@@ -4,9 +4,8 @@ row saying which, and never a rejection for being the other controller's event."
 
 from __future__ import annotations
 
-from tests.support.scenario import Cluster
-
 from controller.config import Settings
+from tests.support.scenario import Cluster
 
 
 def note(out) -> str:  # type: ignore[no-untyped-def]

@@ -1,4 +1,4 @@
-"""`--kafka-config` and `--zookeeper-config` parsing (issue 16 items 2-4): what each
+"""`--kafka-config` and `--zookeeper-config` parsing: what each
 property becomes for kafka-python, Spark and kazoo, and that no error or repr shows a
 value. The same configs against real brokers: tests/streaming/clients/test_security_kafka.py."""
 

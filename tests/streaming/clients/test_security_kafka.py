@@ -1,4 +1,4 @@
-"""Secured Kafka and ZooKeeper for real (issue 16 items 2-4): a KRaft broker started with
+"""Secured Kafka and ZooKeeper for real: a KRaft broker started with
 SASL/SCRAM-SHA-256 (`kafka-local start --sasl-scram`), the producer, the job's source
 (Spark's Java client) and sink (kafka-python), and the shadow's Kafka output
 authenticating through `--kafka-config`; the shadow reading a digest-protected chroot

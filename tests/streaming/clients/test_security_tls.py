@@ -1,4 +1,4 @@
-"""Kafka over TLS for real (issue 16 items 2 and 4): `kcsim kafka-local start --tls` makes a
+"""Kafka over TLS for real: `kcsim kafka-local start --tls` makes a
 CA and the broker's certificate (keytool) and listens with SSL, or SASL_SSL with
 `--sasl-scram`. One `client.properties` (a PEM truststore) serves Spark's Java client (the
 job's source) and kafka-python (`kcsim produce`, the job's sink); a client trusting another CA

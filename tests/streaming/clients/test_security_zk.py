@@ -1,4 +1,4 @@
-"""A real secured ZooKeeper for the shadow (issue 16 items 3 and 4): `kcsim kafka-local start
+"""A real secured ZooKeeper for the shadow: `kcsim kafka-local start
 --zk --zk-sasl FILE --zk-tls --zk-chroot /PATH` runs ZooKeeper 3.8.4 requiring SASL
 DIGEST-MD5 of every session on a TLS-only port, and a Kafka 3.7.1 broker that reaches it
 through the same security (JAAS `Client` section, Netty TLS client) with its znodes under

@@ -10,7 +10,6 @@ import pytest
 from streaming.cli import main
 from streaming.insight.whatif import difference_classes
 
-
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "events"
 
 

@@ -1,4 +1,4 @@
-"""End to end through a real broker (issue #4 item 6): `kcsim produce` -> Kafka ->
+"""End to end through a real broker: `kcsim produce` -> Kafka ->
 `kcsim run --source kafka:...` -> Delta, compared table by table with `kcsim replay` of
 the same events; then the failure path: the broker restarts mid-run and the job is
 killed with SIGKILL and restarted, and still no event is lost and no request is written

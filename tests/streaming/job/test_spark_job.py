@@ -324,7 +324,7 @@ def test_kafka_source_and_request_sink(spark, kafka_bootstrap: str, tmp_path: Pa
 def test_sink_rerun_produces_only_what_an_interrupted_send_left_out(
     kafka_bootstrap: str,
 ) -> None:
-    """A batch re-run after a crash in the middle of its send (issue #3 item 4: no request
+    """A batch re-run after a crash in the middle of its send (no request
     written twice): the records already in the topic are not produced again, and the rest
     follow them in order."""
     import uuid

@@ -1,4 +1,4 @@
-"""`kcsim run --fleet` on a real Spark standalone cluster (issue 16, item 1): a master and
+"""`kcsim run --fleet` on a real Spark standalone cluster: a master and
 two workers (tests/support/standalone_cluster.py) whose executors' Python cannot import kcsim, so
 the core reaches them only in the zip the job ships (`streaming.job.ship_core`).
 

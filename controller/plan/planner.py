@@ -1,0 +1,430 @@
+"""Apply a plan's steps to a copy of a cluster's state and measure every step.
+
+The copy is a `Simulator` rebuilt from the state rows (`Simulator.from_tables`): the rows
+are read, never changed, and nothing is written anywhere. Each event goes through
+`Simulator.apply` on its own, so the state after every event is seen; a step's figures:
+
+* `offline`, `under_min_isr`: the partitions in that condition after any of the step's
+  events (the worst moment of the step, named);
+* `under_replicated`, `not_preferred`: counts after the step;
+* `leader_moves`: partitions whose leader changed, summed over the step's events;
+* `output`: what the controller sent: under `zk` the requests delivered
+  (`controller_requests` rows to registered brokers) and the bytes of their bodies
+  (`request_payloads`' partitions and live brokers as compact JSON, once per recipient);
+  under `kraft` the records written (`metadata_records`) and the bytes of their JSON.
+
+An event the core rejects, or answers with an error where the step needed it to succeed
+(a reassignment refused, an AlterPartition refused), makes the step impossible: the plan
+stops there with `ImpossibleStep`, exit status 2. Before applying an event the planner
+also refuses what the contract lets the core take but no operator means: starting a
+broker that is running (the core would bounce it), stopping one that is not.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from controller.config import Settings
+from controller.plan.steps import (
+    Action,
+    CatchUp,
+    CompleteReassignment,
+    Event,
+    Hold,
+    ImpossibleStep,
+    PlanInputError,
+    Step,
+)
+from controller.plan.view import DEAD, FENCED, LIVE, ClusterView, Key, names
+from controller.simulator import BatchOutput, RawEvent, Simulator
+from controller.zk.metadata_entries import FullBody
+from controller.zk.request_log import RequestLog
+
+Row = Mapping[str, Any]
+
+# event types whose error answers are the operator's own operation failing
+_MUST_SUCCEED = frozenset(
+    {"partition_reassignment", "isr_change", "controlled_shutdown", "topic_creation",
+     "partition_creation", "topic_deletion"}
+)  # fmt: skip
+# a broker's status when it is not running: never registered, dead (zk), fenced (kraft)
+STOPPED = (None, DEAD, FENCED)
+# errors that say an answer needed nothing (not a failure)
+_BENIGN_ERRORS = frozenset({"ELECTION_NOT_NEEDED"})
+
+
+@dataclass(slots=True)
+class StepResult:
+    index: int  # 0: the state before the first step
+    label: str
+    kind: str
+    broker: int | None
+    events: int
+    offline: list[str]
+    under_min_isr: list[str]
+    under_replicated: int
+    not_preferred: int
+    leader_moves: int
+    output_count: int
+    output_bytes: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def unsafe(self) -> bool:
+        return bool(self.offline or self.under_min_isr)
+
+    def severity(self) -> tuple[int, int, int, int]:
+        return (
+            len(self.offline) + len(self.under_min_isr),
+            len(self.offline),
+            self.under_replicated,
+            -self.index,
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "step": self.index,
+            "label": self.label,
+            "kind": self.kind,
+            "broker": self.broker,
+            "events": self.events,
+            "offline": len(self.offline),
+            "under_min_isr": len(self.under_min_isr),
+            "under_replicated": self.under_replicated,
+            "leader_moves": self.leader_moves,
+            "not_preferred": self.not_preferred,
+            "output": self.output_count,
+            "output_bytes": self.output_bytes,
+            "offline_partitions": self.offline,
+            "under_min_isr_partitions": self.under_min_isr,
+            "notes": self.notes,
+        }
+
+
+@dataclass(slots=True)
+class PlanRun:
+    cluster: str
+    engine: str
+    output_kind: str  # requests | records
+    partitions: int
+    before: StepResult
+    steps: list[StepResult]
+    leaders_before: dict[int, int]
+    leaders_after: dict[int, int]
+    replicas_after: dict[int, int]  # replicas per broker after the last step
+    seconds: float
+
+    @property
+    def safe(self) -> bool:
+        return not any(s.unsafe for s in self.steps)
+
+    @property
+    def worst(self) -> StepResult | None:
+        if not self.steps:
+            return None
+        return max(self.steps, key=StepResult.severity)
+
+
+def engine_of(settings: Settings) -> str:
+    return settings.as_properties().get("kcsim.engine", "zk")
+
+
+def default_min_isr(settings: Settings) -> int:
+    try:
+        return int(settings.as_properties().get("min.insync.replicas", "1"))
+    except ValueError:
+        return 1
+
+
+def run_plan(
+    settings: Settings,
+    tables: Mapping[str, Sequence[Row]],
+    cluster: str,
+    steps: Sequence[Step],
+) -> PlanRun:
+    """The steps applied in order to a copy of `cluster`'s state in `tables`."""
+    started = time.perf_counter()
+    if cluster not in {row["cluster"] for row in tables.get("clusters", ())}:
+        raise PlanInputError(f"the state holds no cluster {cluster!r}")
+    view = ClusterView.of_tables(cluster, tables, default_min_isr(settings))
+    simulator = Simulator.from_tables(settings, tables)
+    engine = engine_of(settings)
+    runner = _Runner(simulator, view, cluster, settings.simulate_brokers)
+    before = StepResult(
+        0,
+        "before",
+        "before",
+        None,
+        0,
+        names(view.offline),
+        names(view.under_min_isr),
+        len(view.under_replicated),
+        len(view.not_preferred),
+        0,
+        0,
+        0,
+    )
+    leaders_before = view.leaders_per_broker()
+    results = [runner.step(step) for step in steps]
+    return PlanRun(
+        cluster=cluster,
+        engine=engine,
+        output_kind="records" if engine == "kraft" else "requests",
+        partitions=len(view.partitions),
+        before=before,
+        steps=results,
+        leaders_before=leaders_before,
+        leaders_after=view.leaders_per_broker(),
+        replicas_after={b: n for b, n in sorted(view.replicas_per_broker().items()) if n},
+        seconds=time.perf_counter() - started,
+    )
+
+
+class _Runner:
+    def __init__(
+        self, simulator: Simulator, view: ClusterView, cluster: str, simulated: bool
+    ) -> None:
+        self.simulator = simulator
+        self.view = view
+        self.cluster = cluster
+        self.simulated = simulated  # the core's brokers catch up by themselves
+        self.sizer = OutputSizer()
+        self.sequence = 0
+
+    def step(self, step: Step) -> StepResult:
+        view = self.view
+        offline: set[Key] | None = None
+        under: set[Key] | None = None
+        moves = count = size = events = 0
+        notes: list[str] = []
+        for action in step.actions:
+            for batch in self._events(step, action, notes):
+                self._check(step, batch)
+                output = self._apply(step, batch)
+                events += len(batch)
+                changed, moved = view.apply(output.upserts, output.deletes)
+                moves += moved
+                sent, sent_bytes = self.sizer.measure(output)
+                count += sent
+                size += sent_bytes
+                if offline is None or under is None:
+                    offline, under = set(view.offline), set(view.under_min_isr)
+                else:
+                    for key in changed:
+                        if key in view.offline:
+                            offline.add(key)
+                        if key in view.under_min_isr:
+                            under.add(key)
+        if offline is None or under is None:
+            offline, under = view.offline, view.under_min_isr
+        self._after(step, notes)
+        return StepResult(
+            step.index,
+            step.label,
+            step.kind,
+            step.broker,
+            events,
+            names(offline),
+            names(under),
+            len(view.under_replicated),
+            len(view.not_preferred),
+            moves,
+            count,
+            size,
+            notes,
+        )
+
+    # ---- events of an action -----------------------------------------------------------
+
+    def _events(self, step: Step, action: Action, notes: list[str]) -> Iterator[list[dict]]:
+        """Each action's events, in batches applied with one `apply` (a batch of derived
+        AlterPartitions is measured as one moment: they only add ISR members)."""
+        view = self.view
+        if isinstance(action, Event):
+            yield [dict(action.body)]
+        elif isinstance(action, CatchUp):
+            if not self.simulated:
+                keys = sorted(view.hosted.get(action.broker, ()))
+                yield from _nonempty(self._expansions(keys, (action.broker,)))
+        elif isinstance(action, CompleteReassignment):
+            part = view.partitions.get(action.key)
+            if part is not None and not self.simulated:
+                yield from _nonempty(self._expansions([action.key], part.adding))
+        elif isinstance(action, Hold):
+            batch = []
+            for key in action.keys:
+                part = view.partitions.get(key)
+                if part is not None:
+                    batch.extend(self._expansions([key], part.replicas))
+            yield from _nonempty(batch)
+
+    def _expansions(self, keys: Iterable[Key], joining: Sequence[int]) -> list[dict]:
+        """A leader's AlterPartition per partition with a live leader: the ISR with those of
+        `joining` that are live replicas and not in it yet, appended."""
+        view = self.view
+        live = view.live_brokers()
+        out = []
+        for key in keys:
+            part = view.partitions.get(key)
+            if part is None or part.leader < 0 or part.leader not in live:
+                continue
+            new = [b for b in joining if b in live and b in part.replicas and b not in part.isr]
+            if new:
+                out.append(
+                    {
+                        "type": "isr_change",
+                        "topic": key[0],
+                        "partition": key[1],
+                        "isr": [*part.isr, *new],
+                    }
+                )
+        return out
+
+    # ---- applying -------------------------------------------------------------------------
+
+    def _check(self, step: Step, batch: list[dict]) -> None:
+        """What an operator cannot mean, though the core would take it."""
+        brokers = self.view.brokers
+        for body in batch:
+            kind = body.get("type")
+            ids = body.get("brokers") or ([body["broker"]] if "broker" in body else [])
+            for broker in ids if isinstance(ids, list) else ():
+                status = brokers[broker].status if broker in brokers else None
+                if kind in ("broker_startup", "broker_registration") and status not in STOPPED:
+                    raise ImpossibleStep(
+                        step,
+                        f"broker {broker} is {status.replace('_', ' ')}: starting it would "
+                        "bounce a running broker; stop it in an earlier step",
+                    )
+                if kind in ("broker_failure", "controlled_shutdown") and status in STOPPED:
+                    raise ImpossibleStep(
+                        step, f"broker {broker} is not running ({status or 'never registered'})"
+                    )
+                if kind == "controlled_shutdown" and status != LIVE:
+                    raise ImpossibleStep(step, f"broker {broker} is already {status}")
+
+    def _apply(self, step: Step, batch: list[dict]) -> BatchOutput:
+        raws = []
+        for body in batch:
+            self.sequence += 1
+            text = orjson.dumps({"cluster": self.cluster, **body}).decode()
+            raws.append(RawEvent(text, f"plan step {step.index}"))
+        output = self.simulator.apply(raws)
+        rejected = output.appends["rejected_events"]
+        if rejected:
+            raise ImpossibleStep(step, f"the controller rejects {rejected[0]['raw']}: "
+                                 f"{rejected[0]['reason']}")  # fmt: skip
+        kinds = {b["type"] for b in batch}
+        if kinds & _MUST_SUCCEED:
+            for row in output.appends["event_results"]:
+                error = row["error"]
+                if error is not None and error not in _BENIGN_ERRORS:
+                    where = (
+                        f" for {row['topic']}-{row['partition']}"
+                        if row["topic"] is not None
+                        else ""
+                    )
+                    raise ImpossibleStep(
+                        step, f"the controller answers {error}{where}: {row['message']}"
+                    )
+        return output
+
+    def _after(self, step: Step, notes: list[str]) -> None:
+        """What a step left undone that it meant to do."""
+        view = self.view
+        for action in step.actions:
+            if isinstance(action, CompleteReassignment):
+                part = view.partitions.get(action.key)
+                if part is not None and (part.adding or part.removing):
+                    notes.append(
+                        f"{action.key[0]}-{action.key[1]}: the reassignment is still in "
+                        f"progress (adding {list(part.adding)}, removing {list(part.removing)})"
+                    )
+            elif isinstance(action, Hold):
+                live = view.live_brokers()
+                waiting = [
+                    k
+                    for k in action.keys
+                    if (p := view.partitions.get(k)) is not None
+                    and any(b in live and b not in p.isr for b in p.replicas)
+                ]
+                if waiting:
+                    notes.append(f"still catching up: {', '.join(names(waiting)[:10])}")
+
+
+def _nonempty(batch: list[dict]) -> Iterator[list[dict]]:
+    if batch:
+        yield batch
+
+
+# ---- the controller's output in bytes ----------------------------------------------------------
+
+
+class OutputSizer:
+    """Bytes of the controller's output. A request body is counted once per recipient; a
+    body naming every partition (a new broker's UpdateMetadata, `FullBody`) is sized from
+    the last such body and the places that changed since, as the replay writer does: at
+    100k partitions a roll sends one per broker, 100k entries each, ~1% of them new."""
+
+    __slots__ = ("_full_sizes", "_full_token", "_full_total")
+
+    def __init__(self) -> None:
+        self._full_token: object | None = None
+        self._full_sizes: list[int] = []
+        self._full_total = 0
+
+    def measure(self, output: BatchOutput) -> tuple[int, int]:
+        count = size = 0
+        requests = output.appends.get("controller_requests", ())
+        if isinstance(requests, RequestLog):
+            if len(requests):
+                columns = requests.request_columns()
+                delivered = requests.recipient_columns()["delivered"]
+                per_body: dict[int, int] = {}
+                for body, sent in zip(requests.request_of_row(), delivered, strict=True):
+                    if sent:
+                        per_body[body] = per_body.get(body, 0) + 1
+                partitions, live = columns["partitions"], columns["live_brokers"]
+                for body, recipients in per_body.items():
+                    count += recipients
+                    size += recipients * self._body_size(partitions[body], live[body])
+        elif requests:  # plain rows: join each with its payload
+            bodies = output.appends["request_payloads"]
+            payloads = {(p["event_id"], p["payload"]): p for p in bodies}
+            for row in requests:
+                if row["delivered"]:
+                    payload = payloads[(row["event_id"], row["payload"])]
+                    count += 1
+                    size += self._body_size(payload["partitions"], payload["live_brokers"])
+        for record in output.appends.get("metadata_records", ()):
+            count += 1
+            text = record["record"]
+            size += len(text.encode("utf-8")) if isinstance(text, str) else len(orjson.dumps(text))
+        return count, size
+
+    def _body_size(self, partitions: Sequence[Row] | None, live: Sequence[int] | None) -> int:
+        live_size = len(orjson.dumps(list(live))) if live is not None else 4  # null
+        if partitions is None:
+            return 4 + live_size
+        if isinstance(partitions, FullBody) and len(partitions) > 1000:
+            return self._full_size(partitions) + live_size
+        return len(orjson.dumps(list(partitions))) + live_size
+
+    def _full_size(self, body: FullBody) -> int:
+        sizes = self._full_sizes
+        if body.since is not None and body.since is self._full_token and len(sizes) == len(body):
+            total = self._full_total
+            for place in body.changed:
+                new = len(orjson.dumps(body[place]))
+                total += new - sizes[place]
+                sizes[place] = new
+        else:
+            sizes = [len(x) for x in map(orjson.dumps, body)]
+            total = sum(sizes)
+        self._full_token, self._full_sizes, self._full_total = body.token, sizes, total
+        return total + len(body) + 1  # the commas and brackets

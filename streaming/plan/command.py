@@ -1,0 +1,297 @@
+"""`kcsim plan --state STATE --steps STEPS`: an operation previewed on a copy of the
+cluster's state, step by step, judged, and made safe where it is not (CONTRACT §6).
+
+Exit status: 0 when no step leaves a partition without a leader or under its
+`min.insync.replicas`; 4 when one does; 2 for bad usage or input (an unreadable state,
+unknown brokers, topics or partitions, a reassignment file not in Kafka's format, an
+impossible step).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from controller.config import ConfigError, Settings, read_properties
+from controller.plan.planner import PlanRun, default_min_isr, run_plan
+from controller.plan.search import (
+    Decommission,
+    RollProposal,
+    describe_roll,
+    is_live,
+    propose_decommission,
+    search_roll,
+)
+from controller.plan.state import choose_cluster, cluster_tables
+from controller.plan.steps import (
+    DECOMMISSION,
+    REASSIGN,
+    ROLL,
+    ROLL_KINDS,
+    PlanInputError,
+    Step,
+    check_moves,
+    parse_broker_list,
+    parse_event_lines,
+    parse_reassignment_json,
+    parse_roll,
+    reassign_steps,
+    reassignment_json,
+    renumber,
+    roll_steps,
+)
+from controller.plan.view import ClusterView
+from streaming.plan.render import document, terminal_text
+
+SAFE, UNSAFE, BAD_INPUT = 0, 4, 2
+SIMULATE_KEY = "kcsim.simulate.brokers"
+ENGINE_KEY = "kcsim.engine"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.usage = "kcsim plan --state STATE --steps STEPS [options]"
+    parser.description = __doc__.splitlines()[0]
+    parser.add_argument(
+        "--state",
+        required=True,
+        help="events:PATH | lake:DIR | zookeeper:HOST:PORT[/chroot] | metadata-log:DIR",
+    )
+    parser.add_argument(
+        "--steps",
+        required=True,
+        help="roll:B1,B2,... | reassign:FILE (kafka-reassign-partitions JSON) | "
+        "decommission:B | a JSON-lines file of events",
+    )
+    parser.add_argument("--engine", choices=("zk", "kraft"), help="the controller to simulate")
+    parser.add_argument("--cluster", help="the cluster, where the state holds several")
+    parser.add_argument(
+        "--roll-kind",
+        choices=ROLL_KINDS,
+        default="clean",
+        help="clean: a controlled shutdown before each stop (default); crash: none",
+    )
+    parser.add_argument(
+        "--json", dest="json_out", metavar="FILE", help="the plan as JSON (- for stdout)"
+    )
+    parser.add_argument("--report", type=Path, metavar="FILE.html", help="a page with plots")
+    parser.add_argument(
+        "--proposal",
+        type=Path,
+        metavar="FILE",
+        help="write the proposed reassignment (decommission) in kafka-reassign-partitions' "
+        "JSON format, or the proposed roll as roll:... text",
+    )
+    parser.add_argument(
+        "--no-propose",
+        action="store_true",
+        help="do not search a safe version of a failing roll",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no table on stdout")
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        return _main(args)
+    except PlanInputError as error:
+        print(f"kcsim plan: {error}", file=sys.stderr)
+        return BAD_INPUT
+    except ConfigError as error:
+        print(f"kcsim plan: configuration error: {error}", file=sys.stderr)
+        return BAD_INPUT
+
+
+def _main(args: argparse.Namespace) -> int:
+    from streaming.plan.sources import read_state
+
+    settings = _with_engine(args.settings, args.engine)
+    state = read_state(args.state, settings, args.cluster)
+    cluster = choose_cluster(state.tables, args.cluster)
+    tables = cluster_tables(state.tables, cluster)
+    plan_settings = _plan_settings(settings, args)
+    view = ClusterView.of_tables(cluster, tables, default_min_isr(plan_settings))
+    steps, kind, subject = _steps(args.steps, args.roll_kind, view, cluster)
+    decommission = subject if isinstance(subject, Decommission) else None
+    run = run_plan(plan_settings, tables, cluster, steps)
+    proposal: dict[str, Any] | None = None
+    if decommission is not None:
+        proposal = _decommission_proposal(decommission)
+    elif kind == "roll" and not run.safe and not args.no_propose:
+        assert isinstance(subject, list)
+        proposal = _roll_proposal(plan_settings, tables, cluster, subject, args.roll_kind)
+    status = SAFE if run.safe else UNSAFE
+    doc = document(run, args.state, args.steps, status, proposal, state.notes)
+    if not args.quiet:
+        print(terminal_text(run, doc))
+    if args.json_out is not None:
+        text = json.dumps(doc, indent=2) + "\n"
+        if args.json_out == "-":
+            sys.stdout.write(text)
+        else:
+            _write(Path(args.json_out), text)
+    if args.proposal is not None:
+        _write(args.proposal, _proposal_text(proposal))
+    if args.report is not None:
+        from streaming.plan.report import render_plan
+
+        _write(args.report, render_plan(run, doc))
+        if not args.quiet:
+            print(f"report: {args.report}")
+    return status
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise PlanInputError(f"cannot write {path}: {error}") from None
+
+
+# ---- settings ------------------------------------------------------------------------------
+
+
+def _with_engine(settings: Settings, engine: str | None) -> Settings:
+    """`--engine` as `--set kcsim.engine=...`."""
+    if engine is None:
+        return settings
+    properties = settings.as_properties()
+    if ENGINE_KEY not in properties:
+        if engine == "zk":
+            return settings  # the only engine this build has
+        raise PlanInputError(
+            "--engine kraft: this build of kcsim has no KRaft engine (kcsim.engine is not a "
+            "setting it knows)"
+        )
+    return Settings.from_properties({**properties, ENGINE_KEY: engine})
+
+
+def _plan_settings(settings: Settings, args: argparse.Namespace) -> Settings:
+    """The run's settings, brokers answering by themselves unless the command line says
+    otherwise: a plan assumes brokers that work (a restarted replica catches up, a leader
+    batches its partitions into one AlterPartition, a StopReplica is answered)."""
+    given = {item.partition("=")[0].strip() for item in getattr(args, "overrides", ())}
+    config = getattr(args, "config", None)
+    if config is not None:
+        given |= set(read_properties(Path(config).read_bytes().decode("latin-1")))
+    if SIMULATE_KEY in given:
+        return settings
+    return dataclasses.replace(settings, simulate_brokers=True)
+
+
+# ---- steps ---------------------------------------------------------------------------------
+
+
+def _steps(
+    spec: str, roll_kind: str, view: ClusterView, cluster: str
+) -> tuple[list[Step], str, Any]:
+    if spec.startswith(ROLL):
+        brokers = parse_roll(spec, view)
+        return roll_steps(brokers, view, roll_kind), "roll", brokers
+    if spec.startswith(REASSIGN):
+        path = Path(spec[len(REASSIGN) :])
+        moves = parse_reassignment_json(_read(path, "reassign"), str(path))
+        check_moves(moves, view, str(path))
+        return reassign_steps(moves), "reassign", moves
+    if spec.startswith(DECOMMISSION):
+        (broker,) = _one_broker(spec[len(DECOMMISSION) :])
+        decommission = propose_decommission(view, broker)
+        steps = reassign_steps(decommission.moves)
+        if is_live(view, broker) or (
+            broker in view.brokers and view.brokers[broker].status == "shutting_down"
+        ):
+            stop = roll_steps([broker], view)[0]  # its stop; it is not started again
+            steps += renumber([stop], len(steps) + 1)
+        return steps, "decommission", decommission
+    path = Path(spec)
+    if not path.exists():
+        raise PlanInputError(
+            f"--steps {spec!r}: expected roll:B1,B2,..., reassign:FILE, decommission:B or a "
+            "JSON-lines file of events (no such file)"
+        )
+    return parse_event_lines(_read(path, "steps"), str(path), cluster, view), "events", None
+
+
+def _one_broker(text: str) -> list[int]:
+    brokers = parse_broker_list(text, "decommission")
+    if len(brokers) != 1:
+        raise PlanInputError(f"decommission: one broker at a time, got {text!r}")
+    return brokers
+
+
+def _read(path: Path, what: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise PlanInputError(f"{what}: cannot read {path}: {error}") from None
+
+
+# ---- proposals -----------------------------------------------------------------------------
+
+
+def _roll_proposal(
+    settings: Settings,
+    tables: dict[str, list[dict[str, Any]]],
+    cluster: str,
+    brokers: list[int],
+    roll_kind: str,
+) -> dict[str, Any]:
+    started = time.perf_counter()
+    view = ClusterView.of_tables(cluster, tables, default_min_isr(settings))
+    found: RollProposal = search_roll(view, brokers)
+    searched = time.perf_counter() - started
+    out: dict[str, Any] = {
+        "kind": "roll",
+        "exists": found.exists,
+        "text": describe_roll(found, brokers),
+        "search_seconds": round(searched, 3),
+    }
+    if not found.exists:
+        out["impossible"] = [
+            {"partition": f"{k[0]}-{k[1]}", "reason": why}
+            for k, why in sorted(found.impossible.items())
+        ]
+        return out
+    out["order"] = found.order
+    out["steps"] = "roll:" + ",".join(map(str, found.order))
+    out["holds"] = [
+        {"before": b, "partitions": [f"{k[0]}-{k[1]}" for k in keys]}
+        for b, keys in found.holds.items()
+    ]
+    checked: PlanRun = run_plan(
+        settings, tables, cluster, roll_steps(found.order, view, roll_kind, found.holds)
+    )
+    worst = checked.worst
+    out["verified"] = {
+        "verdict": "safe" if checked.safe else "unsafe",
+        "seconds": round(checked.seconds, 3),
+        "worst_step": None if worst is None else worst.as_json(),
+    }
+    return out
+
+
+def _decommission_proposal(decommission: Decommission) -> dict[str, Any]:
+    return {
+        "kind": "decommission",
+        "broker": decommission.broker,
+        "partitions": len(decommission.moves),
+        "leader_moves": decommission.leader_moves,
+        "reassignment": reassignment_json(decommission.moves),
+        "text": [
+            f"move {len(decommission.moves)} replicas off broker {decommission.broker}; "
+            f"{decommission.leader_moves} leaderships move (the partitions it leads), no "
+            "preferred leader changes otherwise",
+        ],
+    }
+
+
+def _proposal_text(proposal: dict[str, Any] | None) -> str:
+    if proposal is None:
+        return ""
+    if proposal["kind"] == "decommission":
+        return json.dumps(proposal["reassignment"], indent=2) + "\n"
+    return "\n".join(proposal["text"]) + "\n"

@@ -1,0 +1,240 @@
+"""`kcsim plan` end to end (CONTRACT §6): state sources, the table, --json, --proposal,
+--report, and exit statuses 0, 4 and 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from controller.config import Settings
+from controller.plan.steps import parse_reassignment_json
+from streaming.cli import main
+
+ROOT = Path(__file__).resolve().parents[3]
+KRAFT_LOG = ROOT / "tests/data/kraft-4.1.1/__cluster_metadata-0"
+
+STATE = [
+    {"type": "broker_startup", "brokers": [1, 2, 3, 4]},
+    {
+        "type": "topic_creation",
+        "topic": "orders",
+        "assignment": {"0": [1, 2, 3], "1": [2, 3, 4], "2": [3, 4, 1], "3": [4, 1, 2]},
+        "configs": {"min.insync.replicas": "2"},
+    },
+]
+PAIRS = {
+    "type": "topic_creation",
+    "topic": "pairs",
+    "assignment": {"0": [1, 2], "1": [3, 4]},
+    "configs": {"min.insync.replicas": "2"},
+}
+
+
+def write_events(path: Path, events: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    return path
+
+
+def plan(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(["plan", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_safe_roll_exits_0_with_its_table_and_json(tmp_path, capsys) -> None:
+    state = write_events(tmp_path / "state.jsonl", STATE)
+    out_json = tmp_path / "plan.json"
+    code, out, err = plan(
+        capsys, "--state", f"events:{state}", "--steps", "roll:1,2,3,4", "--json", str(out_json)
+    )
+    assert (code, err) == (0, "")
+    assert "verdict: safe: every partition stays led and at or above min.insync.replicas" in out
+    doc = json.loads(out_json.read_text())
+    assert (doc["verdict"], doc["exit_status"], doc["engine"], doc["partitions"]) == (
+        "safe",
+        0,
+        "zk",
+        4,
+    )
+    assert [s["label"] for s in doc["steps"]][:2] == ["stop 1", "start 1"]
+    assert [(s["under_min_isr"], s["offline"], s["under_replicated"]) for s in doc["steps"]] == [
+        (0, 0, 3),
+        (0, 0, 0),
+    ] * 4
+    assert doc["proposal"] is None
+    assert doc["leaders_before"] == {"1": 1, "2": 1, "3": 1, "4": 1}
+
+
+def test_an_unsafe_roll_exits_4_naming_partitions_and_says_none_is_safe(tmp_path, capsys) -> None:
+    state = write_events(tmp_path / "state.jsonl", [*STATE, PAIRS])
+    code, out, _ = plan(capsys, "--state", f"events:{state}", "--steps", "roll:1,3", "--json", "-")
+    assert code == 4
+    assert "worst step: 1 (stop 1)\n  under min.insync.replicas: pairs-0\n" in out
+    assert "no safe order exists" in out
+    doc = json.loads(out[out.index("{\n") :])
+    assert doc["worst_step"]["under_min_isr_partitions"] == ["pairs-0"]
+    assert [p["partition"] for p in doc["proposal"]["impossible"]] == ["pairs-0", "pairs-1"]
+
+
+def test_a_roll_made_safe_by_its_order(tmp_path, capsys) -> None:
+    # orders-0's replica on 3 lags: rolling 3 first brings it back before 1 or 2 stops
+    lag = {"type": "isr_change", "topic": "orders", "partition": 0, "isr": [1, 2]}
+    state = write_events(tmp_path / "state.jsonl", [*STATE, lag])
+    proposal = tmp_path / "proposal.txt"
+    code, out, _ = plan(
+        capsys, "--state", f"events:{state}", "--steps", "roll:1,2,3", "--proposal", str(proposal)
+    )
+    assert code == 4
+    assert "  safe order: roll:3,1,2\n  planned again through the controller: safe" in out
+    assert proposal.read_text() == "safe order: roll:3,1,2\n"
+
+
+def test_decommission_writes_kafka_json_and_exits_0(tmp_path, capsys) -> None:
+    state = write_events(tmp_path / "state.jsonl", STATE)
+    proposal = tmp_path / "move.json"
+    code, out, _ = plan(
+        capsys,
+        "--state",
+        f"events:{state}",
+        "--steps",
+        "decommission:4",
+        "--proposal",
+        str(proposal),
+    )
+    assert code == 0
+    moves = parse_reassignment_json(proposal.read_text(), "move.json")
+    assert [m[:2] for m in moves] == [("orders", 1), ("orders", 2), ("orders", 3)]
+    assert all(4 not in replicas for _, _, replicas in moves)
+    assert "stop 4" in out
+    # the proposal, given back as reassign:FILE, plans the same moves
+    code, out, _ = plan(capsys, "--state", f"events:{state}", "--steps", f"reassign:{proposal}")
+    assert code == 0 and out.count("move orders-") == 3
+
+
+def test_report_is_one_offline_page(tmp_path, capsys) -> None:
+    state = write_events(tmp_path / "state.jsonl", [*STATE, PAIRS])
+    report = tmp_path / "plan.html"
+    code, out, _ = plan(
+        capsys, "--state", f"events:{state}", "--steps", "roll:1", "--report", str(report)
+    )
+    assert code == 4
+    page = report.read_text()
+    assert 'id="plan-timeline"' in page and 'id="plan-leaders"' in page
+    assert "<script src=" not in page and "pairs-0" in page  # plotly.js inlined
+    assert f"report: {report}" in out
+
+
+@pytest.mark.parametrize(
+    ("steps", "message"),
+    [
+        ("roll:1,9", "kcsim plan: roll: unknown broker 9 (the state knows 1, 2, 3, 4)\n"),
+        ("roll:", "kcsim plan: roll: expected broker ids separated by commas, got ''\n"),
+        ("decommission:1,2", "kcsim plan: decommission: one broker at a time, got '1,2'\n"),
+        ("nope.jsonl", "kcsim plan: --steps 'nope.jsonl': expected roll:B1,B2,..., reassign:FILE"),
+    ],
+)
+def test_bad_steps_exit_2(tmp_path, capsys, steps: str, message: str) -> None:
+    state = write_events(tmp_path / "state.jsonl", STATE)
+    code, out, err = plan(capsys, "--state", f"events:{state}", "--steps", steps)
+    assert (code, out) == (2, "")
+    assert err.startswith(message)
+
+
+def test_a_reassignment_not_in_kafkas_format_names_the_field(tmp_path, capsys) -> None:
+    state = write_events(tmp_path / "state.jsonl", STATE)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"version":1,"partitions":[{"topic":"orders","partition":0,"replica":[1]}]}')
+    code, _, err = plan(capsys, "--state", f"events:{state}", "--steps", f"reassign:{bad}")
+    assert code == 2
+    assert f"{bad}: partitions[0].replica: not a field of kafka-reassign-partitions'" in err
+
+
+def test_an_impossible_event_step_says_which_and_why(tmp_path, capsys) -> None:
+    state = write_events(tmp_path / "state.jsonl", STATE)
+    steps = write_events(tmp_path / "steps.jsonl", [{"type": "broker_startup", "broker": 2}])
+    code, _, err = plan(capsys, "--state", f"events:{state}", "--steps", str(steps))
+    assert code == 2
+    assert err == (
+        "kcsim plan: step 1 (line 1: broker_startup broker=2) is impossible: broker 2 is "
+        "live: starting it would bounce a running broker; stop it in an earlier step\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("state", "message"),
+    [
+        ("events:/no/such/file", "kcsim plan: --state events:/no/such/file: no such file"),
+        ("lake:/no/such/lake", "kcsim plan: --state lake:/no/such/lake: no such directory"),
+        ("kafka:x", "kcsim plan: --state 'kafka:x': expected events:PATH, lake:DIR"),
+        ("metadata-log:/no/such", "kcsim plan: --state metadata-log:/no/such: no such directory"),
+    ],
+)
+def test_an_unreadable_state_exits_2(capsys, state: str, message: str) -> None:
+    code, _, err = plan(capsys, "--state", state, "--steps", "roll:1")
+    assert code == 2 and err.startswith(message), err
+
+
+def test_several_clusters_need_cluster(tmp_path, capsys) -> None:
+    other = [{**e, "cluster": "east"} for e in STATE]
+    state = write_events(tmp_path / "state.jsonl", [*STATE, *other])
+    code, _, err = plan(capsys, "--state", f"events:{state}", "--steps", "roll:1")
+    assert code == 2 and "2 clusters (default, east): choose one with --cluster" in err
+    code, out, _ = plan(
+        capsys, "--state", f"events:{state}", "--steps", "roll:1", "--cluster", "east"
+    )
+    assert code == 0 and out.startswith("kcsim plan: cluster east,")
+
+
+def test_engine_choice(tmp_path, capsys) -> None:
+    state = write_events(tmp_path / "state.jsonl", STATE)
+    code, out, _ = plan(capsys, "--state", f"events:{state}", "--steps", "roll:1", "--engine", "zk")
+    assert code == 0 and "engine zk" in out
+    code, out, err = plan(
+        capsys, "--state", f"events:{state}", "--steps", "roll:1", "--engine", "kraft"
+    )
+    if "kcsim.engine" in Settings().as_properties():  # a build with the KRaft engine
+        assert code == 0 and "engine kraft" in out and "records" in out
+    else:
+        assert code == 2 and "this build of kcsim has no KRaft engine" in err
+
+
+def test_the_state_of_a_kraft_metadata_log(capsys) -> None:
+    """The committed 4.1.1 log (three nodes, `audit` deleted; orders on 1-3): read from its
+    snapshot on, a roll of its brokers planned."""
+    code, out, err = plan(
+        capsys, "--state", f"metadata-log:{KRAFT_LOG}", "--steps", "roll:1,2,3", "--json", "-"
+    )
+    assert code in (0, 4), err
+    doc = json.loads(out[out.index("{\n") :])
+    assert doc["state"] == f"metadata-log:{KRAFT_LOG}" and doc["partitions"] > 0
+    assert [s["label"] for s in doc["steps"]] == [
+        "stop 1", "start 1", "stop 2", "start 2", "stop 3", "start 3"
+    ]  # fmt: skip
+
+
+@pytest.mark.spark
+def test_the_state_of_a_lake_written_by_kcsim_run(tmp_path, capsys) -> None:
+    """`kcsim run --once` writes a Delta lake from a few events; planning from the lake
+    gives what planning from the events does."""
+    events = tmp_path / "events"
+    events.mkdir()
+    write_events(events / "000.jsonl", [*STATE, PAIRS])
+    lake = tmp_path / "lake"
+    done = subprocess.run(
+        [sys.executable, "-m", "streaming.cli", "run", "--source", f"file:{events}",
+         "--lake", str(lake), "--checkpoint", str(tmp_path / "cp"), "--once"],
+        capture_output=True, text=True, cwd=ROOT, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = []
+    for state in (f"lake:{lake}", f"events:{events}"):
+        code, out, err = plan(capsys, "--state", state, "--steps", "roll:1,3", "--json", "-")
+        assert code == 4, err
+        doc = json.loads(out[out.index("{\n") :])
+        results.append((doc["steps"], doc["before"], doc["leaders_after"]))
+    assert results[0] == results[1]
+    assert results[0][0][0]["under_min_isr_partitions"] == ["pairs-0"]
