@@ -212,4 +212,3 @@ def query_failure(error: Exception) -> str:
     if found := _FILE_NAME_ERROR.search(text):  # raised in the batch, under Spark's text
         return found.group(1)
     return text.strip().splitlines()[0] if text.strip() else type(error).__name__
-
