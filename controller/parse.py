@@ -11,6 +11,7 @@ input string.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -703,6 +704,38 @@ def _readers(specs: Iterable[FieldSpec]) -> tuple[_Reader, ...]:
 _HEADER_READERS = _readers(_HEADER_FIELDS)
 _EVENT_READERS = {event_type: _readers(specs) for event_type, specs in EVENT_FIELDS.items()}
 
+# The user's own annotation (CONTRACT §1): any JSON value, carried nowhere, never checked.
+ANNOTATION_FIELD = "meta"
+# The fields an event of each type may carry (CONTRACT §1): the common ones, the
+# annotation, and the type's own as `schemas.events.EVENT_FIELDS` declares them for the
+# loop above to read (a snapshot's `state` and `deletion` on topic_creation among them).
+# Any other is a rejection naming the closest of these, so a misspelled optional field
+# ("rak") never silently changes a simulation. A type declares its fields there, once.
+ALLOWED_FIELDS: Mapping[str, frozenset[str]] = {
+    event_type: frozenset(
+        [*(s.name for s in COMMON_FIELDS), ANNOTATION_FIELD, *(s.name for s in specs)]
+    )
+    for event_type, specs in EVENT_FIELDS.items()
+}
+_COMMON_NAMES = ", ".join(s.name for s in COMMON_FIELDS)
+
+
+def _unknown_field(event_type: str, obj: Mapping[str, Any]) -> FieldError:
+    """The rejection of the first field (in the line's order) that `event_type` does not
+    take, naming the closest it does."""
+    allowed = ALLOWED_FIELDS[event_type]
+    name = next(key for key in obj if key not in allowed)
+    shown = displayable(name)
+    reason = f"field '{_clip(shown)}' is not a field of event type '{event_type}'"
+    close = difflib.get_close_matches(shown, sorted(allowed), n=1)
+    if close:
+        return FieldError(f"{reason}: did you mean '{close[0]}'?")
+    own = ", ".join(s.name for s in EVENT_FIELDS[event_type]) or "none"
+    return FieldError(
+        f"{reason} (its own fields: {own}; common: {_COMMON_NAMES}); put your own "
+        f"annotations under '{ANNOTATION_FIELD}'"
+    )
+
 
 # ---------------------------------------------------------------------- cross-field
 
@@ -895,8 +928,8 @@ def _event_type(obj: Mapping[str, Any]) -> str:
 def parse_event(raw: str, source: str) -> Event | Rejection:
     """One line (or Kafka record value) → a typed `Event`, or a `Rejection` saying why not.
 
-    Fields this version does not know are ignored, so producers can add fields before the
-    controller reads them (forward compatibility)."""
+    A field the event's type does not take is a rejection (`ALLOWED_FIELDS`); `meta` is
+    the user's, taken and never read."""
     cluster: str | None = None
     obj: object = None
     try:
@@ -916,6 +949,9 @@ def parse_event(raw: str, source: str) -> Event | Rejection:
         values = _read_fields(obj, _EVENT_READERS[event_type], event_type)
         if check := CROSS_CHECKS.get(event_type):
             check(values)
+        # after the fields it takes: a line whose own fields are wrong says so first
+        if not ALLOWED_FIELDS[event_type].issuperset(obj):
+            raise _unknown_field(event_type, obj)
     except FieldError as error:
         return Rejection(cluster, displayable(raw), str(error), source, _observed_of_rejected(obj))
     header = Header(

@@ -287,6 +287,29 @@ class KRaftCluster:
         self.runner.drain(output, state_rows)
 
 
+def refused_rows(events: Iterable[RawEvent], reason: str) -> dict[str, list[Row]]:
+    """`rejected_events` rows (and the `divergences` rows of those carrying `observed`)
+    for lines refused whole, before any is applied (a file the job cannot apply in name
+    order): each row's `reason` is `reason`, then the line's own fault if it has one."""
+    rejected: list[Row] = []
+    divergent: list[Row] = []
+    for event in events:
+        parsed = parse_event(event.raw, event.source)
+        if isinstance(parsed, Rejection):
+            rejection = Rejection(
+                parsed.cluster,
+                parsed.raw,
+                f"{reason}; and: {parsed.reason}",
+                parsed.source,
+                parsed.observed,
+            )
+        else:
+            rejection = _reject(parsed.header.cluster, parsed.header, reason)
+        rejected.append(rejection_row(rejection))
+        divergent.extend(divergence.rejection_rows(rejection))
+    return {"rejected_events": rejected, "divergences": divergent}
+
+
 def rejection_row(rejection: Rejection) -> Row:
     return {
         "cluster": rejection.cluster,

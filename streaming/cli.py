@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import tomllib
+from importlib import metadata
 from pathlib import Path
 
 from controller.config import ENGINE_KEY, ENGINES, ConfigError, Settings
@@ -85,6 +87,17 @@ def load_settings(args: argparse.Namespace) -> Settings:
     return Settings.load(getattr(args, "config", None), overrides)
 
 
+def kcsim_version() -> str:
+    """The installed distribution's version; from pyproject.toml when run from a checkout
+    that is not installed."""
+    try:
+        return metadata.version("kcsim")
+    except metadata.PackageNotFoundError:
+        pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+        with pyproject.open("rb") as handle:
+            return str(tomllib.load(handle)["project"]["version"])
+
+
 def build_parser(argv: list[str]) -> tuple[argparse.ArgumentParser, str | None]:
     parser = argparse.ArgumentParser(
         prog="kcsim",
@@ -92,6 +105,7 @@ def build_parser(argv: list[str]) -> tuple[argparse.ArgumentParser, str | None]:
         epilog=EXIT_STATUSES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"kcsim {kcsim_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = next((a for a in argv if not a.startswith("-")), None)
     for name, (module, help_text) in COMMANDS.items():

@@ -28,6 +28,7 @@ from controller.simulator import Simulator
 from schemas import APPEND_TABLES, STATE_TABLES
 
 DEFAULT_BATCH_SIZE = 10_000
+REJECTIONS_SHOWN = 5  # rejected lines whose reason replay prints
 # a batch's output held at once, in rows and request-body partition entries (~0.5-1 KB
 # each in memory): replay's memory follows it, whatever the cluster's size
 DEFAULT_BATCH_OUTPUT = 250_000
@@ -78,11 +79,25 @@ class Summary:
     rejected: int
     requests: int
     seconds: float
+    # the first rejected lines' "<source>: <reason>", at most REJECTIONS_SHOWN
+    first_rejections: tuple[str, ...] = ()
 
     def line(self, out: Path) -> str:
         return (
             f"kcsim replay: {self.events} events, {self.rejected} rejected, "
             f"{self.requests} requests in {self.seconds:.2f} s -> {out}"
+        )
+
+    def rejections(self, out: Path) -> str:
+        """What exit status 1 means, for the terminal: the count and the first reasons."""
+        more = self.rejected - len(self.first_rejections)
+        return "\n".join(
+            [
+                f"kcsim replay: {self.rejected} event(s) rejected, each a row of "
+                f"{out / 'rejected_events.jsonl'}; the first:",
+                *(f"  {line}" for line in self.first_rejections),
+                *([f"  ... and {more} more"] if more > 0 else []),
+            ]
         )
 
 
@@ -112,6 +127,8 @@ def main(args: argparse.Namespace) -> int:
         return 3
     if not args.quiet:
         print(summary.line(args.out), file=sys.stderr)
+        if summary.rejected:
+            print(summary.rejections(args.out), file=sys.stderr)
     # the exit status says whether anything was rejected
     return 1 if summary.rejected else 0
 
@@ -129,6 +146,7 @@ def replay(
     started = time.monotonic()
     simulator = Simulator(settings, state_rows=False)  # the state tables: written at the end
     events = rejected = requests = 0
+    first_rejections: list[str] = []
     lines = read_events(source)  # lists the files now, before any output file exists
     out.mkdir(parents=True, exist_ok=True)
     with AppendFiles(out, APPEND_TABLES, compress) as appends:
@@ -138,11 +156,15 @@ def replay(
             if output.events == 0:
                 break
             events += output.events
-            rejected += len(output.appends.get("rejected_events", ()))
+            rejections = output.appends.get("rejected_events", ())
+            rejected += len(rejections)
+            for row in rejections[: REJECTIONS_SHOWN - len(first_rejections)]:
+                first_rejections.append(f"{row['source']}: {row['reason']}")
             requests += len(output.appends.get("controller_requests", ()))
             for table, rows in output.appends.items():
                 appends.write(table, rows)
             del output  # not alive through the next batch
     state_tables = {t.name: simulator.table_rows(t.name) for t in STATE_TABLES}
     write_tables(out, state_tables, compress, ordered=True)
-    return Summary(events, rejected, requests, time.monotonic() - started)
+    seconds = time.monotonic() - started
+    return Summary(events, rejected, requests, seconds, tuple(first_rejections))

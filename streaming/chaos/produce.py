@@ -197,10 +197,19 @@ def produce(
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bootstrap", required=True, metavar="HOST:PORT")
+    parser.add_argument(
+        "--bootstrap-server",
+        "--bootstrap",
+        dest="bootstrap",
+        required=True,
+        metavar="HOST:PORT",
+        help="the Kafka cluster to produce to (as Kafka's tools take it)",
+    )
     parser.add_argument("--topic", required=True)
     parser.add_argument(
+        "--command-config",
         "--kafka-config",
+        dest="kafka_config",
         type=Path,
         metavar="FILE",
         help="Kafka client properties (security.protocol, sasl.*, ssl.*)",

@@ -237,4 +237,5 @@ class ClientFailures(logging.Handler):
             )
         if self.handshake_failed:
             return "the TLS handshake failed (check --kafka-config's ssl.* settings)"
-        return f"{type(error).__name__}: {error}"
+        text, name = str(error), type(error).__name__
+        return text if text.startswith(name) else f"{name}: {text}"

@@ -39,6 +39,7 @@ class Report:
     problems: list[Problem] = field(default_factory=list)
     problem_count: int = 0
     understood: dict[Path, int] = field(default_factory=dict)
+    benign: dict[str, int] = field(default_factory=dict)  # skipped lines by kind (zk-logs)
     first_line: dict[Path, tuple[int, str]] = field(default_factory=dict)
 
     def add(self, problem: Problem) -> None:

@@ -320,12 +320,31 @@ def parse_message(message: str) -> Fact | None:
     return None
 
 
+# Lines of the controller's logger about work that is no controller event (the producer
+# id blocks it hands out for idempotent and transactional producers, through
+# ZkProducerIdManager): understood, counted by kind, no event. Any cluster with producers
+# logs them.
+BENIGN: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (kind, re.compile(regex))
+    for kind, regex in (
+        (
+            "producer id block",
+            r"^(Acquired new producerId block|Read current producerId block|There is no "
+            r"producerId block yet)",
+        ),
+    )
+)
+
+
 def _controller_fact(controller: int, body: str) -> Fact | None:
     for kind, regex in _CONTROLLER_EVENTS:
         if m := regex.match(body):
             return _event_fact(kind, controller, m)
     if _CONTROLLER_INFO.match(body):
         return Fact(KNOWN, controller)
+    for kind, regex in BENIGN:
+        if regex.match(body):
+            return Fact(KNOWN, controller, value=kind)
     return None
 
 

@@ -96,6 +96,18 @@ class ZkLogModel:
     def finish(self) -> list[Event]:
         return self._flush()
 
+    def possibly_superseded(self) -> list[TP]:
+        """Partitions whose last logged state has a leader and leaves out a replica on a
+        live broker: the leader's AlterPartition that adds it back when it catches up is
+        logged at DEBUG only, so the znode may hold a later state than the last `observed`
+        (the import's documented limit)."""
+        return sorted(
+            tp
+            for tp, state in self.states.items()
+            if state.leader >= 0
+            and any(b in self.live and b not in state.isr for b in self.replicas.get(tp, ()))
+        )
+
     def _active(self, fact: Fact) -> bool:
         if fact.controller < 0:  # a broker-side line: not the controller's
             return fact.kind == KNOWN

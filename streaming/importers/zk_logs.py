@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import IO, NamedTuple
 
 from streaming.importers.output import FileOutput, Problem, ProgressBar, Report, write_events
-from streaming.importers.zk_log_lines import Layout, LayoutError, is_continuation, parse_message
+from streaming.importers.zk_log_lines import (
+    KNOWN,
+    Layout,
+    LayoutError,
+    is_continuation,
+    parse_message,
+)
 from streaming.importers.zk_log_model import ZkLogModel
 
 KINDS = ("controller.log", "state-change.log")  # merge rank at equal times: event lines first
@@ -79,6 +85,8 @@ def main(args: argparse.Namespace) -> int:
                 report.add(Problem(record.path, record.line, "not understood", record.message))
                 continue
             report.understood[record.path] = report.understood.get(record.path, 0) + 1
+            if fact.kind == KNOWN and isinstance(fact.value, str):
+                report.benign[fact.value] = report.benign.get(fact.value, 0) + 1
             write_events(out, model.feed(fact, record.ts), report)
         write_events(out, model.finish(), report)
     _unsupported(report, streams)
@@ -196,3 +204,20 @@ def _print_report(report: Report, model: ZkLogModel, out: str) -> None:
         f"{counts.unattributed} state lines outside any event -> {out}",
         file=sys.stderr,
     )
+    if report.benign:
+        kinds = ", ".join(f"{kind}: {n}" for kind, n in sorted(report.benign.items()))
+        print(
+            f"kcsim import: {sum(report.benign.values())} lines of a known kind that is no "
+            f"controller event skipped ({kinds})",
+            file=sys.stderr,
+        )
+    if superseded := model.possibly_superseded():
+        shown = ", ".join(f"{t}-{p}" for t, p in superseded[:5])
+        more = ", ..." if len(superseded) > 5 else ""
+        print(
+            f"kcsim import: {len(superseded)} partition(s) end with a live replica outside "
+            f"the ISR ({shown}{more}): the AlterPartition adding it back is logged at DEBUG "
+            "only, so their last observed state may be superseded (README: what the logs "
+            "cannot say)",
+            file=sys.stderr,
+        )

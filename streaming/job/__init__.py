@@ -1,8 +1,10 @@
 """`kcsim run`: the Spark Structured Streaming job.
 
-`command` holds the command, the query loop (one foreachBatch through the core per
-micro-batch, exactly once across restarts), the sources (event files or a Kafka topic)
-and the fleet mode; `request_sink` writes the controller's requests to a Kafka topic;
+`command` holds the command and its checks before Spark starts, `options` what a run
+runs with, `query` the query loop (one foreachBatch through the core per micro-batch,
+exactly once across restarts), `sources` the sources (event files or a Kafka topic),
+`file_source` the streaming source that takes event files in name order, `fleet` the
+fleet mode; `request_sink` writes the controller's requests to a Kafka topic;
 `ship_core` zips `controller` and `schemas` for executors without kcsim; `os_memory`
 hands freed memory back to the operating system between batches.
 

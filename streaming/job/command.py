@@ -30,17 +30,19 @@ once per batch), its sources `sources`' (files or a Kafka topic), the fleet mode
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import tempfile
 from pathlib import Path
 
+from streaming.clients.kafka_config import KafkaClientConfig
+from streaming.job.file_source import is_remote
 from streaming.job.options import DEFAULT_TRIGGER_SECONDS, Options
 from streaming.job.os_memory import arrow_on_the_c_heap
 from streaming.job.query import run
 from streaming.job.request_sink import SinkError
-
-# The binaryFile source's fixed schema (a streaming source must be given one).
+from streaming.job.sources import FileSource
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -78,7 +80,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "metadata records (kraft)",
     )
     parser.add_argument(
+        "--command-config",
         "--kafka-config",
+        dest="kafka_config",
         type=Path,
         metavar="FILE",
         help="Kafka client properties for the source and sink (security.protocol, sasl.*, "
@@ -98,6 +102,9 @@ def main(args: argparse.Namespace) -> int:
         options = Options.from_args(args)
     except ValueError as error:
         print(f"kcsim run: {error}", file=sys.stderr)
+        return 2
+    if problem := preflight(options):
+        print(f"kcsim run: {problem}", file=sys.stderr)
         return 2
     from pyspark.errors import StreamingQueryException
 
@@ -119,6 +126,70 @@ def main(args: argparse.Namespace) -> int:
         return 1
     finally:
         spark.stop()
+
+
+def preflight(options: Options) -> str | None:
+    """What stops the run before Spark starts (one line), or None: the source, the sink and
+    the lake are checked as `produce` checks its bootstrap, in seconds, and nothing is
+    created. Without this, a missing directory was a Python traceback and an unreachable
+    bootstrap 3 minutes of retries ending in a Java stack."""
+    source = options.source
+    if isinstance(source, FileSource):
+        if problem := source.check():
+            return problem
+    elif problem := kafka_unreachable(source.bootstrap, source.client, "--source"):
+        return problem
+    if options.sink is not None and (
+        problem := kafka_unreachable(options.sink.bootstrap, options.sink.client, "--sink")
+    ):
+        return problem
+    for what, path in (("lake", options.lake), ("checkpoint", options.checkpoint)):
+        if problem := unwritable(what, path):
+            return problem
+    return None
+
+
+def unwritable(what: str, path: str) -> str | None:
+    """Why a local directory cannot be used as the `what`, or None (it exists, or can be
+    made: its nearest existing parent is a writable directory). Remote ones are Spark's."""
+    if is_remote(path):
+        return None
+    if os.path.exists(path):
+        if not os.path.isdir(path):
+            return f"the {what} {path} is not a directory"
+        if not os.access(path, os.W_OK | os.X_OK):
+            return f"the {what} directory {path} cannot be written"
+        return None
+    parent = os.path.dirname(path)
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        return f"the {what} {path} cannot be made: {parent} is not a directory"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"the {what} {path} cannot be made: {parent} cannot be written"
+    return None
+
+
+def kafka_unreachable(bootstrap: str, client: KafkaClientConfig, option: str) -> str | None:
+    """Why the Kafka cluster at `bootstrap` cannot be reached, or None: a bootstrap with
+    `produce`'s client settings (given up after `BOOTSTRAP_TIMEOUT_MS`, 15 s), and the
+    refusal behind a failure said as `produce` says it."""
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    from streaming.clients.kafka_config import ClientFailures
+
+    with ClientFailures(client) as failures:
+        try:
+            admin = KafkaAdminClient(
+                bootstrap_servers=bootstrap,
+                client_id="kcsim-run-check",
+                **client.kafka_python(),
+            )
+        except (KafkaError, OSError, ValueError) as error:
+            return f"{option}: cannot reach Kafka at {bootstrap}: {failures.explain(error)}"
+    admin.close()
+    return None
 
 
 _FILE_NAME_ERROR = re.compile(r"EventFileNameError: (.+)")

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from controller.config import Settings
 from streaming.clients.kafka_config import KafkaClientConfig
+from streaming.job.file_source import is_remote, lake_path, local_path
 from streaming.job.request_sink import RequestSink
 from streaming.job.sources import FileSource, KafkaSource
 
@@ -34,7 +35,9 @@ class Options:
         kind, _, where = args.source.partition(":")
         source: FileSource | KafkaSource
         if kind == "file" and where:
-            source = FileSource(where, args.max_files_per_trigger)
+            if is_remote(where):
+                raise ValueError(f"--source file: reads a local directory, got {where!r}")
+            source = FileSource(local_path(where), args.max_files_per_trigger)
         elif kind == "kafka":
             bootstrap, topic = parse_endpoint(where)
             source = KafkaSource(
@@ -56,12 +59,12 @@ class Options:
             if not sep:
                 raise ValueError(f"--conf expects key=value, got {item!r}")
             conf[key.strip()] = value.strip()
-        lake = args.lake.rstrip("/")
+        lake = lake_path(args.lake)
         return cls(
             settings=args.settings,
             source=source,
             lake=lake,
-            checkpoint=args.checkpoint or f"{lake}/_checkpoints/run",
+            checkpoint=lake_path(args.checkpoint or f"{lake}/_checkpoints/run"),
             once=args.once,
             trigger_seconds=args.trigger_seconds,
             sink=sink,

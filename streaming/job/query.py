@@ -50,7 +50,7 @@ def run(spark: SparkSession, options: Options, log: Callable[[str], None] | None
     total_files = options.source.known_files() if options.once else None
     batcher = BatchRunner(spark, lake, options, log, total_files)
     writer = (
-        options.source.stream(spark)
+        options.source.stream(spark, options.checkpoint)
         .writeStream.foreachBatch(batcher)
         .option("checkpointLocation", options.checkpoint)
         .queryName("kcsim_run")
@@ -110,13 +110,16 @@ class BatchRunner:
                 self._restore(batch_id)
                 clock.lap("restore")
             skip = self.skip if batch_id == self.first_batch else {}
-            events, files = self.options.source.events(batch)
+            events, files, refused = self.options.source.events(batch)
             clock.lap("read")
             if self.options.fleet:
                 output = apply_fleet(self.spark, self.lake, self.options.settings, events, skip)
             else:
                 assert self.simulator is not None
                 output = self.simulator.apply(events)
+            for table, rows in refused.items():
+                if rows:
+                    output.appends[table] = [*output.appends.get(table, ()), *rows]
             clock.lap("apply")
             self.lake.write(output, self.run_id, batch_id, skip)
             clock.lap("write")

@@ -2,11 +2,13 @@
 
 `--fleet` applies clusters in `applyInPandas` on the executors, whose Python must import
 `controller` and `schemas` (the function Spark ships refers to the core's classes by
-module). On a cluster (any master but `local`), the job builds this zip from the modules
-the driver runs and adds it with `SparkContext.addPyFile`: Spark copies it to every
-executor and puts it first on its Python workers' path, so executors need only pyspark,
-pandas and pyarrow. The zip is built from source files only, with fixed timestamps, so the
-same code gives the same bytes (and the same name, which holds a hash of them).
+module), and the file source's tasks read event files there (`streaming.job.file_source`,
+shipped with them). On a cluster (any master but `local`), the job builds this zip from
+the modules the driver runs and adds it with `SparkContext.addPyFile`: Spark copies it to
+every executor and puts it first on its Python workers' path, so executors need only
+pyspark, pandas and pyarrow. The zip is built from source files only, with fixed
+timestamps, so the same code gives the same bytes (and the same name, which holds a hash
+of them).
 """
 
 from __future__ import annotations
@@ -22,27 +24,45 @@ if TYPE_CHECKING:
     from pyspark import SparkContext
 
 CORE_PACKAGES = ("controller", "schemas")
+# Modules of `streaming` that executors run: the job's file source reads the event files
+# in its tasks (`streaming.job.file_source`), with its packages' `__init__` (docstrings
+# only: importing them imports nothing else).
+SHIPPED_MODULES = ("streaming.job.file_source",)
 # Zip's earliest representable time: the bytes depend on the sources alone.
 _EPOCH = (1980, 1, 1, 0, 0, 0)
 
 
-def core_zip_bytes(packages: tuple[str, ...] = CORE_PACKAGES) -> bytes:
-    """A zip of every `.py` file of `packages`, as the driver imports them."""
+def core_zip_bytes(
+    packages: tuple[str, ...] = CORE_PACKAGES, modules: tuple[str, ...] = SHIPPED_MODULES
+) -> bytes:
+    """A zip of every `.py` file of `packages`, and of `modules` with the `__init__.py`
+    of each package above them, as the driver imports them."""
+    files: dict[str, Path] = {}
+    for package in packages:
+        root = _source(package).parent
+        for path in sorted(root.rglob("*.py")):
+            if "__pycache__" not in path.parts:
+                files[f"{package}/{path.relative_to(root).as_posix()}"] = path
+    for dotted in modules:
+        parts = dotted.split(".")
+        for depth in range(1, len(parts)):
+            package = ".".join(parts[:depth])
+            files[f"{package.replace('.', '/')}/__init__.py"] = _source(package)
+        files[f"{dotted.replace('.', '/')}.py"] = _source(dotted)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for package in packages:
-            module = importlib.import_module(package)
-            assert module.__file__ is not None
-            root = Path(module.__file__).parent
-            for path in sorted(root.rglob("*.py")):
-                if "__pycache__" in path.parts:
-                    continue
-                name = f"{package}/{path.relative_to(root).as_posix()}"
-                info = zipfile.ZipInfo(name, _EPOCH)
-                info.compress_type = zipfile.ZIP_DEFLATED
-                info.external_attr = 0o644 << 16
-                archive.writestr(info, path.read_bytes())
+        for name in sorted(files):
+            info = zipfile.ZipInfo(name, _EPOCH)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, files[name].read_bytes())
     return buffer.getvalue()
+
+
+def _source(module_name: str) -> Path:
+    module = importlib.import_module(module_name)
+    assert module.__file__ is not None
+    return Path(module.__file__)
 
 
 def write_core_zip(directory: Path) -> Path:

@@ -1,15 +1,15 @@
 """Where `kcsim run` reads its events: event files or a Kafka topic.
 
-Files are read with the binaryFile source (whole files as bytes), split into lines
-exactly as `kcsim replay` splits them, so line numbers are exact for any file size;
-within a batch files go in name order, lines in order, and `source` is "<file name
-relative to the source directory>:<line>". Across batches files go in the order Spark
-picks them up (modification time), which is name order when files arrive in name order.
-Kafka records go in (topic, partition, offset) order with `source`
-"<topic>/<partition>/<offset>"; producers key events by cluster, so a cluster's events
-share a partition. A record with a null value (a tombstone) is given to the core as `raw
-= ""` and so lands in `rejected_events` ("not valid JSON") with its coordinates; a value
-is one event, never split into lines.
+Files are read with kcsim's own streaming source (`streaming.job.file_source`: whole
+files as bytes, taken in name order whatever their modification times, in every trigger
+mode and across restarts; a file copied after one whose name sorts after it is rejected
+line by line, never applied out of order), split into lines exactly as `kcsim replay`
+splits them, so line numbers are exact for any file size; `source` is "<file name
+relative to the source directory>:<line>". Kafka records go in (topic, partition, offset)
+order with `source` "<topic>/<partition>/<offset>"; producers key events by cluster, so a
+cluster's events share a partition. A record with a null value (a tombstone) is given to
+the core as `raw = ""` and so lands in `rejected_events` ("not valid JSON") with its
+coordinates; a value is one event, never split into lines.
 """
 
 from __future__ import annotations
@@ -17,21 +17,20 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from controller.replay.event_files import (
+    EventFileNameError,
     check_file_name,
     is_event_file,
     skipped_files_warning,
     split_lines,
 )
-from controller.simulator import RawEvent
+from controller.simulator import RawEvent, Row, refused_rows
 from streaming.clients.kafka_config import KafkaClientConfig
-
-BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length long, content binary"
+from streaming.job.file_source import local_path
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,71 +38,87 @@ class FileSource:
     directory: str
     max_files_per_trigger: int | None = None
 
-    def stream(self, spark: SparkSession) -> DataFrame:
-        reader = spark.readStream.format("binaryFile").schema(BINARY_FILE_SCHEMA)
+    def stream(self, spark: SparkSession, checkpoint: str) -> DataFrame:
+        """Files in name order (`streaming.job.file_source`); the names it admitted are
+        kept beside the checkpoint's offsets, in `<checkpoint>/files/`."""
+        from streaming.job.file_source import FORMAT, KcsimFiles
+
+        spark.dataSource.register(KcsimFiles)
+        reader = (
+            spark.readStream.format(FORMAT)
+            .option("path", self.local_directory())
+            .option("checkpoint", local_path(checkpoint))
+        )
         if self.max_files_per_trigger:
             reader = reader.option("maxFilesPerTrigger", str(self.max_files_per_trigger))
-        return reader.load(self.directory)
+        return reader.load()
 
-    def events(self, batch: DataFrame) -> tuple[list[RawEvent], int]:
-        """The batch's events in order, and how many event files it held."""
-        self.check_names()
-        data = batch.select("path", "content").toArrow()
+    def events(self, batch: DataFrame) -> tuple[list[RawEvent], int, dict[str, list[Row]]]:
+        """The batch's events in order, how many event files it held, and the rows of the
+        late files' lines (rejected, never applied: `streaming.job.file_source`)."""
+        data = batch.select("admitted", "name", "late_after", "content").toArrow()
         files = sorted(
-            (self.relative_name(path), content)
-            for path, content in zip(
-                data.column("path").to_pylist(), data.column("content").to_pylist(), strict=True
+            zip(
+                data.column("admitted").to_pylist(),
+                data.column("name").to_pylist(),
+                data.column("late_after").to_pylist(),
+                data.column("content").to_pylist(),
+                strict=True,
             )
-            if is_event_file(os.path.basename(_uri_path(path)))
         )
         events: list[RawEvent] = []
-        for name, content in files:
-            events.extend(split_lines(content or b"", name))
-        return events, len(files)
+        refused: dict[str, list[Row]] = {"rejected_events": [], "divergences": []}
+        for _, name, late_after, content in files:
+            lines = split_lines(content or b"", name)
+            if late_after is None:
+                events.extend(lines)
+                continue
+            for table, rows in refused_rows(lines, late_reason(name, late_after)).items():
+                refused[table].extend(rows)
+        return events, len(files), refused
 
-    def relative_name(self, path: str) -> str:
-        """`path` (a URI as Spark lists it) relative to the source directory."""
-        file_path = _uri_path(path)
-        base = _uri_path(self.directory).rstrip("/") + "/"
-        return file_path[len(base) :] if file_path.startswith(base) else os.path.basename(file_path)
+    def local_directory(self) -> str:
+        return local_path(self.directory)
 
     def known_files(self) -> int | None:
-        """How many event files the directory holds now (local directories only)."""
-        names = self._local_names()
-        return None if names is None else len(names)
+        """How many event files the directory holds now."""
+        return len(self._local_names())
 
     def skipped_warning(self) -> str | None:
-        """What replay would say of the files the directory holds now that Spark's listing
-        skips (local directories only)."""
-        local = self._local_directory()
-        return None if local is None else skipped_files_warning(Path(local))
+        """What replay would say of the files the directory holds now that the job skips."""
+        return skipped_files_warning(Path(self.local_directory()))
+
+    def check(self) -> str | None:
+        """What is wrong with the directory, before Spark starts (None: nothing)."""
+        local = self.local_directory()
+        if not os.path.exists(local):
+            return f"the source directory {local} does not exist"
+        if not os.path.isdir(local):
+            return f"the source {local} is not a directory"
+        if not os.access(local, os.R_OK | os.X_OK):
+            return f"the source directory {local} cannot be read"
+        try:
+            self.check_names()
+        except EventFileNameError as error:
+            return str(error)
+        return None
 
     def check_names(self) -> None:
-        """Stop on an event file Spark's listing skips without a word (a name that is not
-        UTF-8; local directories only), as replay refuses it."""
-        for name in self._local_names() or ():
+        """Refuse an event file whose name is not UTF-8, as replay does."""
+        for name in self._local_names():
             check_file_name(name)
 
-    def _local_names(self) -> list[str] | None:
-        local = self._local_directory()
-        if local is None:
-            return None
+    def _local_names(self) -> list[str]:
+        local = self.local_directory()
         return [e.name for e in os.scandir(local) if e.is_file() and is_event_file(e.name)]
 
-    def _local_directory(self) -> str | None:
-        if urlparse(self.directory).scheme not in ("", "file"):
-            return None
-        local = _uri_path(self.directory)
-        return local if os.path.isdir(local) else None
 
-
-def _uri_path(path: str) -> str:
-    parsed = urlparse(path)
-    if parsed.scheme == "file":
-        return os.path.normpath(unquote(parsed.path))
-    if parsed.scheme == "":
-        return os.path.abspath(path)
-    return unquote(parsed.path)
+def late_reason(name: str, late_after: str) -> str:
+    return (
+        f"event file {name} arrived after {late_after} had been applied: files apply in name "
+        f"order, so it is not applied (give it a name that sorts after {late_after} to apply "
+        "its events)"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +129,7 @@ class KafkaSource:
     max_offsets_per_trigger: int | None = None
     client: KafkaClientConfig = field(default_factory=KafkaClientConfig)
 
-    def stream(self, spark: SparkSession) -> DataFrame:
+    def stream(self, spark: SparkSession, checkpoint: str) -> DataFrame:
         reader = (
             spark.readStream.format("kafka")
             .option("kafka.bootstrap.servers", self.bootstrap)
@@ -126,8 +141,9 @@ class KafkaSource:
             reader = reader.option("maxOffsetsPerTrigger", str(self.max_offsets_per_trigger))
         return reader.load()
 
-    def events(self, batch: DataFrame) -> tuple[list[RawEvent], int]:
-        return records_to_events(batch.select("topic", "partition", "offset", "value").toArrow()), 0
+    def events(self, batch: DataFrame) -> tuple[list[RawEvent], int, dict[str, list[Row]]]:
+        data = batch.select("topic", "partition", "offset", "value").toArrow()
+        return records_to_events(data), 0, {}
 
     def known_files(self) -> int | None:
         return None

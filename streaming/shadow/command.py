@@ -89,7 +89,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "(see streaming/clients/zookeeper_config.py)",
     )
     parser.add_argument(
+        "--command-config",
         "--kafka-config",
+        dest="kafka_config",
         type=Path,
         metavar="FILE",
         help="Kafka client properties for --out kafka: (security.protocol, sasl.*, ssl.*)",

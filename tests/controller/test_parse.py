@@ -255,8 +255,56 @@ def test_topic_name_limits() -> None:
     assert body(type="topic_deletion", topic="...") == TopicDeletion("...")
 
 
-def test_unknown_fields_are_ignored() -> None:
-    assert body(type="broker_failure", broker=1, future_field={"x": [1]}) == BrokerFailure(1)
+def test_a_field_the_type_does_not_take_is_rejected_naming_the_closest() -> None:
+    """CONTRACT §1: a misspelled optional field never silently changes a simulation."""
+    rak = rejected(line(type="broker_startup", broker=1, rak="a"))
+    assert rak.reason == (
+        "field 'rak' is not a field of event type 'broker_startup': did you mean 'rack'?"
+    )
+    assert rak.cluster == "default"
+    config = rejected(
+        line(type="topic_creation", topic="t", partitions=1, replication_factor=1, config={})
+    )
+    assert config.reason.endswith("did you mean 'configs'?")
+    # a field of another type is no field of this one; common fields are close too
+    assert rejected(line(type="broker_failure", broker=1, rack="a")).reason.startswith(
+        "field 'rack' is not a field of event type 'broker_failure'"
+    )
+    assert rejected(line(type="broker_failure", broker=1, event=4)).reason.endswith(
+        "did you mean 'event_id'?"
+    )
+    # the fields it takes are checked first: their faults are the line's first
+    assert rejected(line(type="broker_failure", broker=-1, rak="a")).reason == (
+        "field 'broker' must be a non-negative 32-bit integer, got -1"
+    )
+    far = rejected(line(type="auto_rebalance_check", ticket="OPS-1"))
+    assert far.reason == (
+        "field 'ticket' is not a field of event type 'auto_rebalance_check' (its own fields: "
+        "none; common: type, cluster, event_id, seq, ts, observed); put your own annotations "
+        "under 'meta'"
+    )
+    # the first unknown field in the line's order is the one named
+    assert "'zz'" in rejected('{"type":"broker_failure","zz":1,"broker":1,"aa":2}').reason
+
+
+def test_meta_is_any_json_and_changes_nothing() -> None:
+    for meta in ({"from": "ops", "n": [1, {"x": None}]}, "a note", 7, None, [], True):
+        assert body(type="broker_failure", broker=1, meta=meta) == BrokerFailure(1)
+
+
+def test_the_documented_fields_of_every_type_are_taken() -> None:
+    """Every field the project declares for a type (a snapshot's `state` and `deletion`
+    on topic_creation, `controller_epoch` on controller_failover) is a field of it."""
+    from controller.parse import ALLOWED_FIELDS
+
+    for event_type, specs in EVENT_FIELDS.items():
+        names = {s.name for s in specs} | {s.name for s in COMMON_FIELDS} | {"meta"}
+        assert ALLOWED_FIELDS[event_type] == names, event_type
+    assert {"state", "deletion"} <= ALLOWED_FIELDS["topic_creation"]
+    state = {"0": {"leader": 1, "leader_epoch": 2, "isr": [1], "partition_epoch": 3,
+                   "controller_epoch": 1}}  # fmt: skip
+    creation = body(type="topic_creation", topic="t", assignment={"0": [1]}, state=state)
+    assert creation.state[0].leader_epoch == 2  # type: ignore[attr-defined]
 
 
 def test_null_optional_fields_count_as_absent() -> None:

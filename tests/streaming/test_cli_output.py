@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from streaming.cli import kcsim_version
 from tests.support.job_process import ROOT, job_env
 
 EXAMPLES = ROOT / "examples" / "events"
@@ -71,8 +73,8 @@ def test_python_dash_m_streaming_is_kcsim(tmp_path: Path) -> None:
         timeout=300,
         check=False,
     )
-    assert as_module.returncode == 1, as_module.stderr  # the examples hold bad lines
-    assert as_module.stderr.startswith("kcsim replay: 34 events, 2 rejected")
+    assert as_module.returncode == 0, as_module.stderr  # the examples hold no bad line
+    assert as_module.stderr.startswith("kcsim replay: 32 events, 0 rejected")
     help_text = subprocess.run(
         [sys.executable, "-m", "streaming", "--help"],
         capture_output=True,
@@ -83,3 +85,35 @@ def test_python_dash_m_streaming_is_kcsim(tmp_path: Path) -> None:
         check=False,
     ).stdout
     assert help_text == _kcsim("--help").stdout
+
+
+def test_version() -> None:
+    done = _kcsim("--version")
+    assert (done.returncode, done.stdout) == (0, f"kcsim {kcsim_version()}\n")
+    assert re.fullmatch(r"\d+\.\d+\.\d+\S*", kcsim_version())
+
+
+@pytest.mark.parametrize(
+    ("command", "words"),
+    [
+        ("produce", ["--topic", "t", "--scenario", "x.jsonl"]),
+        ("run", ["--source", "kafka:h:1/t", "--lake", "lake"]),
+        ("shadow", ["--zookeeper", "h:2181", "--out", "file:o"]),
+    ],
+)
+def test_kafkas_own_flag_names_are_taken_and_the_old_ones_still_are(
+    command: str, words: list[str]
+) -> None:
+    """Operators type Kafka's tools' flags: --bootstrap-server, --command-config."""
+    from streaming.cli import build_parser
+
+    for kafka_names in (True, False):
+        config = "--command-config" if kafka_names else "--kafka-config"
+        argv = [command, *words, config, "client.properties"]
+        if command == "produce":
+            argv += ["--bootstrap-server" if kafka_names else "--bootstrap", "h:9092"]
+        parser, _ = build_parser(argv)
+        args = parser.parse_args(argv)
+        assert args.kafka_config == Path("client.properties"), kafka_names
+        if command == "produce":
+            assert args.bootstrap == "h:9092"

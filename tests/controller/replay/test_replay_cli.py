@@ -787,3 +787,37 @@ def test_a_simulator_without_state_rows_gives_the_same_appends_and_final_tables(
     assert upserts > 0  # (the comparison would prove nothing without them)
     for table in STATE_TABLES:
         assert list(without_rows.table_rows(table.name)) == list(with_rows.table_rows(table.name))
+
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+def test_the_readme_sequence_replay_then_report_runs_as_written(tmp_path: Path) -> None:
+    """`kcsim replay examples/events --out X && kcsim report --replay X --out r.html`: the
+    examples hold no bad line (those are in examples/bad), so the `&&` goes on."""
+    out = tmp_path / "x"
+    assert main(["replay", str(EXAMPLES / "events"), "--out", str(out), "--quiet"]) == 0
+    assert read_table(out, "rejected_events") == []
+    page = tmp_path / "r.html"
+    assert main(["report", "--replay", str(out), "--out", str(page), "--quiet"]) == 0
+    assert page.stat().st_size > 0
+
+
+def test_status_1_comes_with_the_count_and_the_first_reasons(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "bad"
+    assert main(["replay", str(EXAMPLES / "bad"), "--out", str(out)]) == 1
+    error = capsys.readouterr().err.splitlines()
+    assert error[1:] == [
+        f"kcsim replay: 2 event(s) rejected, each a row of {out}/rejected_events.jsonl; the first:",
+        "  001-bad-lines.jsonl:1: not valid JSON: Expecting value at column 1",
+        "  001-bad-lines.jsonl:2: field 'broker' must be a non-negative 32-bit integer, got -7",
+    ]
+    many = write_scenario(
+        tmp_path, [f'{{"type":"broker_startup","broker":-{n}}}' for n in range(1, 9)]
+    )
+    assert main(["replay", str(many), "--out", str(tmp_path / "many")]) == 1
+    error = capsys.readouterr().err.splitlines()
+    assert len(error) == 1 + 1 + 5 + 1 and error[-1] == "  ... and 3 more"
+    assert (
+        error[2] == "  events.jsonl:1: field 'broker' must be a non-negative 32-bit integer, got -1"
+    )

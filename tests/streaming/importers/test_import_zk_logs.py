@@ -287,3 +287,49 @@ def test_an_option_of_the_other_importer_is_a_usage_error(tmp_path, source, flag
     )
     assert status == 2 and not (tmp_path / "e").exists()
     assert "is for" in capsys.readouterr().err
+
+
+def test_producer_id_blocks_are_skipped_and_counted_not_problems(tmp_path, capsys):
+    """Kafka 3.7's controller logs the producer id blocks it hands out (any cluster with
+    idempotent producers): a known kind with no event, counted, status 0."""
+    logs = tmp_path / "logs"
+    shutil.copytree(DATA / "zk-logs-3.7.1", logs)
+    packed = logs / "broker-3" / "controller.log.gz"
+    lines = gzip.decompress(packed.read_bytes()).splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if b"Starting topic deletion" in line)
+    lines[at:at] = [
+        b"[2026-11-24 16:06:29,300] INFO [Controller id=3] Acquired new producerId block "
+        b"ProducerIdsBlock(assignedBrokerId=1, firstProducerId=0, size=1000) by writing to Zk "
+        b"with path version 1 (kafka.controller.KafkaController)\n",
+        b"[2026-11-24 16:06:29,301] INFO [Controller id=3] Read current producerId block "
+        b"ProducerIdsBlock(assignedBrokerId=1, firstProducerId=0, size=1000), Zk path version 1 "
+        b"(kafka.controller.KafkaController)\n",
+    ]
+    packed.write_bytes(gzip.compress(b"".join(lines)))
+    status, events = run(logs, tmp_path / "e.jsonl")
+    _, expected = run(DATA / "zk-logs-3.7.1", tmp_path / "x.jsonl")
+    err = capsys.readouterr().err
+    assert status == 0, err
+    assert events == expected
+    assert "0 lines not understood or bad" in err
+    assert (
+        "kcsim import: 2 lines of a known kind that is no controller event skipped "
+        "(producer id block: 2)"
+    ) in err
+
+
+def test_the_import_names_partitions_whose_last_state_may_be_superseded(tmp_path, capsys):
+    """The log ends with broker 1 back (SPEC §7.2's failover, then its startup): the
+    AlterPartitions that add it back to its partitions' ISRs are DEBUG lines, so the
+    import's last observed states of those partitions may be older than the znodes'."""
+    status, events = run(DATA / "zk-logs-3.7.1", tmp_path / "e.jsonl")
+    assert status == 0
+    err = capsys.readouterr().err.splitlines()
+    kept = "imp-35fda284f5"
+    assert err[-1] == (
+        f"kcsim import: 3 partition(s) end with a live replica outside the ISR ({kept}-0, "
+        f"{kept}-1, {kept}-2): the AlterPartition adding it back is logged at DEBUG only, so "
+        "their last observed state may be superseded (README: what the logs cannot say)"
+    )
+    final = final_states(events)
+    assert all(len(final[kept, p][2]) < 3 for p in range(3))

@@ -24,6 +24,12 @@ def test_zip_holds_every_core_source_file_and_nothing_else() -> None:
         for package in ("controller", "schemas")
         for path in (ROOT / package).rglob("*.py")
     }
+    # the job's file source, which executors run, with its packages' __init__
+    expected |= {
+        "streaming/__init__.py",
+        "streaming/job/__init__.py",
+        "streaming/job/file_source.py",
+    }
     assert names == expected
     assert "controller/simulator.py" in names and "schemas/__init__.py" in names
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import random
 import shutil
 import time
 from pathlib import Path
@@ -185,6 +186,69 @@ def test_two_once_runs_over_a_split_log_under_kraft_equal_one(spark, tmp_path: P
     second = run_once(spark, source, lake, files=2, settings=KRAFT)
     assert len([line for line in second if line.startswith("batch ")]) >= 2
     assert_same_tables(lake_rows(spark, lake), replay_rows(source, KRAFT))
+
+
+def shuffle_mtimes(files: list[Path], seed: int) -> None:
+    """Modification times in an order unrelated to the names, some of them equal (files
+    copied in one go share one), as Spark's file source would take them out of order."""
+    times = [float(i // 2) for i in range(len(files))]
+    random.Random(seed).shuffle(times)
+    start = time.time() - 1000
+    for path, offset in zip(files, times, strict=True):
+        os.utime(path, (start + offset, start + offset))
+
+
+def test_parity_batches_of_one_file_whatever_their_mtimes_and_across_a_restart(
+    spark,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """CONTRACT §1: files apply in name order. Batches of one file over files whose
+    modification times are shuffled, the query restarted halfway with more files copied
+    in, leave what replay of the whole directory leaves; a file copied later whose name
+    sorts before one applied is rejected line by line, never applied."""
+    source = copy_corpus(tmp_path / "events", lines_per_file=9)
+    files = sorted(source.iterdir())
+    assert len(files) > 6
+    held = tmp_path / "held"
+    held.mkdir()
+    later = files[len(files) // 2 :]
+    for path in later:
+        path.rename(held / path.name)
+    shuffle_mtimes(files[: len(files) // 2], seed=1)
+    lake = tmp_path / "lake"
+    first = run_once(spark, source, lake, files=1)
+    assert len([line for line in first if line.startswith("batch ")]) == len(files) // 2
+
+    for path in later:  # copied in after the restart, newest names oldest
+        (held / path.name).rename(path)
+    shuffle_mtimes(later, seed=2)
+    second = run_once(spark, source, lake, files=1)
+    assert len([line for line in second if line.startswith("batch ")]) == len(later)
+    expected = replay_rows(source)
+    assert_same_tables(lake_rows(spark, lake), expected)
+
+    # a late file: its name sorts before files already applied
+    late = source / "part-000a.jsonl"
+    late.write_text(
+        '{"type":"broker_startup","broker":77}\n\n{"type":"broker_failure","broker":1}\n'
+    )
+    run_once(spark, source, lake, files=1)
+    rows = lake_rows(spark, lake)
+    last = files[-1].name
+    reason = (
+        f"event file part-000a.jsonl arrived after {last} had been applied: files apply in "
+        f"name order, so it is not applied (give it a name that sorts after {last} to apply "
+        "its events)"
+    )
+    new = canonical(rows["rejected_events"]) - canonical(expected["rejected_events"])
+    assert sorted(json.loads(r)["source"] for r in new.elements()) == [
+        "part-000a.jsonl:1",
+        "part-000a.jsonl:3",
+    ]
+    assert {json.loads(r)["reason"] for r in new.elements()} == {reason}
+    for table in TABLES:  # nothing else changed
+        if table != "rejected_events":
+            assert canonical(rows[table]) == canonical(expected[table]), table
 
 
 # ------------------------------------------------------------------------------ fleet
