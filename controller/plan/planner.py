@@ -241,7 +241,9 @@ class _Runner:
 
     # ---- events of an action -----------------------------------------------------------
 
-    def _events(self, step: Step, action: Action, notes: list[str]) -> Iterator[list[dict]]:
+    def _events(
+        self, step: Step, action: Action, notes: list[str]
+    ) -> Iterator[list[dict[str, Any]]]:
         """Each action's events, in batches applied with one `apply` (a batch of derived
         AlterPartitions is measured as one moment: they only add ISR members)."""
         view = self.view
@@ -263,7 +265,7 @@ class _Runner:
                     batch.extend(self._expansions([key], part.replicas))
             yield from _nonempty(batch)
 
-    def _expansions(self, keys: Iterable[Key], joining: Sequence[int]) -> list[dict]:
+    def _expansions(self, keys: Iterable[Key], joining: Sequence[int]) -> list[dict[str, Any]]:
         """A leader's AlterPartition per partition with a live leader: the ISR with those of
         `joining` that are live replicas and not in it yet, appended."""
         view = self.view
@@ -287,7 +289,7 @@ class _Runner:
 
     # ---- applying -------------------------------------------------------------------------
 
-    def _check(self, step: Step, batch: list[dict]) -> None:
+    def _check(self, step: Step, batch: list[dict[str, Any]]) -> None:
         """What an operator cannot mean, though the core would take it."""
         brokers = self.view.brokers
         for body in batch:
@@ -308,7 +310,7 @@ class _Runner:
                 if kind == "controlled_shutdown" and status != LIVE:
                     raise ImpossibleStep(step, f"broker {broker} is already {status}")
 
-    def _apply(self, step: Step, batch: list[dict]) -> BatchOutput:
+    def _apply(self, step: Step, batch: list[dict[str, Any]]) -> BatchOutput:
         raws = []
         for body in batch:
             self.sequence += 1
@@ -357,7 +359,7 @@ class _Runner:
                     notes.append(f"still catching up: {', '.join(names(waiting)[:10])}")
 
 
-def _nonempty(batch: list[dict]) -> Iterator[list[dict]]:
+def _nonempty(batch: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
     if batch:
         yield batch
 
