@@ -22,9 +22,9 @@ A restarted job builds the tracker from the state tables, and only `unclean_elec
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from controller import invariants
 from controller.events import ObservedPartition
@@ -57,7 +57,7 @@ class Vitals(NamedTuple):
 
 # built from a tuple in C (a NamedTuple's own constructor is a Python function): this
 # runs for every partition an event touches
-_vitals = partial(tuple.__new__, Vitals)
+_vitals = cast("Callable[[tuple[object, ...]], Vitals]", partial(tuple.__new__, Vitals))
 
 
 class HealthTracker:
@@ -161,7 +161,7 @@ class HealthTracker:
             shared.clear()
         for record in touched:
             tp = record.tp
-            old = record.vitals
+            old: Vitals | None = record.vitals
             # the partition's vitals, computed here rather than in a method: this loop
             # runs for every partition every event touches
             replicas = record.assignment.replicas
@@ -180,13 +180,15 @@ class HealthTracker:
                 leader = leadership.leader
                 isr = leadership.isr
                 size = len(isr)
+                partition_epoch = leadership.partition_epoch
                 zk_epoch = leadership.zk_controller_epoch  # stored_controller_epoch, inline
+                controller_epoch = leadership.controller_epoch if zk_epoch is None else zk_epoch
                 new = _vitals(
                     (
                         leader,
                         leadership.leader_epoch,
-                        leadership.partition_epoch,
-                        leadership.controller_epoch if zk_epoch is None else zk_epoch,
+                        partition_epoch,
+                        controller_epoch,
                         # as Kafka's OfflinePartitionsCount: topics queued for deletion
                         # left out
                         0 if deleting or (leader >= 0 and online) else 1,
@@ -209,14 +211,14 @@ class HealthTracker:
                                 new.leader_epoch > old.leader_epoch
                                 or (new.leader_epoch == old.leader_epoch and leader == old.leader)
                             )
-                            and (old.partition_epoch or 0) <= new.partition_epoch
-                            and (old.controller_epoch or 0) <= new.controller_epoch
+                            and (old.partition_epoch or 0) <= partition_epoch
+                            and (old.controller_epoch or 0) <= controller_epoch
                         )
                     )
                 ):
                     invariants.check_partition(
                         SIMULATED, tp.topic, tp.partition, old, leader, new.leader_epoch,
-                        new.partition_epoch, new.controller_epoch, isr, replicas, online, found,
+                        partition_epoch, controller_epoch, isr, replicas, online, found,
                     )  # fmt: skip
             if old is None:
                 new = shared.setdefault(new, new)
@@ -380,6 +382,6 @@ def _min_isr(configs: dict[str, str], default: int = DEFAULT_MIN_ISR) -> int:
     if text is None:
         return default
     try:
-        return int(parse_value(_MIN_ISR_CONFIG, text))  # type: ignore[arg-type]
+        return cast(int, parse_value(_MIN_ISR_CONFIG, text))  # an INT config's value
     except TopicConfigError:
         return default

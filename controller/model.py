@@ -217,11 +217,12 @@ class LeaderAndIsr:
         return replace(self, controller_epoch=self.zk_controller_epoch, zk_controller_epoch=None)
 
 
-# LeaderAndIsr's slots, set as the generated __init__ would (frozen: no plain assignment)
-_SET_LEADER = LeaderAndIsr.leader.__set__  # type: ignore[attr-defined]
-_SET_LEADER_EPOCH = LeaderAndIsr.leader_epoch.__set__  # type: ignore[attr-defined]
-_SET_ISR = LeaderAndIsr.isr.__set__  # type: ignore[attr-defined]
-_SET_PARTITION_EPOCH = LeaderAndIsr.partition_epoch.__set__  # type: ignore[attr-defined]
-_SET_RECOVERY = LeaderAndIsr.recovery.__set__  # type: ignore[attr-defined]
-_SET_CONTROLLER_EPOCH = LeaderAndIsr.controller_epoch.__set__  # type: ignore[attr-defined]
-_SET_ZK_CONTROLLER_EPOCH = LeaderAndIsr.zk_controller_epoch.__set__  # type: ignore[attr-defined]
+# LeaderAndIsr's slots, set as the generated __init__ would (frozen: no plain assignment).
+# (mypy takes a slot read on the class for an instance attribute: each line's `misc`.)
+_SET_LEADER = LeaderAndIsr.leader.__set__  # type: ignore[attr-defined, misc]
+_SET_LEADER_EPOCH = LeaderAndIsr.leader_epoch.__set__  # type: ignore[attr-defined, misc]
+_SET_ISR = LeaderAndIsr.isr.__set__  # type: ignore[attr-defined, misc]
+_SET_PARTITION_EPOCH = LeaderAndIsr.partition_epoch.__set__  # type: ignore[attr-defined, misc]
+_SET_RECOVERY = LeaderAndIsr.recovery.__set__  # type: ignore[attr-defined, misc]
+_SET_CONTROLLER_EPOCH = LeaderAndIsr.controller_epoch.__set__  # type: ignore[attr-defined, misc]
+_SET_ZK_CONTROLLER_EPOCH = LeaderAndIsr.zk_controller_epoch.__set__  # type: ignore[misc, union-attr]

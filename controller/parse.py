@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeGuard
 
 from controller.config import ConfigError, parse_bool, parse_min_insync_replicas
 from controller.events import (
@@ -137,15 +137,15 @@ def is_unicode(text: str) -> bool:
     return True
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     # JSON true/false arrive as Python bools, which are ints: not numbers here.
     return type(value) is int or (isinstance(value, int) and not isinstance(value, bool))
 
 
 def _int_in(name: str, value: object, low: int, high: int, what: str) -> int:
-    if not _is_int(value) or not low <= value <= high:  # type: ignore[operator]
+    if not _is_int(value) or not low <= value <= high:
         raise FieldError(f"field '{name}' must be {what}, got {show(value)}")
-    return value  # type: ignore[return-value]
+    return value
 
 
 def _string(name: str, value: object) -> str:
@@ -362,7 +362,7 @@ def _check_config_values(name: str, configs: Mapping[str, str]) -> None:
 def _election(name: str, value: object) -> str:
     if value not in ("preferred", "unclean"):
         raise FieldError(f'field \'{name}\' must be "preferred" or "unclean", got {show(value)}')
-    return value  # type: ignore[return-value]
+    return value
 
 
 def _deletion(name: str, value: object) -> str:
@@ -370,7 +370,7 @@ def _deletion(name: str, value: object) -> str:
     # controller that loads it (SPEC §7.2 step 5)
     if value != "queued":
         raise FieldError(f"field '{name}' must be \"queued\", got {show(value)}")
-    return value  # type: ignore[return-value]
+    return value
 
 
 def _partition_refs(name: str, value: object) -> tuple[TopicPartition, ...]:
@@ -407,8 +407,8 @@ def _error_or_null(name: str, value: object) -> str | None:
 
 
 def _timestamp(name: str, value: object) -> int:
-    if _is_int(value) and INT64_MIN <= value <= INT64_MAX:  # type: ignore[operator]
-        return value  # type: ignore[return-value]
+    if _is_int(value) and INT64_MIN <= value <= INT64_MAX:
+        return value
     if isinstance(value, str):
         moment = _iso_moment(value)
         if moment is not None:
@@ -593,7 +593,7 @@ def _broker_epochs(name: str, value: object) -> dict[int, int]:
 def _recovery_state(name: str, value: object) -> str:
     if value not in _RECOVERY_STATES:
         raise FieldError(f'field \'{name}\' must be "RECOVERED" or "RECOVERING", got {show(value)}')
-    return value  # type: ignore[return-value]
+    return value
 
 
 # the dynamic broker configs whose values kcsim reads, each checked as Kafka's ConfigDef
@@ -853,7 +853,8 @@ def _no_constant(name: str) -> None:
 
 # Stateless, so one serves every call (json.loads with hooks builds a decoder per call).
 _DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constant)
-_SCAN_ONCE = _DECODER.scan_once  # (C) the value at an index and where it ends
+# (C) the value at an index and where it ends; typeshed does not declare the attribute
+_SCAN_ONCE = _DECODER.scan_once  # type: ignore[attr-defined]
 
 
 def _load_json(raw: str) -> object:

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from controller import divergence, invariants, snapshot
 from controller.columns import Columns
 from controller.config import KRAFT, ZK, Settings
 from controller.events import ControllerFailover, Event, Header, ObservedEvent, Rejection
 from controller.health import HealthTracker
+from controller.java_text import LONG_MAX as INT64_MAX
 from controller.memory import LongLivedHeap, cyclic_gc_paused
-from controller.parse import INT64_MAX, parse_event
+from controller.parse import parse_event
 from controller.zk.context import ControllerContext, sorted_partitions, sorted_replicas
 from controller.zk.journal import Journal
 from controller.zk.kafka_controller import EventRejected, KafkaController
@@ -450,16 +451,18 @@ class ClusterRunner:
         of every state-table key changed since the last drain."""
         context = self.context
         requests, state_changes, results = self.journal.drain()
-        output.appends["controller_requests"].extend(requests)
-        output.appends["state_changes"].extend(state_changes)
-        output.appends["event_results"].extend(results)
-        output.appends["applied_events"].extend(self._applied)
+        # (the batch's append tables: a RequestLog for the requests, lists for the others)
+        cast(RequestLog, output.appends["controller_requests"]).extend(requests)
+        appends = cast("dict[str, list[Row]]", output.appends)
+        appends["state_changes"].extend(state_changes)
+        appends["event_results"].extend(results)
+        appends["applied_events"].extend(self._applied)
         self._applied = []
-        output.appends["divergences"].extend(self._divergences)
+        appends["divergences"].extend(self._divergences)
         self._divergences = []
-        output.appends["health"].extend(self._health_rows)
+        appends["health"].extend(self._health_rows)
         self._health_rows = []
-        output.appends["violations"].extend(self._violations)
+        appends["violations"].extend(self._violations)
         self._violations = []
         if state_rows:
             self._state_rows(output, state_rows)

@@ -285,7 +285,9 @@ class _Runner:
 
     # ---- events of an action -----------------------------------------------------------
 
-    def _events(self, step: Step, action: Action, notes: list[str]) -> Iterator[list[dict]]:
+    def _events(
+        self, step: Step, action: Action, notes: list[str]
+    ) -> Iterator[list[dict[str, Any]]]:
         """Each action's events, in batches applied with one `apply` (a batch of derived
         AlterPartitions is measured as one moment: they only add ISR members)."""
         view = self.view
@@ -311,7 +313,7 @@ class _Runner:
                     batch.extend(self._expansions([key], part.replicas))
             yield from _nonempty(batch)
 
-    def _leaders_expansions(self, keys: Iterable[Key]) -> list[dict]:
+    def _leaders_expansions(self, keys: Iterable[Key]) -> list[dict[str, Any]]:
         """What the zk engine's simulated brokers do (SPEC §13), for an engine that
         simulates none (kraft, SPEC-KRAFT §14.3): each live leader of these partitions
         adds every live replica missing from the ISR, in replica order, leader by leader
@@ -326,7 +328,9 @@ class _Runner:
         out.sort(key=lambda body: by_leader[(body["topic"], body["partition"])])
         return out
 
-    def _expansions(self, keys: Iterable[Key], joining: Sequence[int] | None) -> list[dict]:
+    def _expansions(
+        self, keys: Iterable[Key], joining: Sequence[int] | None
+    ) -> list[dict[str, Any]]:
         """A leader's AlterPartition per partition with a live leader: the ISR with those of
         `joining` (None: all replicas) that are live replicas and not in it yet, appended."""
         view = self.view
@@ -351,7 +355,7 @@ class _Runner:
 
     # ---- applying -------------------------------------------------------------------------
 
-    def _check(self, step: Step, batch: list[dict], shut_down: set[int]) -> None:
+    def _check(self, step: Step, batch: list[dict[str, Any]], shut_down: set[int]) -> None:
         """What an operator cannot mean, though the core would take it.
 
         One exception: under kraft a controlled shutdown of a broker that leads nothing
@@ -381,7 +385,7 @@ class _Runner:
                 if kind == "controlled_shutdown" and status != LIVE:
                     raise ImpossibleStep(step, f"broker {broker} is already {status}")
 
-    def _apply(self, step: Step, batch: list[dict]) -> BatchOutput:
+    def _apply(self, step: Step, batch: list[dict[str, Any]]) -> BatchOutput:
         raws = []
         for body in batch:
             self.sequence += 1
@@ -430,7 +434,7 @@ class _Runner:
                     notes.append(f"still catching up: {', '.join(names(waiting)[:10])}")
 
 
-def _nonempty(batch: list[dict]) -> Iterator[list[dict]]:
+def _nonempty(batch: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
     if batch:
         yield batch
 

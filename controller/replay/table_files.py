@@ -19,7 +19,7 @@ from itertools import compress, islice, repeat
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from operator import is_not
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import orjson
 
@@ -333,13 +333,13 @@ class EntryTexts:
     def __init__(self) -> None:
         # the last long UpdateMetadata body (held: its items' ids stay theirs) and the
         # texts of its items, position by position
-        self._body: tuple[list, list[bytes]] | None = None
+        self._body: tuple[list[Any], list[bytes]] | None = None
         # 0, 1, 2, ... made once: the comparison with the kept body takes its positions
         # from here instead of making and freeing an int per item (10M in a 100-broker
         # rolling restart of 100k partitions)
         self._places: list[int] = []
 
-    def pieces(self, items: list) -> Iterator[bytes | memoryview]:
+    def pieces(self, items: list[Any]) -> Iterator[bytes | memoryview]:
         """`_encode(items)` without its brackets, in pieces of up to _LIST_SLICE items (never
         the whole text of a body at once)."""
         if (
@@ -360,7 +360,7 @@ class EntryTexts:
             # (a view without the brackets: the slice's text is not copied)
             yield memoryview(_encode(items[start : start + _LIST_SLICE]))[1:-1]
 
-    def _worth_keeping(self, items: list) -> bool:
+    def _worth_keeping(self, items: list[Any]) -> bool:
         """Whether a long UpdateMetadata body is to be the kept one: not if it is less than
         half as long as that. The one worth keeping is the last full body (a new broker's,
         every partition), and those sent in between (a controlled shutdown's, its broker's
@@ -368,7 +368,7 @@ class EntryTexts:
         kept = self._body
         return kept is None or len(items) >= len(kept[0]) // 2
 
-    def _body_texts(self, items: list) -> list[bytes]:
+    def _body_texts(self, items: list[Any]) -> list[bytes]:
         """The texts of a long UpdateMetadata body's items, which becomes the kept body."""
         kept = self._body
         self._body = None  # (not left half-updated by an error)
@@ -381,7 +381,7 @@ class EntryTexts:
         self._body = (items, texts)
         return texts
 
-    def _changed_places(self, items: list, previous: list) -> Iterable[int]:
+    def _changed_places(self, items: list[Any], previous: list[Any]) -> Iterable[int]:
         """The places (of two bodies of the same length) whose entry is another object in
         `items` than in `previous`: as the core listed them when `items` is a full body
         made right after `previous` (no pass over 100k places), else found item by item."""
@@ -404,7 +404,7 @@ def _kept_text(item: object) -> bytes:
     return bytes(memoryview(_encode(item)))
 
 
-def _is_update_metadata_body(items: list) -> bool:
+def _is_update_metadata_body(items: list[Any]) -> bool:
     """A list of UpdateMetadata entries, by its first item (the kind with offline
     replicas); only a hint: every item is still encoded as it is."""
     first = items[0] if items else None

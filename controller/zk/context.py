@@ -109,8 +109,9 @@ class Partition:
     # state. Its UpdateMetadata entry (controller.zk.metadata_entries), built from its
     # leadership and replica set: dropped when either is replaced.
     metadata_entry: dict[str, Any] | None = field(default=None, compare=False, repr=False)
-    # its part of the health counters (controller.health.Vitals; None: not counted)
-    vitals: tuple[Any, ...] | None = field(default=None, compare=False, repr=False)
+    # its part of the health counters (controller.health.Vitals, which this layer does not
+    # import; None: not counted)
+    vitals: Any = field(default=None, compare=False, repr=False)
 
     def replica_event_id(self, broker: int) -> str | None:
         ids = self.replica_event_ids

@@ -38,6 +38,7 @@ from controller.zk.context import ControllerContext, Partition
 from controller.zk.election import CONTROLLED_SHUTDOWN, offline_strategy
 from controller.zk.journal import Journal
 from controller.zk.leader_elections import LeaderElections
+from controller.zk.partition_state_machine import ElectionOutcome
 from controller.zk.parts import ControllerParts
 from controller.zk.reassignment import ReassignmentError, ReassignmentFailed, Reassignments
 
@@ -247,7 +248,9 @@ class KafkaController:
         if not not_for_deletion and all(isinstance(r, Exception) for r in results.values()):
             parts.send_update_metadata(context.registered_broker_ids())
 
-    def _trigger_online_partition_state_change(self, topic: str | None = None) -> dict:
+    def _trigger_online_partition_state_change(
+        self, topic: str | None = None
+    ) -> dict[TopicPartition, ElectionOutcome]:
         return self.parts.partitions.handle_state_changes(
             self.context.new_or_offline_partitions(topic), PS.ONLINE, offline_strategy(False)
         )

@@ -202,7 +202,7 @@ class PayloadRows(Sequence[Row]):
         The log's rows cannot be read after (its bodies are gone)."""
         bodies = self._log._requests
         for position, body in enumerate(bodies):
-            bodies[position] = None
+            bodies[position] = None  # type: ignore[call-overload]  # (never read again)
             yield _payload_row(body)
 
     def __eq__(self, other: object) -> bool:

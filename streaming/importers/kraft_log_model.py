@@ -494,11 +494,11 @@ class KraftLogModel:
         # reassignments in flight: requested again after the failover, as the shadow's
         # start does (the replicas above are the full set, target plus those leaving)
         for tp in sorted(self.partitions):
-            state = self.partitions[tp]
-            if state.adding or state.removing:
+            partition = self.partitions[tp]
+            if partition.adding or partition.removing:
                 events.append(
                     {"type": "partition_reassignment", "topic": tp[0], "partition": tp[1]}
-                    | {"replicas": list(state.target())}
+                    | {"replicas": list(partition.target())}
                 )
         # their own ids: the first log batch after the snapshot starts at its end offset
         where = f"snapshot-{self._batch_offset}"

@@ -29,13 +29,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from streaming.importers.state_field import state_field
 from streaming.importers.zk_log_lines import KNOWN, Fact, State
 
 Event = dict[str, Any]
 TP = tuple[str, int]
+Brokers = tuple[int, ...]
+# {(topic, partition): (replicas, removing)} (zk_log_lines.assignments)
+Assigned = dict[TP, tuple[Brokers, Brokers]]
 
 
 @dataclass(slots=True)
@@ -162,7 +165,7 @@ class ZkLogModel:
                 block.events.append({"type": "topic_deletion", "topic": topic})
 
     def _on_broker_change(self, fact: Fact, ts: int) -> list[Event]:
-        added, deleted, bounced = fact.value  # type: ignore[misc]
+        added, deleted, bounced = cast("tuple[Brokers, Brokers, Brokers]", fact.value)
         out = self._open(ts, "broker_change")
         block = self._block
         assert block is not None
@@ -200,7 +203,7 @@ class ZkLogModel:
         return out
 
     def _on_topic_change(self, fact: Fact, ts: int) -> list[Event]:
-        new_topics, assigned = fact.value  # type: ignore[misc]
+        new_topics, assigned = cast("tuple[tuple[str, ...], Assigned]", fact.value)
         out = self._open(ts, "topic_change", by_topic=True)
         for topic in new_topics:
             assignment = self._assign(topic, assigned)
@@ -210,17 +213,15 @@ class ZkLogModel:
         return out
 
     def _on_new_partitions(self, fact: Fact, ts: int) -> list[Event]:
-        assigned = fact.value
+        assigned = cast(Assigned, fact.value)
         out = self._open(ts, "new_partitions", by_topic=True)
-        for topic in sorted({t for t, _ in assigned}):  # type: ignore[union-attr]
-            assignment = self._assign(topic, assigned)  # type: ignore[arg-type]
+        for topic in sorted({t for t, _ in assigned}):
+            assignment = self._assign(topic, assigned)
             event = {"type": "partition_creation", "topic": topic, "assignment": assignment}
             self._block.events.append(event)  # type: ignore[union-attr]
         return out
 
-    def _assign(
-        self, topic: str, assigned: dict[TP, tuple[tuple[int, ...], tuple[int, ...]]]
-    ) -> dict[str, list[int]]:
+    def _assign(self, topic: str, assigned: Assigned) -> dict[str, list[int]]:
         out = {}
         for (t, p), (replicas, _) in sorted(assigned.items()):
             if t == topic:
@@ -230,7 +231,7 @@ class ZkLogModel:
 
     def _on_deletion_start(self, fact: Fact, ts: int) -> list[Event]:
         out = self._open(ts, "topic_deletion", by_topic=True)
-        for topic in fact.value:  # type: ignore[union-attr]
+        for topic in cast("tuple[str, ...]", fact.value):
             self.deleting.add(topic)
             self._block.events.append({"type": "topic_deletion", "topic": topic})  # type: ignore[union-attr]
         return out
@@ -261,7 +262,7 @@ class ZkLogModel:
         return out
 
     def _on_election(self, fact: Fact, ts: int) -> list[Event]:
-        election, partitions, trigger = fact.value  # type: ignore[misc]
+        election, partitions, trigger = cast("tuple[str, tuple[TP, ...], str]", fact.value)
         if not partitions:
             return []  # the failover's resumed elections, none pending
         block = self._block
@@ -294,12 +295,12 @@ class ZkLogModel:
 
     def _on_assignment_updated(self, fact: Fact, ts: int) -> list[Event]:
         tp = (fact.topic, fact.partition)
-        replicas, adding, removing = fact.value  # type: ignore[misc]
+        replicas, adding, removing = cast("tuple[Brokers, Brokers, Brokers]", fact.value)
         if tp in self.completing and not (adding or removing):
             # the controller's rewrite once the targets caught up: part of that isr_change
-            self.replicas[tp] = replicas  # type: ignore[index]
-            self.completing.discard(tp)  # type: ignore[arg-type]
-            self.reassigning.pop(tp, None)  # type: ignore[arg-type]
+            self.replicas[tp] = replicas
+            self.completing.discard(tp)
+            self.reassigning.pop(tp, None)
             return []
         out = self._flush()  # the previous event observed the replicas before this update
         self.replicas[tp] = replicas  # type: ignore[index]
@@ -316,20 +317,23 @@ class ZkLogModel:
     def _reassignment(self, ts: int, tp: TP, replicas: list[int] | None) -> list[Event]:
         out = self._open(ts, "partition_reassignment")
         event = {"type": "partition_reassignment", "topic": tp[0], "partition": tp[1]}
-        event["replicas"] = replicas  # type: ignore[assignment]
+        event["replicas"] = replicas
         self._block.events.append(event)  # type: ignore[union-attr]
         return out
 
     def _on_leader_epoch_bump(self, fact: Fact, ts: int) -> None:
         tp = (fact.topic, fact.partition)
-        leader_epoch, version = fact.value  # type: ignore[misc]
+        leader_epoch, version = cast("tuple[int, int | None]", fact.value)
         old = self.states.get(tp)  # type: ignore[arg-type]
         if old is None:
             return
         if version is None and old.partition_epoch is not None:
             version = old.partition_epoch + 1
         self.states[tp] = old._replace(  # type: ignore[index]
-            leader_epoch=leader_epoch, partition_epoch=version, controller_epoch=self.epoch
+            leader_epoch=leader_epoch,
+            partition_epoch=version,
+            # (None, as the state then holds, while no line has named the epoch yet)
+            controller_epoch=self.epoch,  # type: ignore[arg-type]
         )
         self._write(tp)  # type: ignore[arg-type]
 

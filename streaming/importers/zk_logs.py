@@ -18,8 +18,9 @@ import heapq
 import re
 import sys
 from collections.abc import Iterator
+from io import BufferedIOBase
 from pathlib import Path
-from typing import IO, NamedTuple
+from typing import NamedTuple
 
 from streaming.importers.output import FileOutput, Problem, ProgressBar, Report, write_events
 from streaming.importers.zk_log_lines import (
@@ -106,7 +107,8 @@ def log_streams(root: Path) -> list[tuple[int, list[Path]]]:
             if path.is_file() and (path.name == base or path.name.startswith(base + ".")):
                 groups.setdefault((path.parent, rank), []).append(path)
     return [
-        (rank, sorted(files, key=lambda p, b=KINDS[rank]: _rotation_key(p.name, b)))
+        # (mypy infers no type for a lambda with a default)
+        (rank, sorted(files, key=lambda p, b=KINDS[rank]: _rotation_key(p.name, b)))  # type: ignore[misc]
         for (_, rank), files in sorted(groups.items())
     ]
 
@@ -122,7 +124,7 @@ def _rotation_key(name: str, base: str) -> tuple[int, int, str]:
     return (0, 0, suffix)
 
 
-def _open(path: Path) -> IO[bytes]:
+def _open(path: Path) -> BufferedIOBase:
     return gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb")
 
 

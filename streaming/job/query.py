@@ -41,7 +41,7 @@ def run(spark: SparkSession, options: Options, log: Callable[[str], None] | None
         lake.create_tables()
         # a lake remembers each cluster's engine: another one stops here, before any write
         stored = lake.load_rows({"clusters": ("cluster", "engine")})["clusters"]
-        check_engines(stored_engines(stored), options.settings.engine)  # type: ignore[arg-type]
+        check_engines(stored_engines(stored), options.settings.engine)
     except (LakeSchemaError, EngineMismatch) as error:
         log(f"kcsim run: {error}")
         return 2

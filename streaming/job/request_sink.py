@@ -212,7 +212,7 @@ def rebuild_requests(records: Iterable[Row]) -> list[Row]:
     ValueError when a body misses a chunk."""
     bodies: dict[tuple[object, ...], dict[int, Row]] = {}
     for record in records:
-        body = (record["cluster"], record["event_id"], record["payload"])
+        body: tuple[object, ...] = (record["cluster"], record["event_id"], record["payload"])
         bodies.setdefault(body, {})[record["chunk"]] = record
     requests: list[Row] = []
     for body, chunks in bodies.items():

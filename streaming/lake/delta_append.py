@@ -50,13 +50,13 @@ def local_directory(spark: SparkSession, path: str) -> str | None:
     another file system. Resolved by Hadoop itself: it reads no %-escapes, keeps "#" and
     "?", takes a path without a scheme on `fs.defaultFS` and a relative one against the
     JVM's working directory, which a Python reading of the path would each get wrong."""
-    jvm = spark._jvm  # type: ignore[attr-defined]
+    jvm = spark._jvm
     assert jvm is not None
     hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
     scheme = hadoop_path.toUri().getScheme()
     if scheme is not None and scheme != "file":
         return None  # not even loaded: its file system classes may be absent
-    conf = spark._jsparkSession.sessionState().newHadoopConf()  # type: ignore[attr-defined]
+    conf = spark._jsparkSession.sessionState().newHadoopConf()
     file_system = hadoop_path.getFileSystem(conf)
     if file_system.getScheme() != "file":
         return None
@@ -178,9 +178,9 @@ def start_transaction(spark: SparkSession, table_path: str, schema: str) -> Any:
     commit of files can write: its schema `schema` (as a Spark append checks; a commit of
     files alone checks nothing) and none of the features it would have to honour.
     Otherwise `delta_files.NotNative`, before anything is written."""
-    jvm = spark._jvm  # type: ignore[attr-defined]
+    jvm = spark._jvm
     assert jvm is not None
-    session = spark._jsparkSession  # type: ignore[attr-defined]
+    session = spark._jsparkSession
     log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(session, table_path)
     transaction = log.startTransaction()
     metadata = transaction.metadata()
@@ -220,17 +220,17 @@ def commit(
     """Commit `actions` (JSON text, or delta-spark Action objects) as `operation`, with
     `metrics` as the history's operationMetrics (the names a Spark job of the operation
     reports); returns the new table version."""
-    jvm = spark._jvm  # type: ignore[attr-defined]
+    jvm = spark._jvm
     assert jvm is not None
     registered = jvm.scala.Predef.Map().empty()
     for name, value in metrics.items():
         metric = jvm.org.apache.spark.sql.execution.metric.SQLMetrics.createMetric(
-            spark._jsc.sc(),  # type: ignore[attr-defined]
+            spark._jsc.sc(),
             name,
         )
         metric.set(value)
         registered = registered.updated(name, metric)
-    transaction.registerSQLMetrics(spark._jsparkSession, registered)  # type: ignore[attr-defined]
+    transaction.registerSQLMetrics(spark._jsparkSession, registered)
     from_json = jvm.org.apache.spark.sql.delta.actions.Action.fromJson
     java_actions = jvm.java.util.ArrayList()
     for action in actions:
@@ -241,7 +241,7 @@ def commit(
     # were copied when it started
     sessions = jvm.org.apache.spark.sql.SparkSession
     active = sessions.getActiveSession()
-    sessions.setActiveSession(spark._jsparkSession)  # type: ignore[attr-defined]
+    sessions.setActiveSession(spark._jsparkSession)
     try:
         return int(transaction.commit(to_scala(java_actions).toList(), operation))
     finally:
@@ -254,7 +254,7 @@ def commit(
 def _append_operation(spark: SparkSession, user_metadata: str) -> Any:
     """DeltaOperations.Write(mode, partitionBy, predicate, userMetadata, and five options
     a plain append leaves unset): what DataFrameWriter's append records."""
-    jvm = spark._jvm  # type: ignore[attr-defined]
+    jvm = spark._jvm
     assert jvm is not None
     to_scala = jvm.scala.jdk.javaapi.CollectionConverters.asScala
     none = jvm.scala.Option.empty()

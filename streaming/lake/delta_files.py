@@ -44,7 +44,7 @@ def listed_files(spark: SparkSession, snapshot: Any, directory: str) -> list[tup
     listed = checksum.get().allFiles() if checksum.isDefined() else None
     if listed is None or not listed.isDefined():
         raise NotNative(f"the checksum of {directory} at v{snapshot.version()} lists no files")
-    jvm = spark._jvm  # type: ignore[attr-defined]
+    jvm = spark._jvm
     assert jvm is not None
     files = []
     for action in jvm.scala.jdk.javaapi.CollectionConverters.asJava(listed.get()):
@@ -77,10 +77,10 @@ def read_table(
     `key`, the files are read in the order of their key ranges (`in_key_order`): a table
     whose files each hold a sorted range of keys apart from the others' comes back sorted
     by key without a sort."""
-    jvm = spark._jvm  # type: ignore[attr-defined]
+    jvm = spark._jvm
     assert jvm is not None
     log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(
-        spark._jsparkSession,  # type: ignore[attr-defined]
+        spark._jsparkSession,
         table_path,
     )
     if version is None:

@@ -36,7 +36,7 @@ import os
 import time
 import uuid
 from bisect import bisect_left
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,8 +71,8 @@ class DataFile:
     action: Any  # delta-spark's AddFile, kept to commit its removal
     local_path: str
     size: int
-    minimums: dict[str, Any]
-    maximums: dict[str, Any]
+    minimums: Mapping[str, Any]
+    maximums: Mapping[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,11 +137,11 @@ def merge(
         group_touched, old = touched_files(group, changed_keys, key, upserts.schema)
         scan_seconds += time.perf_counter() - reading
         if group_touched:
-            changes, rows = split_group(old, upserts, deleted_keys, key)
+            group_changes, rows = split_group(old, upserts, deleted_keys, key)
             del old  # freed before the next group is read
             written += _write_sorted(directory, rows, key)
             touched += group_touched
-            groups.append(changes)
+            groups.append(group_changes)
     changes = Changes.of_groups(groups, upserts)
     written += _write_sorted(directory, changes.inserted, key)
     # a commit that only adds files needs no change file: Delta reads them as inserts
@@ -311,7 +311,7 @@ def _write_change_file(directory: str, changes: Changes) -> str:
 def _merge_operation(spark: SparkSession, text: MergeText) -> Any:
     """DeltaOperations.Merge(predicate, three deprecated ones, then the matched, not
     matched and not-matched-by-source clauses), as a Spark MERGE records it."""
-    jvm = spark._jvm  # type: ignore[attr-defined]
+    jvm = spark._jvm
     assert jvm is not None
     operations = jvm.org.apache.spark.sql.delta.DeltaOperations
     to_scala = jvm.scala.jdk.javaapi.CollectionConverters.asScala
@@ -324,7 +324,7 @@ def _merge_operation(spark: SparkSession, text: MergeText) -> Any:
         return to_scala(items).toList()
 
     upsert, delete = text.upsert_when, text.delete_when
-    parser = spark._jsparkSession.sessionState().sqlParser()  # type: ignore[attr-defined]
+    parser = spark._jsparkSession.sessionState().sqlParser()
     predicate = parser.parseExpression(text.condition)
     return operations.Merge(
         option.apply(predicate),

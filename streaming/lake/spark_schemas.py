@@ -213,8 +213,10 @@ def _request_log_columns(log: RequestLog) -> Callable[[pa.Field, bool], pa.Array
             # still be added to after its rows are written
             values = np.frombuffer(column, _NUMPY_TYPES[column.typecode]).copy()
             return pa.array(values.astype(bool) if field.type == pa.bool_() else values)
-        column = shared[field.name]
-        return pa.array(_escaped(column) if escape else column, field.type).take(rows_request)
+        values_of_bodies = shared[field.name]
+        return pa.array(
+            _escaped(values_of_bodies) if escape else values_of_bodies, field.type
+        ).take(rows_request)
 
     return column_array
 

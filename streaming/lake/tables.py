@@ -41,7 +41,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from controller.columns import Columns
@@ -333,7 +333,8 @@ class Lake:
             else:
                 with ThreadPoolExecutor(min(WRITE_THREADS, len(jobs))) as pool:
                     futures = [
-                        pool.submit(fn, *fn_args, run_id, batch_id, tag)
+                        # (mypy 2.4 finds too few arguments when `fn` is Any)
+                        pool.submit(fn, *fn_args, run_id, batch_id, tag)  # type: ignore[call-arg]
                         for _, _, (fn, *fn_args) in jobs
                     ]
                     for future in futures:
@@ -393,7 +394,7 @@ class Lake:
                 self.spark_fallbacks.append(f"{table.name}: {reason}")  # nothing written
         data = merge_source(upserted, deleted)
         source = _sized(self.spark.createDataFrame(data), data.num_rows)
-        values = {c: f"s.`{c}`" for c in table.column_names}
+        values: dict[str, str | Column] = {c: f"s.`{c}`" for c in table.column_names}
         (
             DeltaTable.forPath(self.spark, self.path(table.name))
             .alias("t")

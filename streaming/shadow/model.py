@@ -326,7 +326,7 @@ class ShadowModel:
             if last.zxid < self._latest_write:
                 self._claim_later_writes(last)
             return
-        event: Event = {"type": kind, "broker": broker}
+        event = {"type": kind, "broker": broker}
         if rack is not None:
             event["rack"] = rack
         self._add(_Pending(zxid, [event], kind, frozenset({broker})))

@@ -193,16 +193,16 @@ def changes_for(paths: set[str], reader: Reader, model: ShadowModel) -> list[Cha
         elif len(parts) == 7 and parts[-1] == "state" and parts[3] in model.topics:
             state_keys.append((parts[3], int(parts[5])))
         elif len(parts) == 4 and path.startswith(CONFIGS + "/"):
-            got = reader._get(path)
+            znode = reader._get(path)
             configs: dict[str, str] | None = None  # gone: deleted with its topic
-            if got is not None:
+            if znode is not None:
                 try:
-                    configs = parse_configs(got[0], path)
+                    configs = parse_configs(znode[0], path)
                 except ZnodeError as error:
-                    changes.append(_bad(got, path, str(error), "topic_config_change"))
+                    changes.append(_bad(znode, path, str(error), "topic_config_change"))
                     continue
             changes.append(
-                Change(got[1].mzxid if got else model.last_zxid, "config", parts[3], configs)
+                Change(znode[1].mzxid if znode else model.last_zxid, "config", parts[3], configs)
             )
     if topic_names:
         topic_snap = Snapshot()
