@@ -16,8 +16,11 @@ What the tables hold under `kraft` (CONTRACT §5):
 * `violations`: SPEC-KRAFT §21's invariants on the partitions and brokers an event touched.
 * `divergences`: leader, epochs, ISR, replicas, ELR, last known ELR, recovery state and
   broker status against `observed`; never `controller_epoch` (SPEC-KRAFT §23.7).
-* `clusters`: `engine` "kraft" and the engine's whole state (`QuorumController.dump()`) as
-  JSON text in `kraft_state`, which a restart continues from; `cluster_configs` the
+* `clusters`: `engine` "kraft" and, as JSON text in `kraft_state`, the engine's state
+  that the other tables do not hold (`QuorumController.soft_state()`: registrations,
+  broker configs, features, counters, B2E's stale entries): a restart rebuilds the
+  partitions from `partition_state` and topic configs from `topics`, so the row costs
+  O(brokers), not O(partitions), each time a batch rewrites it; `cluster_configs` the
   cluster-level dynamic configs the records set.
 """
 
@@ -39,6 +42,11 @@ from controller.kraft import (
     Outcome,
     PartitionView,
     QuorumController,
+)
+from controller.kraft.partition_registration import (
+    LRS_RECOVERED,
+    LRS_RECOVERING,
+    PartitionRegistration,
 )
 from controller.model import TopicPartition
 from controller.topic_configs import TOPIC_CONFIGS, TopicConfigError, parse_value
@@ -181,13 +189,26 @@ class KRaftClusterRunner:
         cls, cluster: str, settings: Settings, tables: Mapping[str, list[Mapping[str, Any]]]
     ) -> KRaftClusterRunner:
         """A cluster continued from its stored rows (`tables` holds this cluster's only):
-        the engine from the clusters row's `kraft_state`, the rest from the state rows."""
+        the engine's partitions from `partition_state`, topic configs from `topics`, the
+        rest of its state from the clusters row's `kraft_state` (`soft_state`; a full
+        `dump()` written by an older kcsim is read too)."""
         (row,) = tables["clusters"]
         state = row.get("kraft_state")
-        if state is None:
-            controller = None
-        else:
-            controller = QuorumController.load(kraft_settings(settings), json.loads(state))
+        controller = None
+        if state is not None:
+            data = json.loads(state)
+            if "replication_control" in data:
+                controller = QuorumController.load(kraft_settings(settings), data)
+            else:
+                controller = QuorumController.restore(
+                    kraft_settings(settings),
+                    data,
+                    {t["topic"]: t.get("configs") or {} for t in tables.get("topics", ())},
+                    (
+                        (r["topic"], r["partition"], registration_of(r))
+                        for r in tables.get("partition_state", ())
+                    ),
+                )
         runner = cls(cluster, settings, controller, tables)
         runner._cluster_row = runner.cluster_row()
         return runner
@@ -765,7 +786,7 @@ class KRaftClusterRunner:
             "cluster_configs": dict(self._cluster_configs),
             "engine": ENGINE,
             "kraft_state": json.dumps(
-                controller.dump(), ensure_ascii=False, separators=(",", ":"), sort_keys=True
+                controller.soft_state(), ensure_ascii=False, separators=(",", ":"), sort_keys=True
             ),
         }
 
@@ -784,6 +805,23 @@ class KRaftClusterRunner:
         if table == "clusters":
             return iter([self.cluster_row()])
         return iter(())
+
+
+def registration_of(row: Mapping[str, Any]) -> PartitionRegistration:
+    """A partition_state row as the engine's registration (a restart's load)."""
+    lrs = LRS_RECOVERING if row.get("leader_recovery_state") == RECOVERING else LRS_RECOVERED
+    return PartitionRegistration(
+        tuple(row["replicas"]),
+        tuple(row["isr"]),
+        tuple(row.get("removing_replicas") or ()),
+        tuple(row.get("adding_replicas") or ()),
+        row["leader"],
+        lrs,
+        row["leader_epoch"],
+        row["partition_epoch"],
+        tuple(row.get("elr") or ()),
+        tuple(row.get("last_known_elr") or ()),
+    )
 
 
 def _broker(view: Any) -> int:

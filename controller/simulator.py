@@ -233,7 +233,14 @@ def _load_kraft(
     return KRaftCluster(KRaftClusterRunner.from_rows(cluster, settings, mine))
 
 
-_KRAFT_RESTORE = ("clusters", "partition_state", "brokers", "health", "applied_events")
+_KRAFT_RESTORE = (
+    "clusters",
+    "partition_state",
+    "brokers",
+    "topics",
+    "health",
+    "applied_events",
+)
 
 
 class KRaftCluster:

@@ -772,6 +772,34 @@ class ReplicationControlManager:
             ],
         }
 
+    def restore(
+        self,
+        topics: Iterable[str],
+        partitions: Iterable[tuple[str, int, PartitionRegistration]],
+        b2e_extra: Mapping[tuple[int, str], Mapping[int, int]],
+    ) -> None:
+        """The partitions as stored, their indexes derived, and B2E's entries the ELRs do
+        not give (`b2e_extra`: per broker and topic, partition -> stored minus derived)."""
+        for topic in topics:
+            self.topics.setdefault(topic, {})
+        for topic, pid, p in partitions:
+            self.topics.setdefault(topic, {})[pid] = p
+            key = (topic, pid)
+            self._b2i_add(p, key)
+            self._update_imbalance(topic, pid, p)
+            for broker in p.elr:
+                self._b2e_add(broker, topic, pid)
+        for (broker, topic), extra in b2e_extra.items():
+            for pid, count in extra.items():
+                if count > 0:
+                    self.b2e.setdefault(broker, {}).setdefault(topic, []).extend([pid] * count)
+                else:
+                    entries = self.b2e[broker][topic]
+                    for _ in range(-count):
+                        entries.remove(pid)
+                    if not entries:
+                        del self.b2e[broker][topic]
+
     def load(self, data: Mapping[str, Any]) -> None:
         for topic, rows in data["topics"].items():
             parts = self.topics[topic] = {}
