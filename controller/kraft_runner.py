@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import MISSING, fields, is_dataclass
+from functools import cache
 from typing import Any, NamedTuple
 
 from controller import invariants
@@ -43,6 +44,7 @@ from controller.kraft import (
     PartitionView,
     QuorumController,
 )
+from controller.kraft.cluster_control_manager import BrokerRegistration
 from controller.kraft.partition_registration import (
     LRS_RECOVERED,
     LRS_RECOVERING,
@@ -92,12 +94,21 @@ def event_object(event: Event) -> dict[str, Any]:
     the event gave (values as parsing normalized them: configs as strings)."""
     body = event.body
     obj: dict[str, Any] = {"type": event.header.type}
-    for spec in fields(body):  # type: ignore[arg-type]
-        value = getattr(body, spec.name)
-        if value is None or (spec.default is not MISSING and value == spec.default):
+    for name, default in _field_defaults(type(body)):  # type: ignore[arg-type]
+        value = getattr(body, name)
+        if value is None or (default is not MISSING and value == default):
             continue
-        obj[spec.name] = _plain(value)
+        obj[name] = value if type(value) in _SCALARS else _plain(value)
     return obj
+
+
+_SCALARS = frozenset((int, str, bool, float))
+
+
+@cache
+def _field_defaults(kind: type) -> tuple[tuple[str, Any], ...]:
+    """An event body class's fields and defaults (read once per class, not per event)."""
+    return tuple((spec.name, spec.default) for spec in fields(kind))
 
 
 def _plain(value: Any) -> Any:
@@ -175,6 +186,12 @@ class KRaftClusterRunner:
         self._offline = self._under = self._at_min = self._not_preferred = 0
         self._preferred_total: dict[int, int] = {}
         self._preferred_not_leading: dict[int, int] = {}
+        # the largest not-leading / preferred ratio and a broker holding it; recomputed
+        # over the brokers (O(brokers)) only when that broker's ratio went down
+        self._max_imbalance = 0.0
+        self._max_imbalance_broker: int | None = None
+        self._imbalance_stale = False
+        self._live: set[int] = set()  # brokers whose status is `live`
         self._broker_epochs: dict[int, int] = {}
         self._controller_epoch = self.controller.controller_epoch
         self._observed: dict[Key, SeenEpochs] = {}
@@ -379,6 +396,7 @@ class KRaftClusterRunner:
         return _min_isr(self._cluster_configs, self.settings.min_insync_replicas)
 
     def _count_all(self) -> None:
+        self._live = {b.broker for b in self.controller.brokers() if b.status == LIVE}
         default = self._cluster_min_isr()
         self._min_isr = {t.topic: _min_isr(t.configs, default) for t in self.controller.topics()}
         for view in self.controller.partitions():
@@ -420,10 +438,13 @@ class KRaftClusterRunner:
 
     def _set_vitals(self, key: Key, new: Vitals | None) -> Vitals | None:
         old = self._vitals.pop(key, None)
+        if new is not None:
+            self._vitals[key] = new
+        if old is not None and new is not None and old[3:] == new[3:]:
+            return old  # the same counts: nothing to move
         if old is not None:
             self._count(old, -1)
         if new is not None:
-            self._vitals[key] = new
             self._count(new, 1)
         return old
 
@@ -443,6 +464,31 @@ class KRaftClusterRunner:
                 others[broker] = others.get(broker, 0) + sign
                 if not others[broker]:
                     del others[broker]
+            self._imbalance_changed(broker)
+
+    def _imbalance_changed(self, broker: int) -> None:
+        """Keep the maximum ratio exact without a walk over the brokers per event: a ratio
+        that rises to the maximum becomes it; the holder's falling marks it stale."""
+        if self._imbalance_stale:
+            return
+        total = self._preferred_total.get(broker, 0)
+        ratio = self._preferred_not_leading.get(broker, 0) / total if total else 0.0
+        if ratio >= self._max_imbalance and ratio > 0:
+            self._max_imbalance, self._max_imbalance_broker = ratio, broker
+        elif broker == self._max_imbalance_broker:
+            self._imbalance_stale = True
+
+    def _max_broker_imbalance(self) -> float:
+        if self._imbalance_stale:
+            total = self._preferred_total
+            best, holder = 0.0, None
+            for broker, count in self._preferred_not_leading.items():
+                ratio = count / total[broker]
+                if ratio > best:
+                    best, holder = ratio, broker
+            self._max_imbalance, self._max_imbalance_broker = best, holder
+            self._imbalance_stale = False
+        return self._max_imbalance
 
     def _track(self, outcome: Outcome, found: list[Violation]) -> int:
         """Count the event's partitions anew and check them: the leader changes."""
@@ -451,7 +497,7 @@ class KRaftClusterRunner:
         leader_changes = 0
         for key in outcome.removed_partitions:
             self._set_vitals(key, None)
-        brokers = {b.broker: b for b in self.controller.brokers()}
+        brokers = self.controller.cluster_control.registrations
         for key in outcome.changed_partitions:
             view = self.controller.partition(*key)
             if view is None:
@@ -469,7 +515,7 @@ class KRaftClusterRunner:
         self,
         view: PartitionView,
         old: Vitals | None,
-        brokers: Mapping[int, Any],
+        brokers: Mapping[int, BrokerRegistration],
         found: list[Violation],
     ) -> None:
         topic, number = view.topic, view.partition
@@ -499,7 +545,7 @@ class KRaftClusterRunner:
         )
         if view.leader >= 0:
             broker = brokers.get(view.leader)
-            if broker is None or broker.status == FENCED:
+            if broker is None or broker.fenced:
                 state = "not registered" if broker is None else "fenced"
                 found.append(
                     Violation(
@@ -531,10 +577,17 @@ class KRaftClusterRunner:
             )
 
     def _check_brokers(self, outcome: Outcome, found: list[Violation]) -> None:
+        for broker in outcome.removed_brokers:
+            self._live.discard(broker)
         for broker in outcome.changed_brokers:
             view = self.controller.broker(broker)
             if view is None:
+                self._live.discard(broker)
                 continue
+            if view.status == LIVE:
+                self._live.add(broker)
+            else:
+                self._live.discard(broker)
             before = self._broker_epochs.get(broker)
             if before is not None and view.broker_epoch < before:
                 found.append(
@@ -596,10 +649,7 @@ class KRaftClusterRunner:
             )
 
     def _health_row(self, event_id: str, seq: int, ts: int | None, leader_changes: int) -> Row:
-        total = self._preferred_total
-        imbalance = max(
-            (count / total[b] for b, count in self._preferred_not_leading.items()), default=0.0
-        )
+        imbalance = self._max_broker_imbalance()
         return {
             "cluster": self.cluster,
             "event_id": event_id,
@@ -611,7 +661,7 @@ class KRaftClusterRunner:
             "at_min_isr": self._at_min,
             "not_preferred": self._not_preferred,
             "max_broker_imbalance": imbalance,
-            "live_brokers": sum(1 for b in self.controller.brokers() if b.status == LIVE),
+            "live_brokers": len(self._live),
             "unclean_elections": self.unclean_elections,
             "leader_changes": leader_changes,
             "requests": 0,  # a KRaft controller sends no requests: brokers read the log

@@ -47,7 +47,11 @@ from controller.kraft.partition_registration import (
     NO_LEADER,
     PartitionRegistration,
 )
-from controller.kraft.replication_control_manager import Operation, ReplicationControlManager
+from controller.kraft.replication_control_manager import (
+    Operation,
+    ReplicationControlManager,
+    TaskRuns,
+)
 from controller.kraft.settings import ELR_VERSION_KEY, KRaftSettings
 
 TP = tuple[str, int]
@@ -735,18 +739,22 @@ class QuorumController:
             )
             return
         capped = [True]
+        task = TaskRuns()
         while capped[0]:
             self._run(
                 lambda op: capped.__setitem__(
-                    0, self.replication_control.balance_partition_leaders(op)
+                    0, self.replication_control.balance_partition_leaders(op, task)
                 )
             )
 
     def _on_unclean_election_check(self, event: Mapping[str, Any]) -> None:
         capped = [True]
+        task = TaskRuns()
         while capped[0]:
             self._run(
-                lambda op: capped.__setitem__(0, self.replication_control.elect_unclean_leaders(op))
+                lambda op: capped.__setitem__(
+                    0, self.replication_control.elect_unclean_leaders(op, task)
+                )
             )
 
     # -- configs and features (SPEC-KRAFT §16, §17) -----------------------------------------
