@@ -718,7 +718,7 @@ class QuorumController:
 
         def generate(op: Operation) -> None:
             if requested is None:
-                for topic, pid in list(rc.all_partitions()):
+                for topic, pid in rc.election_candidates(unclean):
                     result = rc.elect_leader(op, topic, pid, unclean)
                     if result.error != "ELECTION_NOT_NEEDED":
                         answers.append(result)

@@ -593,6 +593,12 @@ class ReplicationControlManager:
             after.partition_epoch,
         )
 
+    def election_candidates(self, unclean: bool) -> list[TP]:
+        """The partitions a whole-cluster ElectLeaders can change, sorted: every other one
+        answers ELECTION_NOT_NEEDED, which a whole-cluster request leaves out. Preferred:
+        the imbalanced set (no leader, or not the first replica); unclean: no leader."""
+        return sorted(self.b2i.get(NO_LEADER, {}) if unclean else self.imbalanced)
+
     def all_partitions(self) -> Iterator[TP]:
         for topic in sorted(self.topics):
             for pid in sorted(self.topics[topic]):
@@ -691,12 +697,16 @@ class ReplicationControlManager:
                 del self.collision_names[unified]
         self.configs.delete_topic_configs(topic)
         for pid, p in parts.items():
+            # B2I is exact (no stale entries): removing each partition's own entries is
+            # Kafka's removal of the topic's entries, at the cost of the topic alone
+            key = (topic, pid)
             for broker in p.isr:
-                self._b2i_remove_topic(broker, topic)
+                self._b2i_remove(broker, key)
+            if p.leader == NO_LEADER:
+                self._b2i_remove(NO_LEADER, key)
             for broker in p.elr:
                 self._b2e_remove_topic(broker, topic)
-            self.imbalanced.discard((topic, pid))
-        self._b2i_remove_topic(NO_LEADER, topic)
+            self.imbalanced.discard(key)
         return parts
 
     def replay_clear_elr(
@@ -756,14 +766,6 @@ class ReplicationControlManager:
         entries = self.b2i.get(broker)
         if entries is not None:
             entries.pop(key, None)
-            if not entries:
-                del self.b2i[broker]
-
-    def _b2i_remove_topic(self, broker: int, topic: str) -> None:
-        entries = self.b2i.get(broker)
-        if entries is not None:
-            for key in [k for k in entries if k[0] == topic]:
-                del entries[key]
             if not entries:
                 del self.b2i[broker]
 
