@@ -11,7 +11,9 @@ import argparse
 import json
 from collections.abc import Iterator
 
-from controller.simulator import RawEvent
+from controller.columns import Columns
+from controller.config import Settings
+from controller.simulator import RawEvent, Simulator
 
 CLUSTER = "bench"
 
@@ -90,6 +92,73 @@ def cluster_rows(
     }
 
 
+PARTITION_COLUMNS = (
+    "cluster", "topic", "partition", "state", "leader", "leader_epoch", "isr",
+    "partition_epoch", "leader_recovery_state", "controller_epoch", "replicas",
+    "adding_replicas", "removing_replicas", "last_event_id", "elr", "last_known_elr",
+)  # fmt: skip
+
+
+def engine_cluster_rows(
+    settings: Settings, brokers: int, partitions: int, rf: int, cluster: str = CLUSTER
+) -> dict[str, object]:
+    """`cluster_rows` for either engine (`settings.engine`), the state tables as columns
+    (no dict per row: at 1M partitions the rows would outweigh the cluster).
+
+    Under `kraft` the brokers are registered and unfenced through the engine itself (a
+    `broker_startup` each: registration + unfence), and its clusters row carries their
+    `kraft_state`; the partitions are the same as under `zk`, with empty ELRs."""
+    empty: list[int] = []
+    topics, numbers, replica_lists = [], [], []
+    for index in range(partitions):
+        topic, partition = topic_partition(index)
+        topics.append(topic)
+        numbers.append(partition)
+        replica_lists.append(replicas_of(index, brokers, rf))
+    n = partitions
+    columns = {
+        "cluster": [cluster] * n, "topic": topics, "partition": numbers,
+        "state": ["OnlinePartition"] * n, "leader": [r[0] for r in replica_lists],
+        "leader_epoch": [0] * n, "isr": replica_lists, "partition_epoch": [0] * n,
+        "leader_recovery_state": ["RECOVERED"] * n, "controller_epoch": [1] * n,
+        "replicas": replica_lists, "adding_replicas": [empty] * n,
+        "removing_replicas": [empty] * n, "last_event_id": [None] * n,
+        "elr": [empty] * n, "last_known_elr": [empty] * n,
+    }  # fmt: skip
+    partition_state = Columns(PARTITION_COLUMNS, tuple(columns[c] for c in PARTITION_COLUMNS))
+    topic_rows = [
+        {"cluster": cluster, "topic": t, "configs": {}, "deletion": None}
+        for t in dict.fromkeys(topics)
+    ]
+    if settings.engine != "kraft":
+        replica_cols: dict[str, list] = {c: [] for c in ("cluster", "topic", "partition", "broker")}
+        for topic, partition, replicas in zip(topics, numbers, replica_lists, strict=True):
+            for broker in replicas:
+                replica_cols["topic"].append(topic)
+                replica_cols["partition"].append(partition)
+                replica_cols["broker"].append(broker)
+        size = len(replica_cols["broker"])
+        replica_cols["cluster"] = [cluster] * size
+        names = ("cluster", "topic", "partition", "broker", "state", "last_event_id")
+        replica_cols["state"] = ["OnlineReplica"] * size
+        replica_cols["last_event_id"] = [None] * size
+        rows = cluster_rows(brokers, 0, rf, cluster)
+        rows["partition_state"] = partition_state  # type: ignore[assignment]
+        rows["replica_state"] = Columns(names, tuple(replica_cols[c] for c in names))  # type: ignore[assignment]
+        rows["topics"] = topic_rows
+        return rows  # type: ignore[return-value]
+    registrar = Simulator(settings)
+    startups = [{"type": "broker_startup", "broker": b} for b in range(brokers)]
+    registrar.apply([RawEvent(json.dumps({"cluster": cluster, **e}), "bench:0") for e in startups])
+    return {
+        "applied_events": [],
+        "partition_state": partition_state,
+        "topics": topic_rows,
+        "brokers": list(registrar.table_rows("brokers")),
+        "clusters": list(registrar.table_rows("clusters")),
+    }
+
+
 def events(items: list[dict]) -> list[RawEvent]:
     return [
         RawEvent(json.dumps({"cluster": CLUSTER, **e}), f"bench:{i + 1}")
@@ -152,10 +221,17 @@ def topic_churn(args: argparse.Namespace) -> list[dict]:
 
 
 def isr_events(
-    count: int, start: int, brokers: int, partitions: int, cluster: str = CLUSTER
+    count: int,
+    start: int,
+    brokers: int,
+    partitions: int,
+    cluster: str = CLUSTER,
+    epochs: bool = True,
 ) -> list[str]:
     """ISR shrink then expand, partition after partition; event k of the cluster's run
-    is `start + k`, so consecutive batches continue the cycle."""
+    is `start + k`, so consecutive batches continue the cycle. `epochs=False`: the
+    events give no epochs (CONTRACT §1: the current ones), so that either engine takes
+    them (a KRaft ISR change moves the epochs otherwise than a ZooKeeper one)."""
     lines = []
     for k in range(start, start + count):
         index = (k // 2) % partitions
@@ -168,6 +244,8 @@ def isr_events(
             "partition": partition, "isr": isr, "leader_epoch": 0,
             "partition_epoch": 2 * cycle + k % 2,
         }  # fmt: skip
+        if not epochs:
+            del event["leader_epoch"], event["partition_epoch"]
         lines.append(json.dumps(event, separators=(",", ":")))
     return lines
 

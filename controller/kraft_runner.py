@@ -16,8 +16,11 @@ What the tables hold under `kraft` (CONTRACT §5):
 * `violations`: SPEC-KRAFT §21's invariants on the partitions and brokers an event touched.
 * `divergences`: leader, epochs, ISR, replicas, ELR, last known ELR, recovery state and
   broker status against `observed`; never `controller_epoch` (SPEC-KRAFT §23.7).
-* `clusters`: `engine` "kraft" and the engine's whole state (`QuorumController.dump()`) as
-  JSON text in `kraft_state`, which a restart continues from; `cluster_configs` the
+* `clusters`: `engine` "kraft" and, as JSON text in `kraft_state`, the engine's state
+  that the other tables do not hold (`QuorumController.soft_state()`: registrations,
+  broker configs, features, counters, B2E's stale entries): a restart rebuilds the
+  partitions from `partition_state` and topic configs from `topics`, so the row costs
+  O(brokers), not O(partitions), each time a batch rewrites it; `cluster_configs` the
   cluster-level dynamic configs the records set.
 """
 
@@ -26,7 +29,8 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import MISSING, fields, is_dataclass
-from typing import Any, NamedTuple, cast
+from functools import cache
+from typing import Any, NamedTuple
 
 from controller import invariants
 from controller.config import MIN_ISR_KEY, Settings
@@ -39,6 +43,12 @@ from controller.kraft import (
     Outcome,
     PartitionView,
     QuorumController,
+)
+from controller.kraft.cluster_control_manager import BrokerRegistration
+from controller.kraft.partition_registration import (
+    LRS_RECOVERED,
+    LRS_RECOVERING,
+    PartitionRegistration,
 )
 from controller.model import TopicPartition
 from controller.topic_configs import TOPIC_CONFIGS, TopicConfigError, parse_value
@@ -86,12 +96,21 @@ def event_object(event: Event) -> dict[str, Any]:
     the event gave (values as parsing normalized them: configs as strings)."""
     body = event.body
     obj: dict[str, Any] = {"type": event.header.type}
-    for spec in fields(body):
-        value = getattr(body, spec.name)
-        if value is None or (spec.default is not MISSING and value == spec.default):
+    for name, default in _field_defaults(type(body)):  # type: ignore[arg-type]
+        value = getattr(body, name)
+        if value is None or (default is not MISSING and value == default):
             continue
-        obj[spec.name] = _plain(value)
+        obj[name] = value if type(value) in _SCALARS else _plain(value)
     return obj
+
+
+_SCALARS = frozenset((int, str, bool, float))
+
+
+@cache
+def _field_defaults(kind: type) -> tuple[tuple[str, Any], ...]:
+    """An event body class's fields and defaults (read once per class, not per event)."""
+    return tuple((spec.name, spec.default) for spec in fields(kind))
 
 
 def _plain(value: Any) -> Any:
@@ -169,8 +188,13 @@ class KRaftClusterRunner:
         self._offline = self._under = self._at_min = self._not_preferred = 0
         self._preferred_total: dict[int, int] = {}
         self._preferred_not_leading: dict[int, int] = {}
+        # the largest not-leading / preferred ratio and a broker holding it; recomputed
+        # over the brokers (O(brokers)) only when that broker's ratio went down
+        self._max_imbalance = 0.0
+        self._max_imbalance_broker: int | None = None
+        self._imbalance_stale = False
+        self._live: set[int] = set()  # brokers whose status is `live`
         self._broker_epochs: dict[int, int] = {}
-        self._live_brokers = -1  # counted again when an event changes a broker
         self._controller_epoch = self.controller.controller_epoch
         self._observed: dict[Key, SeenEpochs] = {}
         if stored is not None:
@@ -184,13 +208,26 @@ class KRaftClusterRunner:
         cls, cluster: str, settings: Settings, tables: Mapping[str, list[Mapping[str, Any]]]
     ) -> KRaftClusterRunner:
         """A cluster continued from its stored rows (`tables` holds this cluster's only):
-        the engine from the clusters row's `kraft_state`, the rest from the state rows."""
+        the engine's partitions from `partition_state`, topic configs from `topics`, the
+        rest of its state from the clusters row's `kraft_state` (`soft_state`; a full
+        `dump()` written by an older kcsim is read too)."""
         (row,) = tables["clusters"]
         state = row.get("kraft_state")
-        if state is None:
-            controller = None
-        else:
-            controller = QuorumController.load(kraft_settings(settings), json.loads(state))
+        controller = None
+        if state is not None:
+            data = json.loads(state)
+            if "replication_control" in data:
+                controller = QuorumController.load(kraft_settings(settings), data)
+            else:
+                controller = QuorumController.restore(
+                    kraft_settings(settings),
+                    data,
+                    {t["topic"]: t.get("configs") or {} for t in tables.get("topics", ())},
+                    (
+                        (r["topic"], r["partition"], registration_of(r))
+                        for r in tables.get("partition_state", ())
+                    ),
+                )
         runner = cls(cluster, settings, controller, tables)
         runner._cluster_row = runner.cluster_row()
         return runner
@@ -290,9 +327,6 @@ class KRaftClusterRunner:
         self.elr_elections += outcome.elr_elections
         self.last_known_leader_elections += outcome.last_known_leader_elections
         found: list[Violation] = []
-        if outcome.changed_brokers or outcome.removed_brokers or self._live_brokers < 0:
-            registrations = self.controller.cluster_control.registrations.values()
-            self._live_brokers = sum(1 for r in registrations if r.status == LIVE)
         leader_changes = self._track(outcome, found)
         self._check_brokers(outcome, found)
         if header.observed is not None:
@@ -364,6 +398,7 @@ class KRaftClusterRunner:
         return _min_isr(self._cluster_configs, self.settings.min_insync_replicas)
 
     def _count_all(self) -> None:
+        self._live = {b.broker for b in self.controller.brokers() if b.status == LIVE}
         default = self._cluster_min_isr()
         self._min_isr = {t.topic: _min_isr(t.configs, default) for t in self.controller.topics()}
         for view in self.controller.partitions():
@@ -405,10 +440,13 @@ class KRaftClusterRunner:
 
     def _set_vitals(self, key: Key, new: Vitals | None) -> Vitals | None:
         old = self._vitals.pop(key, None)
+        if new is not None:
+            self._vitals[key] = new
+        if old is not None and new is not None and old[3:] == new[3:]:
+            return old  # the same counts: nothing to move
         if old is not None:
             self._count(old, -1)
         if new is not None:
-            self._vitals[key] = new
             self._count(new, 1)
         return old
 
@@ -428,6 +466,31 @@ class KRaftClusterRunner:
                 others[broker] = others.get(broker, 0) + sign
                 if not others[broker]:
                     del others[broker]
+            self._imbalance_changed(broker)
+
+    def _imbalance_changed(self, broker: int) -> None:
+        """Keep the maximum ratio exact without a walk over the brokers per event: a ratio
+        that rises to the maximum becomes it; the holder's falling marks it stale."""
+        if self._imbalance_stale:
+            return
+        total = self._preferred_total.get(broker, 0)
+        ratio = self._preferred_not_leading.get(broker, 0) / total if total else 0.0
+        if ratio >= self._max_imbalance and ratio > 0:
+            self._max_imbalance, self._max_imbalance_broker = ratio, broker
+        elif broker == self._max_imbalance_broker:
+            self._imbalance_stale = True
+
+    def _max_broker_imbalance(self) -> float:
+        if self._imbalance_stale:
+            total = self._preferred_total
+            best, holder = 0.0, None
+            for broker, count in self._preferred_not_leading.items():
+                ratio = count / total[broker]
+                if ratio > best:
+                    best, holder = ratio, broker
+            self._max_imbalance, self._max_imbalance_broker = best, holder
+            self._imbalance_stale = False
+        return self._max_imbalance
 
     def _track(self, outcome: Outcome, found: list[Violation]) -> int:
         """Count the event's partitions anew and check them: the leader changes."""
@@ -436,7 +499,7 @@ class KRaftClusterRunner:
         leader_changes = 0
         for key in outcome.removed_partitions:
             self._set_vitals(key, None)
-        brokers = _BrokerLookup(self.controller)  # (not a dict of all: per event, per broker)
+        brokers = self.controller.cluster_control.registrations
         for key in outcome.changed_partitions:
             view = self.controller.partition(*key)
             if view is None:
@@ -454,7 +517,7 @@ class KRaftClusterRunner:
         self,
         view: PartitionView,
         old: Vitals | None,
-        brokers: _BrokerLookup,
+        brokers: Mapping[int, BrokerRegistration],
         found: list[Violation],
     ) -> None:
         topic, number = view.topic, view.partition
@@ -484,7 +547,7 @@ class KRaftClusterRunner:
         )
         if view.leader >= 0:
             broker = brokers.get(view.leader)
-            if broker is None or broker.status == FENCED:
+            if broker is None or broker.fenced:
                 state = "not registered" if broker is None else "fenced"
                 found.append(
                     Violation(
@@ -516,10 +579,17 @@ class KRaftClusterRunner:
             )
 
     def _check_brokers(self, outcome: Outcome, found: list[Violation]) -> None:
+        for broker in outcome.removed_brokers:
+            self._live.discard(broker)
         for broker in outcome.changed_brokers:
             view = self.controller.broker(broker)
             if view is None:
+                self._live.discard(broker)
                 continue
+            if view.status == LIVE:
+                self._live.add(broker)
+            else:
+                self._live.discard(broker)
             before = self._broker_epochs.get(broker)
             if before is not None and view.broker_epoch < before:
                 found.append(
@@ -581,10 +651,7 @@ class KRaftClusterRunner:
             )
 
     def _health_row(self, event_id: str, seq: int, ts: int | None, leader_changes: int) -> Row:
-        total = self._preferred_total
-        imbalance = max(
-            (count / total[b] for b, count in self._preferred_not_leading.items()), default=0.0
-        )
+        imbalance = self._max_broker_imbalance()
         return {
             "cluster": self.cluster,
             "event_id": event_id,
@@ -596,7 +663,7 @@ class KRaftClusterRunner:
             "at_min_isr": self._at_min,
             "not_preferred": self._not_preferred,
             "max_broker_imbalance": imbalance,
-            "live_brokers": self._live_brokers,
+            "live_brokers": len(self._live),
             "unclean_elections": self.unclean_elections,
             "leader_changes": leader_changes,
             "requests": 0,  # a KRaft controller sends no requests: brokers read the log
@@ -770,7 +837,7 @@ class KRaftClusterRunner:
             "cluster_configs": dict(self._cluster_configs),
             "engine": ENGINE,
             "kraft_state": json.dumps(
-                controller.dump(), ensure_ascii=False, separators=(",", ":"), sort_keys=True
+                controller.soft_state(), ensure_ascii=False, separators=(",", ":"), sort_keys=True
             ),
         }
 
@@ -791,16 +858,21 @@ class KRaftClusterRunner:
         return iter(())
 
 
-class _BrokerLookup:
-    """`get(broker)`: the controller's view of one broker, built when asked."""
-
-    __slots__ = ("_controller",)
-
-    def __init__(self, controller: QuorumController) -> None:
-        self._controller = controller
-
-    def get(self, broker: int) -> Any:
-        return self._controller.broker(broker)
+def registration_of(row: Mapping[str, Any]) -> PartitionRegistration:
+    """A partition_state row as the engine's registration (a restart's load)."""
+    lrs = LRS_RECOVERING if row.get("leader_recovery_state") == RECOVERING else LRS_RECOVERED
+    return PartitionRegistration(
+        tuple(row["replicas"]),
+        tuple(row["isr"]),
+        tuple(row.get("removing_replicas") or ()),
+        tuple(row.get("adding_replicas") or ()),
+        row["leader"],
+        lrs,
+        row["leader_epoch"],
+        row["partition_epoch"],
+        tuple(row.get("elr") or ()),
+        tuple(row.get("last_known_elr") or ()),
+    )
 
 
 def _broker(view: Any) -> int:

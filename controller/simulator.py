@@ -251,15 +251,25 @@ def _load_kraft(
 ) -> KRaftCluster:
     from controller.kraft_runner import KRaftClusterRunner
 
+    # (Columns stay columns: a restart of 1M partitions reads each row as a dict in turn)
     mine = {
-        name: [row for row in rows if row["cluster"] == cluster]
+        name: rows.where("cluster", cluster)
+        if isinstance(rows, Columns)
+        else [row for row in rows if row["cluster"] == cluster]
         for name, rows in tables.items()
         if name in _KRAFT_RESTORE
     }
-    return KRaftCluster(KRaftClusterRunner.from_rows(cluster, settings, mine))
+    return KRaftCluster(KRaftClusterRunner.from_rows(cluster, settings, mine))  # type: ignore[arg-type]
 
 
-_KRAFT_RESTORE = ("clusters", "partition_state", "brokers", "health", "applied_events")
+_KRAFT_RESTORE = (
+    "clusters",
+    "partition_state",
+    "brokers",
+    "topics",
+    "health",
+    "applied_events",
+)
 
 
 class KRaftCluster:

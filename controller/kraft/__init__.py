@@ -26,9 +26,12 @@ Read-only views: `partitions()`, `partition(topic, p)`, `brokers()`, `broker(id)
 Persistence: `dump()` is a JSON-compatible dict of everything needed to continue exactly
 (registrations, partitions, configs, features, indexes with their stale entries, soft
 state, the placer's generator, the record counter); `QuorumController.load(settings, d)`
-continues from it. `replay(record)` applies one record (a `Record` or its JSON form) as
-Kafka's replay does: replaying `outcome.records` of every event, from an empty controller
-with the same settings, rebuilds the same state.
+continues from it. `soft_state()` is the part of it that the state tables do not hold
+(no partitions, no topic configs): `QuorumController.restore(settings, soft, topic
+configs, partitions)` continues from it and the partitions, as a restart does.
+`replay(record)` applies one record (a `Record` or its JSON form) as Kafka's replay does:
+replaying `outcome.records` of every event, from an empty controller with the same
+settings, rebuilds the same state.
 """
 
 from controller.kraft.outcome import (

@@ -47,7 +47,11 @@ from controller.kraft.partition_registration import (
     NO_LEADER,
     PartitionRegistration,
 )
-from controller.kraft.replication_control_manager import Operation, ReplicationControlManager
+from controller.kraft.replication_control_manager import (
+    Operation,
+    ReplicationControlManager,
+    TaskRuns,
+)
 from controller.kraft.settings import ELR_VERSION_KEY, KRaftSettings
 
 TP = tuple[str, int]
@@ -102,6 +106,11 @@ class QuorumController:
         self.next_offset = 0
         self._random = JavaRandom(self.controller_epoch)
         self._log: _EventLog | None = None
+        # B2E's entries that its partitions' ELRs do not give (SPEC-KRAFT §2.3's stale
+        # entries and phantom partition 0s), per (broker, topic): partition -> stored count
+        # minus derived count. Kept as events touch them, so that `soft_state` need not
+        # hold the index: a restart derives B2E from the partitions and adds these.
+        self.b2e_extra: dict[tuple[int, str], dict[int, int]] = {}
         # SPEC-KRAFT §2.7: [ELR] the cluster-level min.insync.replicas a format writes
         if self.feature_control.elr_enabled:
             self.configuration_control.configs[(rec.RESOURCE_BROKER, "")] = {
@@ -274,9 +283,45 @@ class QuorumController:
         self._log = _EventLog()
         try:
             handler(self, event)
+            self._track_b2e_extra(self._log)
             return self._outcome(self._log)
         finally:
             self._log = None
+
+    def _track_b2e_extra(self, log: _EventLog) -> None:
+        """Refresh `b2e_extra` for the (broker, topic) pairs whose B2E entries the event
+        may have changed: the brokers in a touched partition's ELR before or after it."""
+        topics = self.replication_control.topics
+        pairs: dict[tuple[int, str], set[int]] = {}
+        for (topic, pid), before in log.before.items():
+            after = topics.get(topic, {}).get(pid)
+            for elr in (
+                before.elr if before is not None else (),
+                after.elr if after is not None else (),
+            ):
+                for broker in elr:
+                    pairs.setdefault((broker, topic), set()).add(pid)
+        for pair, touched in pairs.items():
+            self._refresh_b2e_extra(pair, touched)
+
+    def _refresh_b2e_extra(self, pair: tuple[int, str], touched: Iterable[int]) -> None:
+        broker, topic = pair
+        rc = self.replication_control
+        counts: dict[int, int] = {}
+        for pid in rc.b2e.get(broker, {}).get(topic, ()):
+            counts[pid] = counts.get(pid, 0) + 1
+        old = self.b2e_extra.get(pair, {})
+        parts = rc.topics.get(topic, {})
+        extra = {}
+        for pid in sorted(counts.keys() | old.keys() | set(touched)):
+            p = parts.get(pid)
+            difference = counts.get(pid, 0) - (1 if p is not None and broker in p.elr else 0)
+            if difference:
+                extra[pid] = difference
+        if extra:
+            self.b2e_extra[pair] = extra
+        else:
+            self.b2e_extra.pop(pair, None)
 
     def _outcome(self, log: _EventLog) -> Outcome:
         rc = self.replication_control
@@ -684,7 +729,7 @@ class QuorumController:
 
         def generate(op: Operation) -> None:
             if requested is None:
-                for topic, pid in list(rc.all_partitions()):
+                for topic, pid in rc.election_candidates(unclean):
                     result = rc.elect_leader(op, topic, pid, unclean)
                     if result.error != "ELECTION_NOT_NEEDED":
                         answers.append(result)
@@ -710,18 +755,22 @@ class QuorumController:
             )
             return
         capped = [True]
+        task = TaskRuns()
         while capped[0]:
             self._run(
                 lambda op: capped.__setitem__(
-                    0, self.replication_control.balance_partition_leaders(op)
+                    0, self.replication_control.balance_partition_leaders(op, task)
                 )
             )
 
     def _on_unclean_election_check(self, event: Mapping[str, Any]) -> None:
         capped = [True]
+        task = TaskRuns()
         while capped[0]:
             self._run(
-                lambda op: capped.__setitem__(0, self.replication_control.elect_unclean_leaders(op))
+                lambda op: capped.__setitem__(
+                    0, self.replication_control.elect_unclean_leaders(op, task)
+                )
             )
 
     # -- configs and features (SPEC-KRAFT §16, §17) -----------------------------------------
@@ -811,6 +860,64 @@ class QuorumController:
             "replication_control": self.replication_control.dump(),
         }
 
+    def soft_state(self) -> dict[str, Any]:
+        """What a restart needs beyond the partitions and topic configs the state tables
+        hold (`restore`): O(brokers + stale B2E entries), not O(partitions)."""
+        configs = self.configuration_control.dump()
+        configs["configs"] = [c for c in configs["configs"] if c[0] != rec.RESOURCE_TOPIC]
+        return {
+            "cluster": self.cluster,
+            "controller_epoch": self.controller_epoch,
+            "next_offset": self.next_offset,
+            "random_seed": self._random.seed,
+            "elr_ever_disabled": self.elr_ever_disabled,
+            "cluster_control": self.cluster_control.dump(),
+            "configuration_control": configs,
+            "feature_control": self.feature_control.dump(),
+            "b2e_extra": [
+                [broker, topic, [[pid, n] for pid, n in sorted(extra.items())]]
+                for (broker, topic), extra in sorted(self.b2e_extra.items())
+            ],
+        }
+
+    @classmethod
+    def restore(
+        cls,
+        settings: KRaftSettings,
+        soft: Mapping[str, Any],
+        topic_configs: Mapping[str, Mapping[str, str]],
+        partitions: Iterable[tuple[str, int, PartitionRegistration]],
+    ) -> QuorumController:
+        """Continue from `soft_state()`, every topic's configs (topics without partitions
+        included) and every partition's registration, as `load(dump())` would."""
+        self = cls._load_soft(settings, soft)
+        for topic, configs in topic_configs.items():
+            if configs:
+                self.configuration_control.configs[(rec.RESOURCE_TOPIC, topic)] = dict(configs)
+        extra = {
+            (broker, topic): {pid: n for pid, n in pairs}
+            for broker, topic, pairs in soft["b2e_extra"]
+        }
+        self.replication_control.restore(topic_configs, partitions, extra)
+        self.b2e_extra = extra
+        return self
+
+    @classmethod
+    def _load_soft(cls, settings: KRaftSettings, data: Mapping[str, Any]) -> QuorumController:
+        self = cls(settings, data.get("cluster", "default"))
+        self.controller_epoch = data["controller_epoch"]
+        self.next_offset = data["next_offset"]
+        self._random = JavaRandom(0)
+        self._random.seed = data["random_seed"]
+        self.elr_ever_disabled = data["elr_ever_disabled"]
+        self.cluster_control = ClusterControlManager.load(data["cluster_control"])
+        self.configuration_control.load(data["configuration_control"])
+        self.feature_control.load(data["feature_control"])
+        self.replication_control = ReplicationControlManager(
+            self.cluster_control, self.configuration_control, self.feature_control
+        )
+        return self
+
     @classmethod
     def load(cls, settings: KRaftSettings, data: Mapping[str, Any]) -> QuorumController:
         self = cls(settings, data.get("cluster", "default"))
@@ -826,6 +933,10 @@ class QuorumController:
             self.cluster_control, self.configuration_control, self.feature_control
         )
         self.replication_control.load(data["replication_control"])
+        rc = self.replication_control
+        for broker, topics in rc.b2e.items():
+            for topic, pids in topics.items():
+                self._refresh_b2e_extra((broker, topic), pids)
         return self
 
 

@@ -52,6 +52,50 @@ class Operation:
         return True
 
 
+class TaskRuns:
+    """The runs of a capped periodic task within one event (SPEC-KRAFT §15.2, §15.3). Each
+    run walks its set in sorted order from the start; a partition a run passed without a
+    record would give none again (nothing it reads changed: the runs write only other
+    partitions' PartitionChangeRecords), so the next run walks the partitions that got a
+    record, then the ones the last run did not reach, in the same order. A run then costs
+    the partitions it takes, not a sort of the whole set each time."""
+
+    __slots__ = ("_head", "_index", "_order", "_position", "_wrote")
+
+    def __init__(self) -> None:
+        self._order: list[TP] | None = None
+        self._position = 0
+        self._head: list[TP] = []
+        self._index = 0
+        self._wrote: list[TP] = []
+
+    def begin(self, members: Any) -> None:
+        if self._order is None:
+            self._order = sorted(members)
+        self._head = self._wrote + self._head[self._index :]
+        self._index = 0
+        self._wrote = []
+
+    def take(self, members: Any) -> TP | None:
+        """The run's next partition still in `members`, or None."""
+        head = self._head
+        while self._index < len(head):
+            key = head[self._index]
+            self._index += 1
+            if key in members:
+                return key
+        order = self._order or []
+        while self._position < len(order):
+            key = order[self._position]
+            self._position += 1
+            if key in members:
+                return key
+        return None
+
+    def wrote(self, key: TP) -> None:
+        self._wrote.append(key)
+
+
 def _without(values: Ints, *removed: int) -> Ints:
     return tuple(x for x in values if x not in removed)
 
@@ -74,6 +118,9 @@ class ReplicationControlManager:
         self.b2i: dict[int, dict[TP, bool]] = {}
         self.b2e: dict[int, dict[str, list[int]]] = {}
         self.imbalanced: set[TP] = set()
+        # names holding '.' or '_' by their form with '.' read as '_' (Kafka's
+        # topicsWithCollisionChars): a new name's collision check without a walk
+        self.collision_names: dict[str, set[str]] = {}
 
     # -- lookups -----------------------------------------------------------------------
     def effective_min_isr(self, topic: str) -> int:
@@ -194,13 +241,13 @@ class ReplicationControlManager:
         if topic in self.topics:
             raise ApiError("TOPIC_ALREADY_EXISTS", f"Topic '{topic}' already exists.")
         if "." in topic or "_" in topic:
-            unified = _unify_collision_chars(topic)
-            for existing in sorted(self.topics):
-                if _unify_collision_chars(existing) == unified:
-                    raise ApiError(
-                        "INVALID_TOPIC_EXCEPTION",
-                        f"Topic '{topic}' collides with existing topic: {existing}",
-                    )
+            colliding = self.collision_names.get(_unify_collision_chars(topic))
+            if colliding:
+                existing = min(colliding)
+                raise ApiError(
+                    "INVALID_TOPIC_EXCEPTION",
+                    f"Topic '{topic}' collides with existing topic: {existing}",
+                )
 
     def _active_isr(self, replicas: Sequence[int]) -> Ints:
         return tuple(r for r in replicas if self.cluster.is_active(r))
@@ -552,31 +599,52 @@ class ReplicationControlManager:
             after.partition_epoch,
         )
 
+    def election_candidates(self, unclean: bool) -> list[TP]:
+        """The partitions a whole-cluster ElectLeaders can change, sorted: every other one
+        answers ELECTION_NOT_NEEDED, which a whole-cluster request leaves out. Preferred:
+        the imbalanced set (no leader, or not the first replica); unclean: no leader."""
+        return sorted(self.b2i.get(NO_LEADER, {}) if unclean else self.imbalanced)
+
     def all_partitions(self) -> Iterator[TP]:
         for topic in sorted(self.topics):
             for pid in sorted(self.topics[topic]):
                 yield topic, pid
 
-    def balance_partition_leaders(self, op: Operation) -> bool:
-        """One run of the rebalance task; True when it hit the cap (SPEC-KRAFT §15.2)."""
+    def balance_partition_leaders(self, op: Operation, task: TaskRuns | None = None) -> bool:
+        """One run of the rebalance task; True when it hit the cap (SPEC-KRAFT §15.2).
+        `task`: this event's runs so far, so that a run does not sort the set again."""
+        task = task or TaskRuns()
+        members = self.imbalanced
+        task.begin(members)
         start = len(op.records)
-        for topic, pid in sorted(self.imbalanced):
-            if len(op.records) - start >= MAX_ELECTIONS_PER_RUN:
+        while len(op.records) - start < MAX_ELECTIONS_PER_RUN:
+            key = task.take(members)
+            if key is None:
                 break
+            topic, pid = key
             p = self.topics[topic][pid]
             builder = self._builder(topic, pid, p, self.cluster.is_active)
             builder.election = Election.PREFERRED
-            op.add_build(builder.build())
+            if op.add_build(builder.build()):
+                task.wrote(key)
         return len(op.records) - start >= MAX_ELECTIONS_PER_RUN
 
-    def elect_unclean_leaders(self, op: Operation) -> bool:
+    def elect_unclean_leaders(self, op: Operation, task: TaskRuns | None = None) -> bool:
         """One run of the periodic unclean election; True when it hit the cap (§15.3)."""
+        task = task or TaskRuns()
+        members = self.b2i.get(NO_LEADER, {})
+        task.begin(members)
         start = len(op.records)
-        for topic, pid in self.partitions_with_no_leader():
-            if len(op.records) - start >= MAX_ELECTIONS_PER_RUN:
+        while len(op.records) - start < MAX_ELECTIONS_PER_RUN:
+            key = task.take(members)
+            if key is None:
                 break
+            topic, pid = key
+            before = len(op.records)
             if self.configs.unclean_allowed(topic):
                 self.elect_leader(op, topic, pid, unclean=True)
+            if len(op.records) > before:
+                task.wrote(key)
         return len(op.records) - start >= MAX_ELECTIONS_PER_RUN
 
     # -- replay ------------------------------------------------------------------------
@@ -585,6 +653,11 @@ class ReplicationControlManager:
         if name in self.topics:
             raise RuntimeError(f"Found duplicate TopicRecord for {name}")
         self.topics[name] = {}
+        self._index_name(name)
+
+    def _index_name(self, name: str) -> None:
+        if "." in name or "_" in name:
+            self.collision_names.setdefault(_unify_collision_chars(name), set()).add(name)
 
     def replay_partition(
         self, record: Record
@@ -622,14 +695,24 @@ class ReplicationControlManager:
         parts = self.topics.pop(topic, None)
         if parts is None:
             raise RuntimeError(f"Can't find topic {topic} to remove.")
+        unified = _unify_collision_chars(topic)
+        names = self.collision_names.get(unified)
+        if names is not None:
+            names.discard(topic)
+            if not names:
+                del self.collision_names[unified]
         self.configs.delete_topic_configs(topic)
         for pid, p in parts.items():
+            # B2I is exact (no stale entries): removing each partition's own entries is
+            # Kafka's removal of the topic's entries, at the cost of the topic alone
+            key = (topic, pid)
             for broker in p.isr:
-                self._b2i_remove_topic(broker, topic)
+                self._b2i_remove(broker, key)
+            if p.leader == NO_LEADER:
+                self._b2i_remove(NO_LEADER, key)
             for broker in p.elr:
                 self._b2e_remove_topic(broker, topic)
-            self.imbalanced.discard((topic, pid))
-        self._b2i_remove_topic(NO_LEADER, topic)
+            self.imbalanced.discard(key)
         return parts
 
     def replay_clear_elr(
@@ -689,14 +772,6 @@ class ReplicationControlManager:
         entries = self.b2i.get(broker)
         if entries is not None:
             entries.pop(key, None)
-            if not entries:
-                del self.b2i[broker]
-
-    def _b2i_remove_topic(self, broker: int, topic: str) -> None:
-        entries = self.b2i.get(broker)
-        if entries is not None:
-            for key in [k for k in entries if k[0] == topic]:
-                del entries[key]
             if not entries:
                 del self.b2i[broker]
 
@@ -778,9 +853,42 @@ class ReplicationControlManager:
             ],
         }
 
+    def restore(
+        self,
+        topics: Iterable[str],
+        partitions: Iterable[tuple[str, int, PartitionRegistration]],
+        b2e_extra: Mapping[tuple[int, str], Mapping[int, int]],
+    ) -> None:
+        """The partitions as stored, their indexes derived, and B2E's entries the ELRs do
+        not give (`b2e_extra`: per broker and topic, partition -> stored minus derived)."""
+        for topic in topics:
+            self.topics.setdefault(topic, {})
+        for topic, pid, p in partitions:
+            if topic not in self.topics:
+                self.topics[topic] = {}
+            self.topics[topic][pid] = p
+            key = (topic, pid)
+            self._b2i_add(p, key)
+            self._update_imbalance(topic, pid, p)
+            for broker in p.elr:
+                self._b2e_add(broker, topic, pid)
+        for name in self.topics:
+            self._index_name(name)
+        for (broker, topic), extra in b2e_extra.items():
+            for pid, count in extra.items():
+                if count > 0:
+                    self.b2e.setdefault(broker, {}).setdefault(topic, []).extend([pid] * count)
+                else:
+                    entries = self.b2e[broker][topic]
+                    for _ in range(-count):
+                        entries.remove(pid)
+                    if not entries:
+                        del self.b2e[broker][topic]
+
     def load(self, data: Mapping[str, Any]) -> None:
         for topic, rows in data["topics"].items():
             parts = self.topics[topic] = {}
+            self._index_name(topic)
             for pid, replicas, isr, removing, adding, leader, lrs, le, pe, elr, lke in rows:
                 p = PartitionRegistration(
                     tuple(replicas),
