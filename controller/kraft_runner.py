@@ -30,7 +30,7 @@ import json
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import MISSING, fields, is_dataclass
 from functools import cache
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from controller import invariants
 from controller.config import MIN_ISR_KEY, Settings

@@ -32,7 +32,14 @@ CORPUS = Path(__file__).parents[2] / "data" / "corpus"
 
 @pytest.fixture(scope="module")
 def corpus_output() -> BatchOutput:
-    return Simulator(Settings()).apply(list(read_events(CORPUS)))
+    """Every append table with rows: the corpus under zk, and the metadata records of the
+    KRaft corpus (the zk engine writes none)."""
+    from tests.support.corpus import KRAFT, KRAFT_CORPUS
+
+    output = Simulator(Settings()).apply(list(read_events(CORPUS)))
+    kraft = Simulator(KRAFT).apply(list(read_events(KRAFT_CORPUS)))
+    output.appends["metadata_records"] = kraft.appends["metadata_records"]
+    return output
 
 
 def sorted_rows(frame: DataFrame) -> list[str]:
