@@ -63,10 +63,6 @@ _ZSTD_MAX_WINDOW_LOG = 27
 _ZSTD_LEVEL = 1
 
 
-
-
-
-
 def write_tables(
     out: Path, tables: Mapping[str, Iterable[Row]], compress: bool = False, ordered: bool = False
 ) -> None:
