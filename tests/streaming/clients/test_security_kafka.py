@@ -170,8 +170,11 @@ def test_job_with_a_wrong_password_stops_with_a_clear_error(
         "run", "--source", f"kafka:{scram_kafka.bootstrap}/sec-wrong-{uuid.uuid4().hex[:8]}",
         "--lake", str(tmp_path / "lake"), "--once", "--kafka-config", str(scram_kafka.wrong),
     )  # fmt: skip
-    assert ran.returncode == 1, ran.stderr[-3000:]
-    assert "kcsim run: the query failed: Kafka refused the SASL credentials" in ran.stderr
+    # refused before Spark starts: one line and status 2, as for any source it cannot use
+    assert ran.returncode == 2, ran.stderr[-3000:]
+    assert "kcsim run: --source: cannot reach Kafka at" in ran.stderr
+    assert "refused the SASL credentials" in ran.stderr
+    assert not (tmp_path / "lake").exists()
     assert scram_kafka.password not in ran.stdout + ran.stderr
 
 
