@@ -29,7 +29,7 @@ from tests.support.security import (
     kcsim,
     unredacted_jaas,
 )
-from tests.support.tls_kafka import TlsKafka, start_broker, tls_kafka  # noqa: F401
+from tests.support.tls_kafka import TlsKafka, start_broker
 
 pytestmark = [pytest.mark.kafka]
 
