@@ -142,8 +142,11 @@ def test_job_trusting_another_ca_stops_with_a_clear_error(
         "run", "--source", f"kafka:{tls_kafka.bootstrap}/tls-wrong-{uuid.uuid4().hex[:8]}",
         "--lake", str(tmp_path / "lake"), "--once", "--kafka-config", str(tls_kafka.wrong_ca),
     )  # fmt: skip
-    assert ran.returncode == 1, ran.stderr[-3000:]
-    assert "kcsim run: the query failed: the TLS handshake with Kafka failed" in ran.stderr
+    # refused before Spark starts: one line and status 2, as for any source it cannot use
+    assert ran.returncode == 2, ran.stderr[-3000:]
+    assert "kcsim run: --source: cannot reach Kafka at" in ran.stderr
+    assert "TLS handshake" in ran.stderr
+    assert not (tmp_path / "lake").exists()
     assert time.monotonic() - started < 300
 
 
