@@ -172,6 +172,8 @@ def partition_rows(count: int, leader: int = 1, event: str = "e0") -> list[dict]
             "replicas": [1, 2, 3],
             "adding_replicas": [],
             "removing_replicas": [],
+            "elr": [],
+            "last_known_elr": [],
             "last_event_id": event,
         }
         for i in range(count)
