@@ -920,18 +920,7 @@ class QuorumController:
 
     @classmethod
     def load(cls, settings: KRaftSettings, data: Mapping[str, Any]) -> QuorumController:
-        self = cls(settings, data.get("cluster", "default"))
-        self.controller_epoch = data["controller_epoch"]
-        self.next_offset = data["next_offset"]
-        self._random = JavaRandom(0)
-        self._random.seed = data["random_seed"]
-        self.elr_ever_disabled = data["elr_ever_disabled"]
-        self.cluster_control = ClusterControlManager.load(data["cluster_control"])
-        self.configuration_control.load(data["configuration_control"])
-        self.feature_control.load(data["feature_control"])
-        self.replication_control = ReplicationControlManager(
-            self.cluster_control, self.configuration_control, self.feature_control
-        )
+        self = cls._load_soft(settings, data)
         self.replication_control.load(data["replication_control"])
         rc = self.replication_control
         for broker, topics in rc.b2e.items():
