@@ -398,6 +398,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="a KRaft cluster of N combined broker+controller nodes (N voters; ids 1..N); "
         "kill/shutdown/start one with --broker ID",
     )
+    parser.add_argument(
+        "--controllers",
+        type=int,
+        metavar="C",
+        help="with --nodes N: the N nodes are brokers only and C more nodes (ids N+1..N+C) "
+        "are controllers only, the quorum's voters (default: none, combined nodes)",
+    )
     zk = parser.add_argument_group("ZooKeeper-mode cluster (Kafka 3.7.1)")
     zk.add_argument("--zk", action="store_true", help="one ZooKeeper and --brokers brokers")
     zk.add_argument("--brokers", type=int, default=zk_cluster.DEFAULT_BROKERS, metavar="N")
@@ -435,7 +442,7 @@ def _kraft_cluster_mode(args: argparse.Namespace) -> bool:
     """The KRaft cluster of N nodes is meant: --nodes given, or the directory holds one;
     without --dir, an action on one broker means the default KRaft cluster's when that is
     the only cluster in the default directories."""
-    if args.nodes is not None:
+    if args.nodes is not None or getattr(args, "controllers", None):
         return True
     if args.dir is not None:
         return kraft_cluster.is_cluster_dir(args.dir)
@@ -467,7 +474,9 @@ def main(args: argparse.Namespace) -> int:
                 raise LocalClusterError(f"`{args.action}` needs --broker ID")
             if args.nodes is None:
                 args.dir = args.dir or kraft_cluster.DEFAULT_DIR
-                args.nodes = len(kraft_cluster.load_layout(args.dir).node_ids)
+                layout = kraft_cluster.load_layout(args.dir)
+                args.nodes = len(layout.node_ids)
+                args.controllers = args.controllers or layout.controllers
             return kraft_cluster.main(args)
         if _zk_mode(args):
             if args.action in ("kill", "shutdown") and args.broker is None:

@@ -3,7 +3,10 @@
 Each node is its own detached JVM (see local_process) playing both roles
 (process.roles=broker,controller); the N nodes are the quorum's voters (a static quorum,
 `controller.quorum.voters`). `start(..., voters=V)` makes only nodes 1..V voters and the
-others brokers alone, so several brokers can be down while the quorum stands. Jars from
+others brokers alone, so several brokers can be down while the quorum stands.
+`start(..., controllers=C)` (`--controllers C`) is the layout production clusters use:
+the N nodes are brokers alone (ids 1..N) and C more nodes (ids N+1..N+C) are controllers
+alone (process.roles=controller), the quorum's only voters. Jars from
 `.kafka/libs` (Kafka 4.1.1). Everything lives under the cluster directory:
 
     DIR/kraft-cluster.properties    node count, every port, the cluster id (kept across restarts)
@@ -11,10 +14,12 @@ others brokers alone, so several brokers can be down while the quorum stands. Ja
     DIR/node-ID/                    server.properties, data/ (with __cluster_metadata-0),
                                     node.pid, stdout.log
 
-A node counts as up once the cluster's metadata lists it as a broker (the controller has
-unfenced it). `kill` sends SIGKILL (the controller fences the node once its session
-times out), `shutdown` SIGTERM (a controlled shutdown: the node asks the controller to
-move its leaderships away, then is fenced), `start` starts a stopped node again.
+A broker counts as up once the cluster's metadata lists it as unfenced; a controller-only
+node once the quorum reports it as a voter caught up with the leader since it started.
+`kill` sends SIGKILL (the controller fences a broker once its session times out; killing
+the active controller makes the quorum elect another), `shutdown` SIGTERM (a broker's
+controlled shutdown: it asks the controller to move its leaderships away, then is
+fenced), `start` starts a stopped node again.
 The single-node default of `kcsim kafka-local start` is `kafka_local`'s, unchanged.
 """
 
@@ -25,10 +30,11 @@ import fcntl
 import signal
 import subprocess
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from streaming.jars import JarsMissingError, kafka_libs_dir
 from streaming.local_clusters.processes import (
@@ -46,6 +52,8 @@ from streaming.local_clusters.processes import (
     wait_until,
     write_properties,
 )
+
+_T = TypeVar("_T")
 
 DEFAULT_DIR = Path(".kcsim/kafka-kraft")
 MAIN = "kafka.Kafka"
@@ -87,21 +95,35 @@ class Layout:
     broker_ports: Mapping[int, int]  # node id -> PLAINTEXT port
     controller_ports: Mapping[int, int]  # node id -> CONTROLLER port
     voters: int = 0  # nodes 1..voters are quorum voters (0: all of them)
+    controllers: int = 0  # controller-only nodes after the brokers, the only voters
 
     def is_voter(self, node: int) -> bool:
+        if self.controllers:
+            return node in self.controller_ids
         return self.voters == 0 or node <= self.voters
 
     @property
     def node_ids(self) -> tuple[int, ...]:
+        """The nodes that are brokers (all of them unless controllers are separate)."""
         return tuple(self.broker_ports)
+
+    @property
+    def controller_ids(self) -> tuple[int, ...]:
+        """The controller-only nodes (none in the combined layout)."""
+        return tuple(n for n in self.controller_ports if n not in self.broker_ports)
+
+    @property
+    def all_nodes(self) -> tuple[int, ...]:
+        """Every node that runs a process: the brokers, then any controller-only nodes."""
+        return (*self.node_ids, *self.controller_ids)
 
     @property
     def bootstrap(self) -> str:
         return ",".join(f"127.0.0.1:{port}" for port in self.broker_ports.values())
 
     def node_dir(self, node: int) -> Path:
-        if node not in self.broker_ports:
-            raise LocalClusterError(f"no node {node} in {self.root} (nodes: {self.node_ids})")
+        if node not in self.controller_ports:
+            raise LocalClusterError(f"no node {node} in {self.root} (nodes: {self.all_nodes})")
         return self.root / f"node-{node}"
 
     def config(self, node: int) -> Path:
@@ -120,8 +142,10 @@ class Layout:
     def save(self) -> None:
         props: dict[str, object] = {"nodes": len(self.broker_ports), "cluster.id": self.cluster_id}
         props["voters"] = self.voters
+        props["controllers"] = self.controllers
         for node in self.node_ids:
             props[f"node.{node}.port"] = self.broker_ports[node]
+        for node in self.all_nodes:
             props[f"node.{node}.controller.port"] = self.controller_ports[node]
         write_properties(self.root / "kraft-cluster.properties", props)
 
@@ -134,13 +158,16 @@ def load_layout(data_dir: Path) -> Layout:
     data_dir = data_dir.resolve()
     props = read_properties_file(data_dir / "kraft-cluster.properties")
     try:
-        nodes = range(1, int(props["nodes"]) + 1)
+        brokers = int(props["nodes"])
+        controllers = int(props.get("controllers", 0))
+        nodes = range(1, brokers + controllers + 1)
         return Layout(
             data_dir,
             props["cluster.id"],
-            {n: int(props[f"node.{n}.port"]) for n in nodes},
+            {n: int(props[f"node.{n}.port"]) for n in nodes if n <= brokers},
             {n: int(props[f"node.{n}.controller.port"]) for n in nodes},
             int(props.get("voters", 0)),
+            controllers,
         )
     except (KeyError, ValueError) as error:
         raise LocalClusterError(
@@ -149,20 +176,24 @@ def load_layout(data_dir: Path) -> Layout:
         ) from error
 
 
-def _new_layout(data_dir: Path, nodes: int, voters: int = 0) -> Layout:
+def _new_layout(data_dir: Path, nodes: int, voters: int = 0, controllers: int = 0) -> Layout:
     if is_cluster_dir(data_dir):
         old = load_layout(data_dir)
-        if len(old.node_ids) != nodes:
-            raise LocalClusterError(f"{data_dir} holds a {len(old.node_ids)}-node cluster")
+        if (len(old.node_ids), old.controllers) != (nodes, controllers):
+            raise LocalClusterError(
+                f"{data_dir} holds a cluster of {len(old.node_ids)} brokers and "
+                f"{old.controllers or 'no'} separate controllers"
+            )
         return old
-    ports = free_ports(2 * nodes)
-    ids = range(1, nodes + 1)
+    ports = free_ports(2 * nodes + controllers)
+    ids = range(1, nodes + controllers + 1)
     return Layout(
         data_dir,
         kraft_cluster_id(),
-        {n: ports[2 * (n - 1)] for n in ids},
-        {n: ports[2 * (n - 1) + 1] for n in ids},
+        {n: ports[n - 1] for n in ids if n <= nodes},
+        {n: ports[nodes + n - 1] for n in ids},
         voters,
+        controllers,
     )
 
 
@@ -172,18 +203,18 @@ def node_config(
     ports = layout.controller_ports
     voters = ",".join(f"{n}@127.0.0.1:{p}" for n, p in ports.items() if layout.is_voter(n))
     replication = min(3, len(layout.node_ids))
-    listeners = f"PLAINTEXT://127.0.0.1:{layout.broker_ports[node]}"
+    roles = ["broker"] if node in layout.broker_ports else []
+    listeners = [f"PLAINTEXT://127.0.0.1:{layout.broker_ports[node]}"] if roles else []
     if layout.is_voter(node):
-        listeners += f",CONTROLLER://127.0.0.1:{ports[node]}"
+        roles.append("controller")
+        listeners.append(f"CONTROLLER://127.0.0.1:{ports[node]}")
     props: dict[str, object] = {
-        "process.roles": "broker,controller" if layout.is_voter(node) else "broker",
+        "process.roles": ",".join(roles),
         "node.id": node,
         "controller.quorum.voters": voters,
-        "listeners": listeners,
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{layout.broker_ports[node]}",
+        "listeners": ",".join(listeners),
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
         "controller.listener.names": "CONTROLLER",
-        "inter.broker.listener.name": "PLAINTEXT",
         "log.dirs": layout.node_dir(node) / "data",
         "broker.session.timeout.ms": SESSION_TIMEOUT_MS,
         "num.partitions": 1,
@@ -210,6 +241,9 @@ def node_config(
         "log.cleaner.threads": 1,
         "log.cleaner.dedupe.buffer.size": 8 * 1024 * 1024,
     }
+    if "broker" in roles:
+        props["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{layout.broker_ports[node]}"
+        props["inter.broker.listener.name"] = "PLAINTEXT"
     props.update(overrides or {})
     return props
 
@@ -241,9 +275,8 @@ def _launch(layout: Layout, node: int) -> None:
     )
 
 
-def unfenced_brokers(layout: Layout) -> set[int] | None:
-    """The brokers the cluster's metadata lists (unfenced), asked of any running node;
-    None when no node answered (not the same as "none is unfenced")."""
+def _ask_any_broker(layout: Layout, ask: Callable[[Any], _T]) -> _T | None:
+    """`ask(admin)` of the first running broker that answers; None when none did."""
     from kafka import KafkaAdminClient
     from kafka.errors import KafkaError
 
@@ -259,8 +292,7 @@ def unfenced_brokers(layout: Layout) -> set[int] | None:
         except (KafkaError, OSError, ValueError):
             continue
         try:
-            brokers = admin.describe_cluster().get("brokers", ())
-            return {int(b["broker_id"]) for b in brokers if not b.get("is_fenced")}
+            return ask(admin)
         except (KafkaError, OSError):
             continue
         finally:
@@ -268,8 +300,42 @@ def unfenced_brokers(layout: Layout) -> set[int] | None:
     return None
 
 
-def wait_unfenced(layout: Layout, nodes: Iterable[int], timeout_s: float) -> None:
+def unfenced_brokers(layout: Layout) -> set[int] | None:
+    """The brokers the cluster's metadata lists (unfenced), asked of any running node;
+    None when no node answered (not the same as "none is unfenced")."""
+
+    def ask(admin: Any) -> set[int]:
+        brokers = admin.describe_cluster().get("brokers", ())
+        return {int(b["broker_id"]) for b in brokers if not b.get("is_fenced")}
+
+    return _ask_any_broker(layout, ask)
+
+
+def caught_up_voters(layout: Layout, since_ms: int) -> set[int] | None:
+    """The quorum's voters that have caught up with its leader at or after `since_ms`
+    (DescribeMetadataQuorum, asked of any running broker; the leader counts once one is
+    elected); None when no broker answered."""
+
+    def ask(admin: Any) -> set[int]:
+        quorum = admin.describe_metadata_quorum()["topics"][0]["partitions"][0]
+        leader = int(quorum["leader_id"])
+        return {
+            int(voter["replica_id"])
+            for voter in quorum["current_voters"]
+            if int(voter["replica_id"]) == leader
+            or int(voter["last_caught_up_timestamp"]) >= since_ms
+        }
+
+    return _ask_any_broker(layout, ask)
+
+
+def wait_up(layout: Layout, nodes: Iterable[int], timeout_s: float) -> None:
+    """Wait until each of `nodes` is up: a broker unfenced, a controller-only node caught
+    up with the quorum's leader since this wait began."""
     wanted = set(nodes)
+    brokers = wanted & set(layout.node_ids)
+    controllers = wanted - brokers
+    since_ms = int(time.time() * 1000)
 
     def ready() -> bool:
         for node in wanted:
@@ -278,10 +344,12 @@ def wait_unfenced(layout: Layout, nodes: Iterable[int], timeout_s: float) -> Non
                     f"node {node} exited during start-up; log:\n"
                     + log_tail(layout.node_dir(node) / "stdout.log")
                 )
-        return wanted <= (unfenced_brokers(layout) or set())
+        if not brokers <= (unfenced_brokers(layout) or set()):
+            return False
+        return not controllers or controllers <= (caught_up_voters(layout, since_ms) or set())
 
     if not wait_until(ready, timeout_s, 0.5):
-        raise LocalClusterError(f"nodes {sorted(wanted)} were not unfenced within {timeout_s:.0f}s")
+        raise LocalClusterError(f"nodes {sorted(wanted)} were not up within {timeout_s:.0f}s")
 
 
 @contextmanager
@@ -297,25 +365,28 @@ def start(
     *,
     nodes: int = 3,
     voters: int = 0,
+    controllers: int = 0,
     overrides: Mapping[str, str] | None = None,
     timeout_s: float = START_TIMEOUT_S,
 ) -> str:
-    """Start every node not running; returns the bootstrap address once all are unfenced."""
+    """Start every node not running; returns the bootstrap address once all are up."""
     if nodes < 1:
         raise LocalClusterError(f"--nodes must be at least 1, not {nodes}")
+    if controllers < 0 or (controllers and voters):
+        raise LocalClusterError("--controllers takes a count of separate voters, not with voters")
     data_dir = data_dir.resolve()
     with _locked(data_dir):
-        layout = _new_layout(data_dir, nodes, voters)
+        layout = _new_layout(data_dir, nodes, voters, controllers)
         layout.save()
         (layout.root / "log4j2.properties").write_text(LOG4J2)
         try:
-            for node in layout.node_ids:
+            for node in layout.all_nodes:
                 if layout.pid(node) is None:
                     layout.node_dir(node).mkdir(parents=True, exist_ok=True)
                     write_properties(layout.config(node), node_config(layout, node, overrides))
                     _format(layout, node)
                     _launch(layout, node)
-            wait_unfenced(layout, layout.node_ids, timeout_s)
+            wait_up(layout, layout.all_nodes, timeout_s)
         except LocalClusterError:
             _stop_locked(layout, STOP_TIMEOUT_S)
             raise
@@ -323,12 +394,12 @@ def start(
 
 
 def start_node(data_dir: Path, node: int, *, timeout_s: float = START_TIMEOUT_S) -> None:
-    """Start one stopped node again (same id, ports, data); returns once it is unfenced."""
+    """Start one stopped node again (same id, ports, data); returns once it is up."""
     layout = load_layout(data_dir)
     with _locked(layout.root):
         if layout.pid(node) is None:
             _launch(layout, node)
-        wait_unfenced(layout, (node,), timeout_s)
+        wait_up(layout, (node,), timeout_s)
 
 
 def kill_node(data_dir: Path, node: int) -> None:
@@ -357,7 +428,7 @@ def shutdown_node(data_dir: Path, node: int, *, timeout_s: float = STOP_TIMEOUT_
 def _stop_locked(layout: Layout, timeout_s: float) -> None:
     """SIGTERM to every node at once (one by one, the last ones would wait for a quorum
     that is gone), SIGKILL to any that outlives `timeout_s`."""
-    pids = {n: pid for n in layout.node_ids if (pid := layout.pid(n)) is not None}
+    pids = {n: pid for n in layout.all_nodes if (pid := layout.pid(n)) is not None}
     for pid in pids.values():
         signal_group(pid, signal.SIGTERM)
 
@@ -388,13 +459,19 @@ def main(args: argparse.Namespace) -> int:
     began = time.monotonic()
     node = args.broker
     if args.action == "start" and node is None:
-        bootstrap = start(data_dir, nodes=args.nodes)
+        controllers = getattr(args, "controllers", None) or 0
+        bootstrap = start(data_dir, nodes=args.nodes, controllers=controllers)
         took = time.monotonic() - began
-        print(f"KRaft cluster of {args.nodes} nodes in {data_dir} is up ({took:.1f}s); bootstrap:")
+        shape = (
+            f"{args.nodes} brokers and {controllers} controllers"
+            if controllers
+            else (f"{args.nodes} nodes")
+        )
+        print(f"KRaft cluster of {shape} in {data_dir} is up ({took:.1f}s); bootstrap:")
         print(bootstrap)
     elif args.action == "start":
         start_node(data_dir, node)
-        print(f"node {node} is unfenced ({time.monotonic() - began:.1f}s)")
+        print(f"node {node} is up ({time.monotonic() - began:.1f}s)")
     elif args.action == "kill":
         kill_node(data_dir, node)
         print(f"node {node} killed")
@@ -407,9 +484,12 @@ def main(args: argparse.Namespace) -> int:
     else:
         layout = load_layout(data_dir)
         unfenced = unfenced_brokers(layout) or set()
-        for n in layout.node_ids:
+        for n in layout.all_nodes:
             pid = layout.pid(n)
             state = f"pid {pid}" if pid is not None else "not running"
-            print(f"node-{n}: {state}, 127.0.0.1:{layout.broker_ports[n]}, "
-                  f"unfenced: {n in unfenced}")  # fmt: skip
+            if n in layout.broker_ports:
+                where = f"broker 127.0.0.1:{layout.broker_ports[n]}, unfenced: {n in unfenced}"
+            else:
+                where = f"controller 127.0.0.1:{layout.controller_ports[n]}"
+            print(f"node-{n}: {state}, {where}")
     return 0
