@@ -372,11 +372,8 @@ class KraftLogModel:
         if (
             cause is None
             or cause.topic != topic
-            or cause.event["type"]
-            not in (
-                "topic_creation",
-                "topic_config_change",
-            )
+            or cause.event["type"] not in ("topic_creation", "topic_config_change")
+            or cause.writes  # a creation's configs come before its PartitionRecords
         ):
             self._release_pending()
             event = {"type": "topic_config_change", "topic": topic, "configs": {}}
@@ -693,9 +690,21 @@ def _causeless_kind(change: Change) -> str | None:
     if new.leader != old.leader:
         if new.leader == NO_LEADER:
             return None
-        clean = new.leader in old.isr or new.leader in old.elr or new.leader in old.lke
+        # a last known leader is elected uncleanly (RECOVERING), as any outside ISR and ELR
+        clean = new.leader in old.isr or new.leader in old.elr
         return "preferred" if clean else "unclean"
-    if new.isr != old.isr or new.leader_recovery_state != old.leader_recovery_state:
+    if old.leader == NO_LEADER:
+        # no leader to send an AlterPartition: an election that found no leader and
+        # cleared the ELR or LKE (ELR turned off, or no eligible member left)
+        changed = (new.isr, new.elr, new.lke) != (old.isr, old.elr, old.lke)
+        return "preferred" if changed else None
+    if (new.isr, new.elr, new.lke, new.leader_recovery_state) != (
+        old.isr,
+        old.elr,
+        old.lke,
+        old.leader_recovery_state,
+    ):
+        # an AlterPartition, whose build may change the ELR and LKE alone
         return "isr"
     return None
 
@@ -704,7 +713,7 @@ def _causeless_event(change: Change, kind: str) -> Event:
     (topic, partition), old, new = change.tp, change.old, change.new
     if kind == "reassignment":
         event = {"type": "partition_reassignment", "topic": topic, "partition": partition}
-        return event | {"replicas": list(new.target())}
+        return event | {"replicas": _target(change)}
     if kind == "cancel":
         event = {"type": "partition_reassignment", "topic": topic, "partition": partition}
         return event | {"replicas": None}
@@ -717,6 +726,21 @@ def _causeless_event(change: Change, kind: str) -> Event:
     if new.leader_recovery_state != old.leader_recovery_state:
         event["leader_recovery_state"] = new.leader_recovery_state
     return event
+
+
+def _target(change: Change) -> list[int]:
+    """The target of a reassignment start: its replicas are the target followed by the
+    sorted removing replicas (`PartitionReassignmentReplicas`). A record that leaves the
+    removing replicas unset kept the partition's (Kafka does not write an unchanged list):
+    they are the tail of the replicas only when the target did not drop them."""
+    replicas = list(change.new.replicas)
+    removing = change.data.get("removingReplicas")
+    if removing is not None:
+        return [b for b in replicas if b not in removing]
+    tail = sorted(change.old.removing)
+    if tail and replicas[-len(tail) :] == tail:
+        return replicas[: -len(tail)]
+    return replicas
 
 
 def _iso(ts: int) -> str:
