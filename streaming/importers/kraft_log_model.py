@@ -213,7 +213,11 @@ class KraftLogModel:
         owned = self._take_pending(broker)
         old = self.brokers.get(broker)
         # the unclean path of a re-registration takes the broker out of every ELR
-        unclean = any(broker in c.old.elr and broker not in c.new.elr for c in owned)
+        # (the clean path leaves it in the ELR, or puts it there, where the ISR shrinks
+        # below min.insync.replicas; where it does not, both paths write the same)
+        unclean = any(
+            broker in c.old.isr + c.old.elr and broker not in c.new.isr + c.new.elr for c in owned
+        )
         rack = data.get("rack") or None  # "" and null: no rack
         incarnation = data.get("incarnationId")
         epoch = int(data["brokerEpoch"])
@@ -309,6 +313,7 @@ class KraftLogModel:
             self._release_pending()
             event = {"type": "partition_creation", "topic": name, "assignment": {}}
             cause = self._open(_Cause(event, claim="config", topic=name))
+            self._whole_topic(cause, name)
         cause.event["assignment"][str(tp[1])] = list(state.replicas)
         cause.writes[tp] = state
 
@@ -356,6 +361,7 @@ class KraftLogModel:
             cause is None
             or cause.event["type"] != "cluster_config_change"
             or cause.event.get("broker", "") != ("" if resource == "" else int(resource))
+            or key in cause.event["configs"]  # a key twice: the next request's
         ):
             self._release_pending()
             event: Event = {"type": "cluster_config_change", "configs": {}}
@@ -373,12 +379,20 @@ class KraftLogModel:
             cause is None
             or cause.topic != topic
             or cause.event["type"] not in ("topic_creation", "topic_config_change")
-            or cause.writes  # a creation's configs come before its PartitionRecords
+            or cause.event.get("assignment")  # a creation's configs precede its partitions
+            or key in cause.event.get("configs", {})  # a key twice: the next request's
         ):
             self._release_pending()
             event = {"type": "topic_config_change", "topic": topic, "configs": {}}
             cause = self._open(_Cause(event, claim="config", topic=topic, observes=False))
+            self._whole_topic(cause, topic)
         cause.event.setdefault("configs", {})[key] = carried
+
+    def _whole_topic(self, cause: _Cause, topic: str) -> None:
+        """A topic event's `observed` speaks of the whole topic (its scope): the states of
+        its partitions when the event starts, which its own records then update."""
+        for p in self.by_topic.get(topic, {}):
+            cause.writes[topic, p] = self.partitions[topic, p]
 
     def _carried(self, topic: str, key: str, value: str | None) -> str | None:
         """What kcsim gets for `key` of `topic` (None: nothing), kept in `configs`.
@@ -461,12 +475,18 @@ class KraftLogModel:
         if after is not None and _claims(after, change):
             after.writes[tp] = new
         else:
+            # an operation's records are contiguous: another's ends the claim
+            self._after = None
             self._pending.append(change)
 
     def _take_pending(self, broker: int) -> list[Change]:
         """The pending changes that took `broker` out of something (a fence's, a
         registration's or an unregistration's own); the others are released first."""
-        owned = [c for c in self._pending if c.old.holds(broker) and not _keeps(c, broker)]
+        owned = [
+            c
+            for c in self._pending
+            if c.old.holds(broker) and not _keeps(c, broker) and not _starts_reassignment(c)
+        ]
         self._pending = [c for c in self._pending if c not in owned]
         self._release_pending()
         return owned
@@ -485,7 +505,13 @@ class KraftLogModel:
                 self.counts.unexplained += 1
                 continue
             if kind in ("preferred", "unclean"):
-                if election is None or election.event["election"] != kind:
+                # ElectLeaders walks its partitions topic by topic: a topic seen before
+                # another one in this run (the unclean task's order) starts a new event
+                if (
+                    election is None
+                    or election.event["election"] != kind
+                    or _revisits(election.event["partitions"], change.tp[0])
+                ):
                     event = {"type": "leader_election", "election": kind, "partitions": []}
                     election = self._open(_Cause(event), after=False)
                 election.event["partitions"].append(
@@ -615,10 +641,6 @@ class KraftLogModel:
             kind = event["type"]
             if kind in ("topic_deletion",):
                 observed["partitions"] = []
-            elif kind in ("topic_config_change",) and cause.writes:
-                # a topic event's observed speaks of the whole topic
-                for p in self.by_topic.get(event["topic"], {}):
-                    cause.writes.setdefault((event["topic"], p), self.partitions[event["topic"], p])
             if cause.writes:
                 observed["partitions"] = [_observed(tp, s) for tp, s in cause.writes.items()]
             elif kind in _CREATIONS:
@@ -657,21 +679,41 @@ _CREATIONS = ("topic_creation", "partition_creation")
 
 def _keeps(change: Change, broker: int) -> bool:
     """Whether `broker` holds after the change everything it held before."""
-    old, new = change.old, change.new
-    return (
-        (old.leader != broker or new.leader == broker)
-        and all(b in new.isr for b in old.isr if b == broker)
-        and all(b in new.elr for b in old.elr if b == broker)
-        and all(b in new.lke for b in old.lke if b == broker)
+    old, new, b = change.old, change.new, broker
+    return not (
+        (old.leader == b and new.leader != b)
+        or (b in old.isr and b not in new.isr)
+        # leaving the ELR or LKE for the ISR is joining, not a removal
+        or (b in old.elr and b not in new.elr and b not in new.isr)
+        or (b in old.lke and b not in new.lke and b not in new.isr)
     )
+
+
+def _starts_reassignment(change: Change) -> bool:
+    """A new replica set on a partition not reassigning: no broker's fence writes that."""
+    old, new = change.old, change.new
+    return not (old.adding or old.removing) and new.replicas != old.replicas
+
+
+def _revisits(partitions: list[dict[str, Any]], topic: str) -> bool:
+    seen = [p["topic"] for p in partitions]
+    return topic in seen and seen[-1] != topic
 
 
 def _claims(cause: _Cause, change: Change) -> bool:
     """Whether a change after `cause`'s record is its own."""
     old, new = change.old, change.new
     if cause.claim == "unfence":
-        # the unfence elects every leaderless partition (and the ELR/LKE elections of b)
-        return old.leader == NO_LEADER and new.leader != NO_LEADER
+        # the unfence elects over every leaderless partition; b is the one broker that
+        # became eligible, so a winner is b, cleanly (ISR, ELR) or as the last known
+        # leader (ISR and ELR empty); an unclean winner is another run's (the unclean
+        # task or ElectLeaders), which replays the same either way
+        b = cause.broker
+        if old.leader != NO_LEADER:
+            return False
+        return new.leader == b and (
+            b in old.isr or b in old.elr or (not old.isr and not old.elr and b in old.lke)
+        )
     if cause.claim == "shutdown":
         broker = cause.broker
         return broker is not None and old.holds(broker) and not _keeps(change, broker)
@@ -685,7 +727,9 @@ def _causeless_kind(change: Change) -> str | None:
         if reassigning and not (new.adding or new.removing):
             if new.replicas == old.target():
                 return "completion"
-            return "cancel"
+            if new.replicas == tuple(b for b in old.replicas if b not in old.adding):
+                return "cancel"
+        # a start, or a new target that the ISR already covers (done at once)
         return "reassignment"
     if new.leader != old.leader:
         if new.leader == NO_LEADER:
