@@ -24,8 +24,9 @@ from typing import Any
 
 import pytest
 
+from controller.kraft.outcome import KRaftRejection
 from controller.kraft.outcome import Record as EngineRecord
-from controller.kraft.quorum_controller import KRaftRejection, QuorumController
+from controller.kraft.quorum_controller import QuorumController
 from controller.kraft.settings import KRaftSettings
 from streaming.cli import main
 from streaming.importers.kraft_log_decoder import Record
@@ -96,7 +97,9 @@ def imported(batches: list[list[tuple[int, str, dict[str, Any]]]]) -> list[dict[
     return events + model.finish()
 
 
-def replayed(settings: Mapping[str, str], events: list[dict[str, Any]]):
+def replayed(
+    settings: Mapping[str, str], events: list[dict[str, Any]]
+) -> tuple[list[EngineRecord], QuorumController]:
     controller = QuorumController(KRaftSettings.from_properties(dict(settings)))
     written: list[EngineRecord] = []
     for event in events:
@@ -110,7 +113,7 @@ def state(controller: QuorumController) -> tuple[list[Any], list[Any]]:
 
 @pytest.mark.parametrize("packed", [False, True], ids=["one-batch-per-operation", "packed"])
 @pytest.mark.parametrize("seed", SEEDS)
-def test_an_imported_log_replays_to_the_same_records(seed, packed):
+def test_an_imported_log_replays_to_the_same_records(seed: int, packed: bool) -> None:
     sequence = random_sequence(seed)
     batches, written, original = engine_log(sequence.settings, sequence.events)
     events = imported(pack(batches, random.Random(seed) if packed else None))
@@ -119,7 +122,7 @@ def test_an_imported_log_replays_to_the_same_records(seed, packed):
     assert state(replay) == state(original)
 
 
-def test_the_replay_of_an_import_has_no_divergence(tmp_path):
+def test_the_replay_of_an_import_has_no_divergence(tmp_path: Path) -> None:
     """Through `kcsim replay --set kcsim.engine=kraft`: every event's `observed` (partition
     states with ELR, LKE and LRS, broker statuses) matches the simulation."""
     checked = 0
