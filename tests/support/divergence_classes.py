@@ -56,3 +56,9 @@ EXPECTED_CLASSES = {
     # StopReplica; ZooKeeper mode's TopicDeletionManager waits for every replica's answer
     ("topic_deletion", "partition"),
 }
+
+# With min.insync.replicas above 1, a fence puts the broker in the ELR of partitions whose
+# ISR it leaves below the minimum, and its next registration after an unclean shutdown
+# (SIGKILL) takes it out again with a PartitionChangeRecord (ReplicationControlManager
+# .handleBrokerShutdown): KRaft writes, ZooKeeper mode (no ELR) not
+ELR_CLASSES = {("broker_registration", "partition_epoch")}
