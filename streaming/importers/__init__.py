@@ -4,7 +4,8 @@
 both importers share. `zk_logs` reads a ZooKeeper-mode controller's controller.log and
 state-change.log (`zk_log_lines` parses the lines, the pure `zk_log_model` turns them
 into events); `kraft_log` reads a KRaft `__cluster_metadata` log (`kraft_log_decoder`
-runs Kafka's own decoder, the pure `kraft_log_model` turns records into events).
+runs Kafka's own decoder, the pure `kraft_log_model` turns records into the KRaft
+controller's inputs, CONTRACT §5).
 `state_field` is the `state` an imported event carries, shared with the shadow.
 
 May import: `controller`, `schemas`, `streaming.jars`, `streaming.local_clusters.processes`

@@ -1,5 +1,6 @@
 """`kcsim import kraft-log PATH --out EVENTS`: a KRaft cluster's `__cluster_metadata` log
-(segments, and a snapshot when the log starts at one) → CONTRACT §1 events.
+(segments, and a snapshot when the log starts at one) → the KRaft controller's inputs
+(CONTRACT §5 events, with `observed`).
 
 Kafka's own decoder reads the files (`kraft_log_decoder`, a JVM streaming its output);
 the pure `KraftLogModel` turns the records into events, one batch at a time, so memory

@@ -37,20 +37,28 @@ def _difference(row: dict) -> object:
     return (row["observed"], row["simulated"])
 
 
-# (event type, field) where a difference between KRaft and kcsim (ZooKeeper mode) first
-# appears or changes; the README's table gives each one's reason in Kafka's source
+# (event type, field) where a difference between KRaft and kcsim's ZooKeeper-mode engine
+# first appears or changes when a KRaft log's imported events are replayed with `zk`;
+# docs/importing-logs.md gives each one's reason in Kafka's source (SPEC-KRAFT §24)
 EXPECTED_CLASSES = {
-    # fencing / controlled shutdown takes a follower out of the ISR: ZooKeeper mode's
+    # D1: a follower leaving the ISR on a fence or controlled shutdown: ZooKeeper mode's
     # removeReplicasFromIsr bumps the leader epoch, KRaft (metadata.version >= 3.6) not
     ("broker_failure", "leader_epoch"),
     ("controlled_shutdown", "leader_epoch"),
-    # a reassignment: ZooKeeper mode writes it in steps (phase A bumps the leader epoch,
-    # phase B elects and removes replicas one write each), KRaft in one record per step
+    # D2: a reassignment: ZooKeeper mode writes it in steps (phase A bumps the leader
+    # epoch, phase B elects and removes replicas one write each), KRaft in one record per
+    # step; the leader's AlterPartition completing it is KRaft's second record
     ("partition_reassignment", "leader_epoch"),
     ("partition_reassignment", "partition_epoch"),
     ("isr_change", "leader_epoch"),
     ("isr_change", "partition_epoch"),
-    # a topic deleted while a replica's node is down: KRaft removes it at once, ZooKeeper
-    # mode's TopicDeletionManager waits for that replica until its broker is back
-    ("stop_replica_response", "partition"),
+    # D3: KRaft removes a deleted topic at once with one RemoveTopicRecord and sends no
+    # StopReplica; ZooKeeper mode's TopicDeletionManager waits for every replica's answer
+    ("topic_deletion", "partition"),
 }
+
+# With min.insync.replicas above 1, a fence puts the broker in the ELR of partitions whose
+# ISR it leaves below the minimum, and its next registration after an unclean shutdown
+# (SIGKILL) takes it out again with a PartitionChangeRecord (ReplicationControlManager
+# .handleBrokerShutdown): KRaft writes, ZooKeeper mode (no ELR) not
+ELR_CLASSES = {("broker_registration", "partition_epoch")}

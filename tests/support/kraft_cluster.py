@@ -12,6 +12,7 @@ running).
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,7 +24,9 @@ from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, NewTopic
 from kafka.errors import KafkaError, for_code
 
+from streaming.jars import kafka_libs_dir
 from streaming.local_clusters import kraft_cluster as cluster
+from streaming.local_clusters.processes import java
 
 WAIT_S = 90.0
 
@@ -159,6 +162,19 @@ class KraftCluster:
         the cluster-wide default)."""
         self._alter_configs(ConfigResourceType.BROKER, broker, changes)
 
+    def alter_cluster_configs(self, changes: Mapping[str, str]) -> None:
+        """Set the cluster-wide default of broker configs (resource name "") with Kafka's
+        own ConfigCommand (kafka-configs.sh --entity-default), one JVM; with ELR on, Kafka
+        refuses a node-level min.insync.replicas (KIP-966), so this is the way to set it."""
+        pairs = ",".join(f"{k}={v}" for k, v in changes.items())
+        command = [
+            java(), "-cp", f"{kafka_libs_dir()}/*", "kafka.admin.ConfigCommand",
+            "--bootstrap-server", self.bootstrap, "--entity-type", "brokers",
+            "--entity-default", "--alter", "--add-config", pairs,
+        ]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+
     def _alter_configs(
         self, kind: ConfigResourceType, name: str, changes: Mapping[str, str | None]
     ) -> None:
@@ -182,6 +198,14 @@ class KraftCluster:
         admin = self.admin()
         try:
             admin.elect_leaders(0, {topic: list(partitions)}, raise_errors=False)
+        finally:
+            admin.close()
+
+    def elect_unclean(self, topic: str, partitions: Sequence[int]) -> None:
+        """ElectLeaders UNCLEAN (election type 1) of some partitions of one topic."""
+        admin = self.admin()
+        try:
+            admin.elect_leaders(1, {topic: list(partitions)}, raise_errors=False)
         finally:
             admin.close()
 

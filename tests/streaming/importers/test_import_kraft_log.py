@@ -26,20 +26,24 @@ LOG = ROOT / "tests/data/kraft-4.1.1/__cluster_metadata-0"
 SEGMENT = "00000000000000000000.log"
 
 RUN = [
-    "controller_failover", "broker_startup", "broker_startup", "broker_startup",
+    "controller_failover",
+    # registrations (fenced, with their epochs), each then unfenced by its heartbeat
+    "broker_registration", "broker_registration", "broker_unfence", "broker_unfence",
+    "broker_registration", "broker_unfence",
     "topic_creation", "topic_creation",
     # the quorum leader (node 1) killed: a new controller, then node 1 fenced and back
-    "controller_failover", "broker_failure", "broker_startup",
+    "controller_failover", "broker_failure", "broker_registration", "broker_unfence",
     "isr_change", "isr_change", "isr_change", "isr_change",
-    # node 3: controlled shutdown, fenced, back
-    "controlled_shutdown", "broker_failure", "broker_startup",
+    # node 3: controlled shutdown, fenced at its end (then the redundant fence of its
+    # SHUTDOWN_NOW, SPEC-KRAFT §8), back
+    "controlled_shutdown", "broker_failure", "broker_failure", "broker_registration",
+    "broker_unfence",
     "isr_change", "isr_change", "isr_change", "isr_change",
     # two reassignments, the second completed by the AlterPartition adding its new replica
     "partition_reassignment", "partition_reassignment", "isr_change",
     "leader_election",
-    # node 3 killed, audit deleted meanwhile; node 3 back deletes its replicas
-    "broker_failure", "topic_deletion", "stop_replica_response", "stop_replica_response",
-    "broker_startup", "stop_replica_response", "stop_replica_response",
+    # node 3 killed, audit deleted meanwhile (at once, KRaft sends no StopReplica); back
+    "broker_failure", "topic_deletion", "broker_registration", "broker_unfence",
     "isr_change", "isr_change", "isr_change",
 ]  # fmt: skip
 
@@ -52,37 +56,73 @@ def import_log(directory: Path, out: Path, *extra: str) -> int:
     return main(["import", "kraft-log", str(directory), "--out", str(out), "--quiet", *extra])
 
 
-def replay(events: Path, out: Path) -> dict[str, list[dict]]:
-    assert main(["replay", str(events), "--out", str(out)]) == 0
+def replay(events: Path, out: Path, *settings: str) -> dict[str, list[dict]]:
+    assert main(["replay", str(events), "--out", str(out), *settings]) == 0
     return {p.stem: read(p) for p in out.glob("*.jsonl")}
 
 
-def test_recorded_run_becomes_its_events(tmp_path):
+def of(events: list[dict], kind: str) -> list[dict]:
+    return [e for e in events if e["type"] == kind]
+
+
+def test_recorded_run_becomes_its_inputs(tmp_path):
     out = tmp_path / "events.jsonl"
     assert import_log(LOG, out) == 0
     events = read(out)
     assert [e["type"] for e in events] == RUN
     assert [e["seq"] for e in events] == list(range(1, len(RUN) + 1))
-    # the controller epoch is the quorum leader epoch of the LeaderChange records
-    failovers = [e for e in events if e["type"] == "controller_failover"]
-    assert [(e["controller"], e["controller_epoch"]) for e in failovers] == [(1, 1), (2, 2)]
-    creation = events[4]
+    # each failover names the new quorum leader
+    assert [e["controller"] for e in of(events, "controller_failover")] == [1, 2]
+    # registrations carry the log's epochs and incarnations; a restart after a fence
+    # that the log shows as clean names the epoch the broker had
+    registrations = of(events, "broker_registration")
+    assert [e["broker"] for e in registrations] == [2, 1, 3, 1, 3, 3]
+    first = {e["broker"]: e["broker_epoch"] for e in registrations[:3]}
+    assert all(e["incarnation"] for e in registrations)
+    assert registrations[3]["previous_broker_epoch"] == first[1]
+    assert "previous_broker_epoch" not in registrations[0]
+    # a registration observes its broker fenced, the unfence live
+    assert registrations[1]["observed"] == {"brokers": [{"broker": 1, "status": "fenced"}]}
+    unfence = of(events, "broker_unfence")[0]
+    assert unfence["observed"]["brokers"] == [{"broker": 1, "status": "live"}]
+    creation = of(events, "topic_creation")[0]
     assert creation["assignment"] == {"0": [1, 2, 3], "1": [2, 3, 1], "2": [3, 1, 2]}
-    assert [r["leader"] for r in creation["observed"]["partitions"]] == [1, 2, 3]
-    # the controlled shutdown's partition changes (same batch) are its observed
-    shutdown = events[13]
+    rows = creation["observed"]["partitions"]
+    assert [r["leader"] for r in rows] == [1, 2, 3]
+    assert all(r["elr"] == [] and r["last_known_elr"] == [] for r in rows)
+    assert all("controller_epoch" not in r for r in rows)  # none in KRaft (CONTRACT §5)
+    # the controlled shutdown's partition changes, written after its record, are its own
+    (shutdown,) = of(events, "controlled_shutdown")
     assert shutdown["broker"] == 3
+    assert shutdown["observed"]["brokers"] == [{"broker": 3, "status": "shutting_down"}]
     assert shutdown["observed"]["partitions"]
     assert all(3 not in r["isr"] for r in shutdown["observed"]["partitions"])
     # a reassignment adding a replica, then the AlterPartition that completed it
-    adding, completing = events[21], events[22]
+    adding = of(events, "partition_reassignment")[1]
+    completing = events[events.index(adding) + 1]
     assert (adding["topic"], adding["partition"], adding["replicas"]) == ("audit", 0, [1, 3])
     assert adding["observed"]["partitions"][0]["replicas"] == [1, 3, 2]
     assert completing["type"] == "isr_change" and sorted(completing["isr"]) == [1, 2, 3]
-    assert completing["observed"]["partitions"][0]["replicas"] == [1, 3]
+    # sent by the leader 2, which the completion removed: the new leader is 1
+    assert completing["leader"] == 2
+    (row,) = completing["observed"]["partitions"]
+    assert (row["replicas"], row["leader"], row["isr"]) == ([1, 3], 1, [1, 3])
+    # the deletion observes the topic gone
+    (deletion,) = of(events, "topic_deletion")
+    assert deletion["observed"] == {"partitions": []}
 
 
-def test_replayed_divergences_are_the_readme_classes(tmp_path):
+def test_the_import_replays_exactly_under_kraft(tmp_path):
+    """CONTRACT §5: no divergence under the KRaft engine, every event applied."""
+    out = tmp_path / "events.jsonl"
+    assert import_log(LOG, out) == 0
+    tables = replay(out, tmp_path / "tables", "--set", "kcsim.engine=kraft")
+    assert tables["rejected_events"] == []
+    assert tables["divergences"] == []
+    assert sum(1 for e in read(out) if "observed" in e) >= 30
+
+
+def test_under_zookeeper_mode_the_divergences_are_the_documented_classes(tmp_path):
     out = tmp_path / "events.jsonl"
     assert import_log(LOG, out) == 0
     tables = replay(out, tmp_path / "tables")
@@ -95,26 +135,28 @@ def test_a_log_starting_at_a_snapshot(tmp_path):
     assert import_log(LOG, out, "--from-snapshot") == 0
     events = read(out)
     kinds = [e["type"] for e in events]
-    # at the snapshot node 3 was fenced (killed) and audit deleted: brokers 1 and 2, orders
-    assert kinds[:4] == [
-        "broker_startup",
-        "broker_startup",
-        "topic_creation",
-        "controller_failover",
-    ]
-    assert [e["broker"] for e in events[:2]] == [1, 2]
-    assert kinds[4] == "broker_startup" and events[4]["broker"] == 3  # node 3 back
-    creation, failover = events[2], events[3]
+    # at the snapshot node 3 was fenced (killed) and audit deleted: every registration
+    # with its epoch, brokers 1 and 2 unfenced, orders with its stored state
+    assert kinds[:6] == [
+        "broker_registration", "broker_unfence", "broker_registration", "broker_unfence",
+        "broker_registration", "cluster_config_change",
+    ]  # fmt: skip
+    assert [e["broker"] for e in events[:5]] == [1, 1, 2, 2, 3]
+    creation, failover = events[6], events[7]
+    assert (creation["type"], failover["type"]) == ("topic_creation", "controller_failover")
     assert creation["assignment"] == {"0": [2, 3], "1": [2, 3, 1], "2": [3, 1, 2]}
-    assert failover["controller_epoch"] == 2  # the snapshot's epoch
     observed = failover["observed"]["partitions"]
     assert [(r["topic"], r["partition"]) for r in observed] == [("orders", p) for p in range(3)]
     for row in observed:
         state = creation["state"][str(row["partition"])]
-        assert state == {k: row[k] for k in state}
-    tables = replay(out, tmp_path / "tables")
-    # kcsim loads the snapshot's state as it is: no divergence at the failover
-    assert not [r for r in tables["divergences"] if r["seq"] <= failover["seq"]]
+        assert {k: state[k] for k in ("leader", "leader_epoch", "isr", "partition_epoch")} == {
+            k: row[k] for k in ("leader", "leader_epoch", "isr", "partition_epoch")
+        }
+    statuses = {b["broker"]: b["status"] for b in failover["observed"]["brokers"]}
+    assert statuses == {1: "live", 2: "live", 3: "fenced"}
+    # kcsim loads the snapshot's state as it is, and the log after it replays exactly
+    tables = replay(out, tmp_path / "tables", "--set", "kcsim.engine=kraft")
+    assert tables["rejected_events"] == [] and tables["divergences"] == []
 
 
 def test_stdout_feeds_replay(tmp_path):
@@ -195,7 +237,7 @@ def test_an_old_record_format_is_refused(tmp_path, capsys):
     error = capsys.readouterr().err
     assert f"{log / SEGMENT}: position " in error and "record format v1" in error
     # the brokers' batch before it (format v2) is imported
-    assert [e["type"] for e in read(out)] == ["broker_startup"] * 3
+    assert [e["type"] for e in read(out)] == ["broker_registration", "broker_unfence"] * 3
 
 
 def touch(directory: Path, *names: str) -> None:

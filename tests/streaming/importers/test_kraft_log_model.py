@@ -1,12 +1,17 @@
-"""The pure mapping of KRaft metadata records to events (`streaming/importers/kraft_log_model.py`),
-on records shaped as Kafka 4.1.1's decoder prints them, for cases the recorded run does not
-hold: a cancelled reassignment, an unclean election, a re-registration, a deletion with a
-replica's broker down (SPEC §13, §10, §8, §15)."""
+"""The pure mapping of KRaft metadata records to the KRaft controller's inputs
+(`streaming/importers/kraft_log_model.py`, SPEC-KRAFT §23.2-§23.3), on records shaped as
+Kafka 4.1.1's decoder prints them: batches that pack several operations, registrations
+clean and unclean, unfence elections, controlled shutdowns, configs with their
+ClearElrRecords, features, AlterPartitions ending a recovery, elections, reassignments.
+Each crafted log's import is replayed under `kcsim.engine=kraft` and must leave no
+divergence (its records are the ones the engine writes for those inputs)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from streaming.cli import main
 from streaming.importers.kraft_log_decoder import Record
 from streaming.importers.kraft_log_model import KraftLogModel
 
@@ -25,8 +30,9 @@ class Log:
     def batch(self, *records: tuple[str, dict]) -> None:
         for kind, data in records:
             record = Record(
-                Path("s.log"), self.position, self.offset, 1, 1000, kind, 0, data, False
-            )
+                Path("s.log"), self.position, self.offset, 1, 1000 + self.position, kind, 0,
+                data, False,
+            )  # fmt: skip
             self.events += self.model.feed(record)
             self.offset += 1
         self.position += 100
@@ -37,8 +43,8 @@ class Log:
 
 
 def register(broker: int, epoch: int) -> tuple[str, dict]:
-    data = {"brokerId": broker, "brokerEpoch": epoch, "fenced": True, "rack": None}
-    return "REGISTER_BROKER_RECORD", data
+    data = {"brokerId": broker, "incarnationId": f"i{epoch}", "brokerEpoch": epoch}
+    return "REGISTER_BROKER_RECORD", data | {"fenced": True, "inControlledShutdown": False}
 
 
 def unfence(broker: int, epoch: int) -> tuple[str, dict]:
@@ -75,209 +81,246 @@ def cluster_with_topic(replicas: list[list[int]]) -> Log:
     return log
 
 
-def test_a_fencing_batch_observes_the_partition_changes_written_before_it() -> None:
+def shutting(broker: int, epoch: int) -> tuple[str, dict]:
+    return "BROKER_REGISTRATION_CHANGE_RECORD", {
+        "brokerId": broker,
+        "brokerEpoch": epoch,
+        "inControlledShutdown": 1,
+    }
+
+
+def config(kind: int, resource: str, name: str, value: str | None) -> tuple[str, dict]:
+    return "CONFIG_RECORD", {
+        "resourceType": kind,
+        "resourceName": resource,
+        "name": name,
+        "value": value,
+    }
+
+
+def replays_exactly(events: list[dict], tmp_path: Path, *settings: str) -> None:
+    """The events through `kcsim replay --set kcsim.engine=kraft`: all applied, every
+    `observed` matched."""
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    out = tmp_path / "tables"
+    argv = ["replay", str(path), "--out", str(out), "--set", "kcsim.engine=kraft"]
+    assert main([*argv, *(x for s in settings for x in ("--set", s))]) == 0
+    assert (out / "rejected_events.jsonl").read_text() == ""
+    assert (out / "divergences.jsonl").read_text() == ""
+
+
+def by_type(events: list[dict], kind: str) -> list[dict]:
+    return [e for e in events if e["type"] == kind]
+
+
+def test_registrations_and_unfences_are_the_brokers_inputs(tmp_path: Path) -> None:
+    """§6, §7: a registration (fenced, its epoch and incarnation), then the heartbeat that
+    unfences it; the first registration has no previous epoch."""
     log = cluster_with_topic([[1, 2, 3]])
-    # Kafka 4.1.1 writes the ISR changes first, the fencing record last, in one batch
-    log.batch(change(0, isr=[1, 3]), fence(2, 2))
-    failure = log.done()[-1]
-    assert (failure["type"], failure["broker"]) == ("broker_failure", 2)
-    (row,) = failure["observed"]["partitions"]
-    assert (row["leader"], row["leader_epoch"], row["isr"], row["partition_epoch"]) == (
-        1, 0, [1, 3], 1,
+    events = log.done()
+    kinds = [e["type"] for e in events[:2]]
+    assert kinds == ["broker_registration", "broker_unfence"]
+    first = events[0]
+    assert (first["broker"], first["broker_epoch"], first["incarnation"]) == (1, 1, "i1")
+    assert "previous_broker_epoch" not in first
+    assert first["observed"] == {"brokers": [{"broker": 1, "status": "fenced"}]}
+    assert events[1]["observed"] == {"brokers": [{"broker": 1, "status": "live"}]}
+    replays_exactly(events, tmp_path)
+
+
+def test_a_batch_packing_a_fence_and_another_leaders_alter_partition(tmp_path: Path) -> None:
+    """§23.3: the raft layer packed a leader's AlterPartition (dropping 3) with the fence
+    of broker 2 (its removal written before the fence record): two operations, cut by
+    content: the change that drops 3 is an isr_change before the fence."""
+    log = cluster_with_topic([[1, 2, 3], [1, 3, 2]])
+    log.batch(change(1, isr=[1, 2]), change(0, isr=[1, 3]), change(1, isr=[1]), fence(2, 2))
+    events = log.done()
+    alter, failure = events[-2:]
+    assert (alter["type"], alter["partition"], alter["isr"], alter["leader"]) == (
+        "isr_change", 1, [1, 2], 1,
     )  # fmt: skip
+    assert (failure["type"], failure["broker"]) == ("broker_failure", 2)
+    rows = failure["observed"]["partitions"]
+    assert [(r["partition"], r["isr"], r["partition_epoch"]) for r in rows] == [
+        (0, [1, 3], 1),
+        (1, [1], 2),
+    ]
+    assert failure["observed"]["brokers"] == [{"broker": 2, "status": "fenced"}]
+    replays_exactly(events, tmp_path)
 
 
-def test_a_cancelled_reassignment() -> None:
+def test_a_restart_after_a_clean_shutdown_names_its_previous_epoch(tmp_path: Path) -> None:
+    """§6.1: a re-registration whose records take the broker out of no ELR is clean."""
+    log = cluster_with_topic([[1, 2, 3]])
+    log.batch(change(0, isr=[1, 3]), fence(2, 2))
+    log.batch(register(2, 40))
+    log.batch(unfence(2, 40))
+    events = log.done()
+    registration = by_type(events, "broker_registration")[-1]
+    assert (registration["broker_epoch"], registration["previous_broker_epoch"]) == (40, 2)
+    replays_exactly(events, tmp_path)
+
+
+def test_a_restart_that_takes_the_broker_out_of_an_elr_was_unclean(tmp_path: Path) -> None:
+    """§6.1, §19: with min.insync.replicas 2, fencing 2 then 3 leaves ISR [1] and ELR
+    [2]...; the records before 2's new registration remove it from the ELR: the unclean
+    path (no previous epoch), which replays to the same records."""
+    log = cluster_with_topic([[1, 2, 3]])
+    log.batch(change(0, isr=[1, 3], eligibleLeaderReplicas=[]), fence(2, 2))
+    log.batch(change(0, isr=[1], eligibleLeaderReplicas=[3]), fence(3, 3))
+    log.batch(change(0, eligibleLeaderReplicas=[]), register(3, 50))
+    events = log.done()
+    registration = by_type(events, "broker_registration")[-1]
+    assert registration["broker"] == 3 and "previous_broker_epoch" not in registration
+    assert registration["observed"]["partitions"][0]["elr"] == []
+    replays_exactly(events, tmp_path, "min.insync.replicas=2")
+
+
+def test_a_controlled_shutdown_owns_the_removals_after_its_record(tmp_path: Path) -> None:
+    """§9: the heartbeat asking to shut down: its record, then the leaderships taken."""
+    log = cluster_with_topic([[2, 1, 3], [1, 2, 3]])
+    log.batch(shutting(2, 2), change(0, isr=[1, 3], leader=1), change(1, isr=[1, 3]))
+    log.batch(fence(2, 2))
+    events = log.done()
+    shutdown, failure = events[-2:]
+    assert (shutdown["type"], shutdown["broker"]) == ("controlled_shutdown", 2)
+    assert shutdown["observed"]["brokers"] == [{"broker": 2, "status": "shutting_down"}]
+    assert [r["leader"] for r in shutdown["observed"]["partitions"]] == [1, 1]
+    assert (failure["type"], failure["observed"]["brokers"][0]["status"]) == (
+        "broker_failure", "fenced",
+    )  # fmt: skip
+    replays_exactly(events, tmp_path)
+
+
+def test_the_unfence_owns_its_elections_an_unclean_run_does_not(tmp_path: Path) -> None:
+    """§7, §15: 1's unfence elects it (ISR member); in the same batch the unclean
+    election of another partition, whose winner 1 was outside ISR and ELR, is a
+    leader_election of its own (RECOVERING)."""
+    log = cluster_with_topic([[1, 2], [2, 1]])
+    log.batch(change(0, isr=[2], leader=2), change(1, isr=[2]), fence(1, 1))
+    log.batch(change(0, isr=[2], leader=-1), change(1, leader=-1), fence(2, 2))
+    log.batch(register(1, 60))
+    log.batch(
+        unfence(1, 60),
+        change(0, leader=1, isr=[1], leaderRecoveryState=1),
+        change(1, leader=1, isr=[1], leaderRecoveryState=1),
+    )
+    events = log.done()
+    unfence_event, election = events[-2:]
+    assert unfence_event["type"] == "broker_unfence"
+    assert "partitions" not in unfence_event["observed"]
+    assert (election["type"], election["election"]) == ("leader_election", "unclean")
+    assert election["partitions"] == [
+        {"topic": "t", "partition": 0},
+        {"topic": "t", "partition": 1},
+    ]
+    assert {r["leader_recovery_state"] for r in election["observed"]["partitions"]} == {
+        "RECOVERING"
+    }
+    replays_exactly(events, tmp_path, "eligible.leader.replicas.version=0")
+
+
+def test_an_alter_partition_ending_a_recovery(tmp_path: Path) -> None:
+    """§20: the leader's AlterPartition that ends RECOVERING carries the state."""
+    log = cluster_with_topic([[1, 2], [2, 1]])
+    log.batch(change(0, isr=[2], leader=2), change(1, isr=[2]), fence(1, 1))
+    log.batch(change(0, isr=[2], leader=-1), change(1, leader=-1), fence(2, 2))
+    log.batch(register(1, 60))
+    log.batch(unfence(1, 60))
+    log.batch(change(0, leader=1, isr=[1], leaderRecoveryState=1))
+    log.batch(change(0, leaderRecoveryState=0))
+    events = log.done()
+    ended = events[-1]
+    assert (ended["type"], ended["isr"], ended["leader"]) == ("isr_change", [1], 1)
+    assert ended["leader_recovery_state"] == "RECOVERED"
+    replays_exactly(events, tmp_path, "eligible.leader.replicas.version=0")
+
+
+def test_a_cluster_min_isr_change_owns_its_clear_elr(tmp_path: Path) -> None:
+    """§16, §19: a cluster-wide min.insync.replicas: ConfigRecord then ClearElrRecord,
+    which clears every ELR (PE+1); format-time records are settings, not inputs."""
+    log = Log()
+    log.batch(config(4, "", "min.insync.replicas", "1"))
+    for broker in (1, 2, 3):
+        log.batch(register(broker, broker))
+        log.batch(unfence(broker, broker))
+    log.batch(
+        ("TOPIC_RECORD", {"name": "t", "topicId": TOPIC_ID}),
+        ("PARTITION_RECORD", {"partitionId": 0, "topicId": TOPIC_ID, "replicas": [1, 2, 3],
+                              "isr": [1, 2, 3], "leader": 1, "leaderEpoch": 0,
+                              "partitionEpoch": 0}),
+    )  # fmt: skip
+    log.batch(config(4, "", "min.insync.replicas", "3"), ("CLEAR_ELR_RECORD", {}))
+    log.batch(change(0, isr=[1, 3], eligibleLeaderReplicas=[2]), fence(2, 2))
+    log.batch(config(4, "", "min.insync.replicas", "2"), ("CLEAR_ELR_RECORD", {}))
+    events = log.done()
+    assert "format time" in log.model.notes[0]
+    changes = by_type(events, "cluster_config_change")
+    assert [c["configs"] for c in changes] == [
+        {"min.insync.replicas": "3"},
+        {"min.insync.replicas": "2"},
+    ]
+    assert "broker" not in changes[0] and "observed" not in changes[0]
+    (row,) = changes[1]["observed"]["partitions"]
+    assert (row["elr"], row["partition_epoch"]) == ([], 2)
+    replays_exactly(events, tmp_path)
+
+
+def test_a_feature_update_owns_its_config_records(tmp_path: Path) -> None:
+    """§17: turning ELR on writes the cluster min.insync.replicas, then the level."""
+    log = cluster_with_topic([[1, 2, 3]])
+    log.batch(
+        config(4, "", "min.insync.replicas", "1"),
+        ("FEATURE_LEVEL_RECORD", {"name": "eligible.leader.replicas.version", "featureLevel": 1}),
+    )
+    events = log.done()
+    assert events[-1]["type"] == "feature_update"
+    assert events[-1]["features"] == {"eligible.leader.replicas.version": 1}
+    assert not by_type(events, "cluster_config_change")
+    replays_exactly(events, tmp_path, "eligible.leader.replicas.version=0")
+
+
+def test_reassignments_started_cancelled_and_completed(tmp_path: Path) -> None:
+    """§13: a start (target = replicas - removing), a cancel (back to replicas - adding:
+    `replicas` null), and the AlterPartition that completes one."""
     log = cluster_with_topic([[1, 2]])
     log.batch(change(0, replicas=[3, 1, 2], addingReplicas=[3], removingReplicas=[2]))
-    log.batch(change(0, replicas=[1, 2], addingReplicas=[], removingReplicas=[]))
-    started, cancelled = log.done()[-2:]
-    assert (started["type"], started["replicas"]) == ("partition_reassignment", [3, 1])
-    assert (cancelled["type"], cancelled["replicas"]) == ("partition_reassignment", None)
-    assert cancelled["observed"]["partitions"][0]["replicas"] == [1, 2]
-
-
-def test_a_completed_reassignment_is_the_alter_partition_that_completed_it() -> None:
-    log = cluster_with_topic([[1, 2]])
+    # the cancel bumps the leader epoch (PartitionReassignmentRevert, D14)
+    log.batch(change(0, leader=1, replicas=[1, 2], addingReplicas=[], removingReplicas=[]))
     log.batch(change(0, replicas=[3, 1, 2], addingReplicas=[3], removingReplicas=[2]))
     log.batch(
         change(0, isr=[1, 3], leader=1, replicas=[3, 1], addingReplicas=[], removingReplicas=[])
     )
-    completing = log.done()[-1]
-    assert completing["type"] == "isr_change"
-    assert completing["isr"] == [1, 2, 3] and "leader_epoch" not in completing
-    row = completing["observed"]["partitions"][0]
-    assert (row["replicas"], row["leader_epoch"], row["partition_epoch"]) == ([3, 1], 1, 2)
+    events = log.done()
+    started, cancelled, again, completing = events[-4:]
+    assert (started["type"], started["replicas"]) == ("partition_reassignment", [3, 1])
+    assert (cancelled["type"], cancelled["replicas"]) == ("partition_reassignment", None)
+    assert again["replicas"] == [3, 1]
+    # the request's ISR: the record's, then the members the completion removed
+    assert (completing["type"], completing["isr"]) == ("isr_change", [1, 3, 2])
+    replays_exactly(events, tmp_path)
 
 
-def test_elections_preferred_and_unclean() -> None:
-    log = cluster_with_topic([[1, 2], [2, 3], [3, 4]])
-    log.batch(change(0, leader=2))  # a leader move away: nothing names it
-    log.batch(change(0, leader=1), change(1, leader=3, isr=[3]))
-    log.batch(change(2, leader=4, isr=[4]))
-    events = [e for e in log.done() if e["type"] == "leader_election"]
-    assert [(e["election"], e["partitions"]) for e in events] == [
-        ("preferred", [{"topic": "t", "partition": 0}]),
-    ]
-    # 0 moved to 2, 1 to 3, 2 to 4: to a replica of the ISR but not the first, which no
-    # election of Kafka's does unasked (counted, not made into events)
-    assert log.model.counts.unexplained == 3
-
-
-def test_an_unclean_election() -> None:
+def test_a_deletion_observes_the_topic_gone(tmp_path: Path) -> None:
+    """§12: one RemoveTopicRecord, whoever is down."""
     log = cluster_with_topic([[1, 2]])
-    log.batch(change(0, isr=[1]))
-    log.batch(fence(1, 1), change(0, leader=-1))
-    log.batch(change(0, leader=2, isr=[2]))
-    election = log.done()[-1]
-    assert (election["type"], election["election"]) == ("leader_election", "unclean")
-
-
-def test_a_new_incarnation_of_an_unfenced_broker_is_a_failure_then_a_startup() -> None:
-    log = cluster_with_topic([[1, 2]])
-    log.batch(register(2, 50))
-    log.batch(unfence(2, 50))
-    tail = [(e["type"], e.get("broker")) for e in log.done()[-2:]]
-    assert tail == [("broker_failure", 2), ("broker_startup", 2)]
-
-
-def test_a_deletion_with_a_replica_down_is_answered_when_its_broker_is_back() -> None:
-    log = cluster_with_topic([[1, 2], [2, 3]])
-    log.batch(fence(3, 3), change(1, isr=[2]))
+    log.batch(change(0, isr=[1]), fence(2, 2))
     log.batch(("REMOVE_TOPIC_RECORD", {"topicId": TOPIC_ID}))
-    log.batch(unfence(3, 3))
     events = log.done()
-    deletion = next(i for i, e in enumerate(events) if e["type"] == "topic_deletion")
-    answers = [(e["type"], e.get("partition"), e.get("broker"), "observed" in e)
-               for e in events[deletion:]]  # fmt: skip
-    assert answers == [
-        ("topic_deletion", None, None, False),
-        ("stop_replica_response", 0, 1, False),
-        ("stop_replica_response", 0, 2, False),
-        ("stop_replica_response", 1, 2, True),  # KRaft: gone; kcsim waits for broker 3
-        ("broker_startup", None, 3, False),
-        ("stop_replica_response", 1, 3, True),
-    ]
+    assert events[-1]["type"] == "topic_deletion"
+    assert events[-1]["observed"] == {"partitions": []}
+    assert not by_type(events, "stop_replica_response")
+    replays_exactly(events, tmp_path)
 
 
-def config(name: str, value: str | None, resource: str = "t", kind: int = 2) -> tuple[str, dict]:
-    data = {"resourceType": kind, "resourceName": resource, "name": name, "value": value}
-    return "CONFIG_RECORD", data
-
-
-UNCLEAN = "unclean.leader.election.enable"
-
-
-def test_a_topics_configs_at_creation_then_changed_and_deleted() -> None:
-    """§16: the configs a topic is created with are its topic_creation's; a later change
-    is a topic_config_change; a deleted unclean override falls back to the cluster's."""
-    log = Log()
-    log.batch(register(1, 1))
-    log.batch(unfence(1, 1))
-    partition = ("PARTITION_RECORD", {"partitionId": 0, "topicId": TOPIC_ID, "replicas": [1],
-                                      "isr": [1], "leader": 1, "leaderEpoch": 0,
-                                      "partitionEpoch": 0})  # fmt: skip
-    # Kafka 4.1.1 writes a new topic's ConfigRecords between its TopicRecord and its
-    # PartitionRecords
-    log.batch(
-        ("TOPIC_RECORD", {"name": "t", "topicId": TOPIC_ID}),
-        config(UNCLEAN, "true"),
-        config("retention.ms", "60000"),
-        config("remote.log.copy.disable", "true"),  # a 4.x name kcsim (3.7.1) refuses
-        partition,
-    )
-    log.batch(config(UNCLEAN, "false"), config("retention.ms", None))
-    log.batch(config(UNCLEAN, "true", resource="", kind=4))  # the cluster default
-    log.batch(config(UNCLEAN, None))
-    log.batch(config("cleanup.policy", "compact", resource="gone"))  # no such topic
-    events = log.done()
-    creation = next(e for e in events if e["type"] == "topic_creation")
-    assert creation["configs"] == {UNCLEAN: "true", "retention.ms": "60000"}
-    changes = [e for e in events if e["type"] == "topic_config_change"]
-    assert [(e["topic"], e["configs"]) for e in changes] == [
-        ("t", {UNCLEAN: "false"}),  # retention.ms deleted: counted, kcsim acts on none
-        ("t", {UNCLEAN: "true"}),  # the override deleted: the cluster default set above
-    ]
-    assert all("observed" not in e for e in changes)  # no partition written with them
-    assert log.model.counts.configs_dropped == 2
-    assert log.model.configs == {"t": {UNCLEAN: "true"}}
-    (note,) = log.model.notes
-    assert "(the cluster default) set to true" in note and "--set" in note
-
-
-def test_a_config_change_that_elects_observes_its_whole_topic() -> None:
-    log = cluster_with_topic([[1, 2], [2, 3]])
-    log.batch(change(0, isr=[1]))
-    log.batch(fence(1, 1), change(0, leader=-1))
-    # unclean election enabled: the controller elects the leaderless partition in the batch
-    log.batch(config(UNCLEAN, "true"), change(0, leader=2, isr=[2], leaderRecoveryState=1))
-    event = log.done()[-1]
-    assert (event["type"], event["configs"]) == ("topic_config_change", {UNCLEAN: "true"})
-    rows = {r["partition"]: r for r in event["observed"]["partitions"]}
-    assert sorted(rows) == [0, 1]
-    assert (rows[0]["leader"], rows[0]["isr"], rows[0]["leader_recovery_state"]) == (
-        2, [2], "RECOVERING",
-    )  # fmt: skip
-
-
-def test_a_snapshot_carries_a_topics_configs() -> None:
-    log = Log()
-
-    def snap(kind: str, data: dict) -> None:
-        record = Record(Path("0-1.checkpoint"), 0, 10, 1, 1000, kind, 0, data, True)
-        log.events.extend(log.model.feed(record))
-
-    snap(*register(1, 1))
-    snap("TOPIC_RECORD", {"name": "t", "topicId": TOPIC_ID})
-    state = {"replicas": [1], "isr": [1], "leader": 1, "leaderEpoch": 3, "partitionEpoch": 4}
-    snap("PARTITION_RECORD", {"partitionId": 0, "topicId": TOPIC_ID, **state})
-    snap(*config(UNCLEAN, "true"))
-    snap(*config(UNCLEAN, "false", resource="", kind=4))
-    creation = next(e for e in log.done() if e["type"] == "topic_creation")
-    assert creation["configs"] == {UNCLEAN: "true"}
-    assert len(log.model.notes) == 1
-
-
-def snapshot_log(partition: dict) -> Log:
-    """A log that starts at a snapshot ending at offset 10 (brokers 1-3, topic t)."""
-    log = Log()
-    log.offset = 10
-
-    def snap(kind: str, data: dict) -> None:
-        record = Record(Path("10-1.checkpoint"), 0, 10, 1, 1000, kind, 0, data, True)
-        log.events.extend(log.model.feed(record))
-
-    for broker in (1, 2, 3):  # a snapshot holds registrations as they stand: unfenced
-        kind, data = register(broker, broker)
-        snap(kind, data | {"fenced": False})
-    snap("TOPIC_RECORD", {"name": "t", "topicId": TOPIC_ID})
-    snap("PARTITION_RECORD", {"partitionId": 0, "topicId": TOPIC_ID, **partition})
-    return log
-
-
-def test_a_snapshots_events_and_the_first_batch_after_it_have_distinct_ids() -> None:
-    """The first segment batch after a snapshot starts at the snapshot's end offset: an
-    event of that batch must not take a snapshot event's id (a replay would reject it as
-    a duplicate and lose it)."""
-    state = {"replicas": [1, 2], "isr": [1, 2], "leader": 1, "leaderEpoch": 0,
-             "partitionEpoch": 0}  # fmt: skip
-    log = snapshot_log(state)
-    log.batch(register(4, 4), unfence(4, 4))
-    events = log.done()
-    ids = [e["event_id"] for e in events]
-    assert len(ids) == len(set(ids))
-    assert [e["broker"] for e in events if e["type"] == "broker_startup"] == [1, 2, 3, 4]
-
-
-def test_a_reassignment_in_flight_in_a_snapshot_is_requested_after_the_failover() -> None:
-    """SPEC §14: a snapshot's partition moving from [1, 2] to [3, 1] (adding 3, removing
-    2) loads with its full replica set and is requested again after the failover, as the
-    shadow's start does, so the completing change later finds kcsim reassigning too."""
-    state = {"replicas": [3, 1, 2], "isr": [1, 2], "leader": 1, "leaderEpoch": 1,
-             "partitionEpoch": 2, "addingReplicas": [3], "removingReplicas": [2]}  # fmt: skip
-    events = snapshot_log(state).done()
-    types = [e["type"] for e in events]
-    assert types[-2:] == ["controller_failover", "partition_reassignment"]
-    creation = next(e for e in events if e["type"] == "topic_creation")
-    assert creation["assignment"] == {"0": [3, 1, 2]}
-    assert events[-1]["replicas"] == [3, 1] and events[-1]["partition"] == 0
+def test_end_batch_gives_a_batch_at_once_stamped_with_its_append_time() -> None:
+    """For a reader at the high watermark (the shadow): no next record needed."""
+    model = KraftLogModel("c")
+    for offset, (kind, data) in enumerate([register(1, 0), unfence(1, 0)]):
+        model.feed(Record(Path("0.log"), 7, offset, 3, 1_700_000_000_123, kind, 0, data, False))
+    events = model.end_batch()
+    assert [e["type"] for e in events] == ["broker_registration", "broker_unfence"]
+    assert {e["ts"] for e in events} == {"2023-11-14T22:13:20.123"}
+    assert [e["event_id"] for e in events] == ["c:kraft:0:0", "c:kraft:0:1"]
+    assert model.end_batch() == [] and model.finish() == []
