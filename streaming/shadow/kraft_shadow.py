@@ -251,6 +251,11 @@ class KraftShadow:
         return self._write(events)
 
     def _feed(self, batch: Batch) -> list[Event]:
+        if batch.base > self.at.offset:
+            raise TailError(
+                f"{batch.path}: position {batch.position}: offset {batch.base} where "
+                f"{self.at.offset} was due"
+            )
         out: list[Event] = []
         for record in batch.records:
             if record.offset < self.at.offset:
