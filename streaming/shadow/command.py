@@ -300,7 +300,7 @@ def main(args: argparse.Namespace) -> int:
             return 1
         try:
             if args.metadata_log is not None:
-                return run_kraft(args, sink, default_state, kafka_client)
+                return run_kraft(args, sink, default_state, kafka_client, failures.explain)
             return _run(args, sink, default_state, zookeeper_client)
         except OutputError as error:
             why = f" ({failures.explain(error.cause)})" if error.cause is not None else ""

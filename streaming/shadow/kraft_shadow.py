@@ -59,6 +59,8 @@ POLL_S = 1.0
 # at most this much, and a large cluster's model is not written every second
 SAVE_EVERY_S = 60.0
 BACKOFF_MAX_S = 30.0
+# a bootstrap that does not answer is said (and retried) after 5 s, not the clients' 15 s
+QUORUM_TIMEOUTS = {"bootstrap_timeout_ms": 5_000, "request_timeout_ms": 5_000}
 STATE_VERSION = 1
 KAFKA_RELEASE = (4, 1)
 METADATA_VERSION_KEY = "metadata.version"
@@ -85,8 +87,7 @@ class QuorumWatch:
             self._admin = KafkaAdminClient(
                 bootstrap_servers=self.bootstrap,
                 client_id="kcsim-shadow",
-                request_timeout_ms=10_000,
-                **self.config.kafka_python(),
+                **(self.config.kafka_python() | QUORUM_TIMEOUTS),
             )
         try:
             answer = self._admin.describe_metadata_quorum()
@@ -376,6 +377,7 @@ def follow(
     once: bool,
     stop: Callable[[], bool],
     say: Callable[[str], None],
+    explain: Callable[[Exception], str] = str,
     poll_s: float = POLL_S,
 ) -> None:
     """Poll until `stop()` (or once). A quorum that does not answer is said and waited
@@ -389,7 +391,7 @@ def follow(
         except (KafkaError, OSError, ValueError) as error:
             say(
                 f"DescribeMetadataQuorum at {quorum.bootstrap} did not answer "
-                f"({type(error).__name__}: {error}); retrying in {backoff:.0f} s"
+                f"({explain(error)}); retrying in {backoff:.0f} s"
             )
             _wait(backoff, stop)
             backoff = min(BACKOFF_MAX_S, backoff * 2)
@@ -417,7 +419,11 @@ def say(text: str) -> None:
 
 
 def run_kraft(
-    args: argparse.Namespace, sink: EventOutput, default_state: Path, config: KafkaClientConfig
+    args: argparse.Namespace,
+    sink: EventOutput,
+    default_state: Path,
+    config: KafkaClientConfig,
+    explain: Callable[[Exception], str] = str,
 ) -> int:
     """`kcsim shadow --metadata-log`: exit 0 when stopped (SIGINT, SIGTERM) or after
     `--once`, 2 when the log cannot be read (its file and position said)."""
@@ -433,7 +439,7 @@ def run_kraft(
             shadow = KraftShadow(
                 args.metadata_log, tail, sink, args.state or default_state, args.cluster, say
             )
-            follow(shadow, quorum, once=args.once, stop=stopped.is_set, say=say)
+            follow(shadow, quorum, once=args.once, stop=stopped.is_set, say=say, explain=explain)
     except TailError as error:
         say(str(error))
         return 2

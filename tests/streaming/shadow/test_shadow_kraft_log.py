@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from streaming.importers.kraft_log_decoder import Decoded, log_files
 from streaming.shadow.kraft_shadow import KraftShadow
 from streaming.shadow.metadata_log_tail import LogTail, TailError
 from streaming.shadow.outputs import open_output
+from tests.support.shadow_process import kraft_shadow
 
 ROOT = Path(__file__).resolve().parents[3]
 LOG = ROOT / "tests/data/kraft-4.1.1/__cluster_metadata-0"
@@ -215,7 +218,8 @@ def test_a_corrupt_committed_batch_is_an_error_naming_it(tail, tmp_path):
     target.write_bytes(bytes(data))
     follower = shadow(tmp_path, tmp_path / "out", tail)
     follower.poll(76)  # the damaged batch (76-80) is not committed: nothing to see
-    with pytest.raises(TailError, match=rf"{target}: position {AT_76}: .*offset 76: Record is corrupt.*computed crc"):
+    why = rf"{target}: position {AT_76}: batch at offset 76: Record is corrupt .*computed crc"
+    with pytest.raises(TailError, match=why):
         follower.poll(ALL)
 
 
@@ -241,3 +245,21 @@ def test_bootstrap_server_goes_with_metadata_log(tmp_path, capsys):
     code = main(["shadow", "--metadata-log", str(LOG), "--out", f"file:{tmp_path}"])
     assert code == 2
     assert "--bootstrap-server" in capsys.readouterr().err
+
+
+def test_a_bootstrap_that_does_not_answer_is_said_and_retried(tmp_path):
+    """No DescribeMetadataQuorum answer: the shadow says so, waits and tries again,
+    backing off; a SIGTERM stops it cleanly."""
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = kraft_shadow(LOG, f"127.0.0.1:{port}", tmp_path / "out")
+    assert process.stderr is not None
+    try:
+        lines = [process.stderr.readline() for _ in range(2)]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=60)
+    assert all(f"DescribeMetadataQuorum at 127.0.0.1:{port} did not answer" in x for x in lines)
+    assert ["retrying in 1 s" in lines[0], "retrying in 2 s" in lines[1]] == [True, True]
+    assert process.returncode == 0
