@@ -1,56 +1,62 @@
-"""A KRaft cluster's metadata records, in log order → CONTRACT §1 events (pure).
+"""A KRaft cluster's metadata records, in log order → the KRaft controller's inputs (pure).
 
-`KraftLogModel.feed` takes the records of `streaming/importers/kraft_log_decoder.py` (Kafka's own
-JSON form of each record) and returns the events a batch completes. The KRaft controller
-appends the records of one operation atomically, in one batch: a cause record
-(registration change, TopicRecord, RemoveTopicRecord, ...) and the partition changes it
-made. So each batch is read as a unit, its cause records first (Kafka 4.1.1 writes a
-fencing's partition changes before the fencing record): a cause opens an event, and the
-partition records
-of the batch that it explains (a partition with a replica on the broker; the topic's
-partitions) are that event's `observed`. A partition change no cause of its batch
-explains is an event of its own, named by what it changed (README: "kcsim import
-kraft-log"):
+`KraftLogModel.feed(record)` takes the records of `streaming/importers/kraft_log_decoder.py`
+(Kafka's own JSON form of each record) one at a time and returns the events of the batch
+before it once a new batch starts; `end_batch()` returns the events of the batch being
+read at once (a shadow that has reached the quorum's high watermark calls it, since no
+next record may come for a while); `finish()` ends the input. Every event's `ts` is the
+append time of the batch that holds its records (the batch's CreateTime, UTC), its
+`event_id` `<cluster>:kraft:<offset of the batch's first record>:<n>` and `seq` counts
+from 1 in output order. This module imports nothing of the JVM or of Kafka.
 
-* replicas, adding or removing replicas changed: `partition_reassignment` to the target
-  (replicas minus removing); a change that completes one (the targets all in the ISR) is
-  the leader's AlterPartition that made it: `isr_change`;
-* the leader moved to the first replica, from the ISR: `leader_election` preferred (one
-  event per batch); a leader from outside the ISR and the ELR: `leader_election` unclean;
-* the ISR alone: `isr_change` (the leader's AlterPartition), without epochs (kcsim's
-  current ones: KRaft's count otherwise).
+The events are CONTRACT §5's (SPEC-KRAFT §23.2): what the KRaft controller was asked, not
+what it decided, so that a replay under `kcsim.engine=kraft` writes the same records and
+leaves the same states. Kafka's raft layer packs several controller operations into one
+batch (SPEC-KRAFT §23.3), so causes are read from the records' content, in log order:
 
-Every PartitionRecord and PartitionChangeRecord updates the partition's state (a change
-record's unset fields keep their value; a leader given bumps the leader epoch; every
-change bumps the partition epoch, as `PartitionRegistration.merge` does) and shows in
-the `observed` of the event it belongs to, with `controller_epoch` the quorum leader epoch
-of the batch that wrote it.
+* a fence (`BrokerRegistrationChangeRecord` fenced=1, `FenceBrokerRecord`), a
+  `RegisterBrokerRecord` or an `UnregisterBrokerRecord` of broker b owns the partition
+  changes just before it that take b out of a leadership, ISR, ELR or LKE:
+  `broker_failure`, `broker_registration` {broker_epoch, incarnation, rack,
+  previous_broker_epoch (the stored epoch unless those changes took b out of an ELR: the
+  unclean path)}, `broker_unregistration`;
+* an unfence (fenced=-1, `UnfenceBrokerRecord`) owns the elections just after it
+  (`broker_unfence`), a controlled-shutdown flag (inControlledShutdown=1) the removals of
+  b just after it (`controlled_shutdown`);
+* `TopicRecord` + ConfigRecords + PartitionRecords: `topic_creation` {assignment,
+  configs}; PartitionRecords of a known topic: `partition_creation`; `RemoveTopicRecord`:
+  `topic_deletion`;
+* ConfigRecords of a topic: `topic_config_change`; of a broker (resource "" or a node
+  id): `cluster_config_change`; the `ClearElrRecord`s after them are theirs;
+* `FeatureLevelRecord` eligible.leader.replicas.version: `feature_update` (the
+  min.insync.replicas ConfigRecords before it are its own);
+* LeaderChange of a new quorum epoch: `controller_failover` {controller};
+* a partition change no cause owns: a reassignment start or cancel
+  (`partition_reassignment`), a completion or an ISR/LRS change (`isr_change` {isr,
+  leader, leader_recovery_state}: the leader's AlterPartition), or an election
+  (`leader_election` preferred, or unclean when the winner was in neither the ISR nor the
+  ELR nor the LKE; one event per kind and run of such changes).
 
-A topic's ConfigRecords go on its `topic_creation`'s `configs` (created in the same
-batch) or a `topic_config_change` (one per topic and batch), for the names and values
-kcsim takes; broker-level `unclean.leader.election.enable` is a note for the replay's
-settings (`_carried`, README: "kcsim import kraft-log").
+Each event's `observed` holds the partitions its records left (leader, epochs, ISR, ELR,
+LKE, LRS, replicas) and, for a broker event, the broker's status (`live`, `fenced`,
+`shutting_down`). Records written at format time, before the first broker registers
+(metadata.version, the ELR level, the cluster min.insync.replicas), are the cluster's
+settings, not inputs: they become `notes` for the replay's `--set`.
 
-A log that starts at a snapshot begins as `kcsim shadow`'s start does: a `broker_startup`
-per unfenced broker, a `topic_creation` per topic with its `assignment` and `state`, one
-`controller_failover` (`controller_epoch` = the snapshot's epoch) observing every
-partition.
-
-Event ids are `<cluster>:kraft:<offset>:<n>` (the offset of the batch's first record, n
-counting the events of that batch); `seq` counts from 1 in output order.
+A log that starts at a snapshot begins with the snapshot's state as inputs: a
+`broker_registration` per registration (and `broker_unfence` for the unfenced ones), a
+`cluster_config_change` per broker resource, a `topic_creation` per topic with its
+`assignment` and stored `state`, then one `controller_failover` observing every partition.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from controller.config import UNCLEAN_KEY
 from controller.topic_configs import topic_config_error
 from streaming.importers.kraft_log_decoder import Record
-from streaming.importers.state_field import state_field
 
 Event = dict[str, Any]
 TP = tuple[str, int]
@@ -61,7 +67,8 @@ _RECOVERY = {0: "RECOVERED", 1: "RECOVERING"}
 # ConfigResource.Type ids in a ConfigRecord's resourceType
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
-UNCLEAN_DEFAULT = "false"  # Kafka's static default of unclean.leader.election.enable
+ELR_FEATURE = "eligible.leader.replicas.version"
+MIN_ISR = "min.insync.replicas"
 
 
 class PartitionState(NamedTuple):
@@ -73,22 +80,39 @@ class PartitionState(NamedTuple):
     adding: tuple[int, ...]
     removing: tuple[int, ...]
     elr: tuple[int, ...]
+    lke: tuple[int, ...]
     leader_recovery_state: str
     controller_epoch: int
 
     def target(self) -> tuple[int, ...]:
         return tuple(b for b in self.replicas if b not in self.removing)
 
+    def holds(self, broker: int) -> bool:
+        """Whether `broker` leads, is in the ISR, ELR or LKE."""
+        return (
+            self.leader == broker or broker in self.isr or broker in self.elr or broker in self.lke
+        )
+
+
+class Change(NamedTuple):
+    tp: TP
+    old: PartitionState
+    new: PartitionState
+    data: dict[str, Any]
+
 
 @dataclass(slots=True)
 class _Cause:
-    """An event a batch opened, and the partitions it explains."""
+    """An event of the batch being read, and the partition states its records left."""
 
     event: Event
-    brokers: frozenset[int] = frozenset()  # a broker event: partitions with a replica there
-    topic: str | None = None  # a topic event: the topic's partitions
-    writes: dict[TP, PartitionState] = field(default_factory=dict)  # observed, in order
-    observes: bool | None = None  # carries observed: always, never, or (None) if it wrote
+    writes: dict[TP, PartitionState] = field(default_factory=dict)
+    brokers: tuple[int, ...] = ()  # brokers whose status the event observes
+    statuses: list[dict[str, Any]] = field(default_factory=list)  # theirs when it opened
+    claim: str | None = None  # which following changes it owns: "unfence", "shutdown", ...
+    broker: int | None = None
+    topic: str | None = None
+    observes: bool = True
 
 
 @dataclass(slots=True)
@@ -96,6 +120,13 @@ class Broker:
     epoch: int
     fenced: bool
     rack: str | None
+    incarnation: str | None = None
+    shutting_down: bool = False
+
+    def status(self) -> str:
+        if self.fenced:
+            return "fenced"
+        return "shutting_down" if self.shutting_down else "live"
 
 
 @dataclass(slots=True)
@@ -103,39 +134,33 @@ class Counts:
     records: int = 0
     batches: int = 0
     unexplained: int = 0  # partition changes no event could be named for
-    configs_dropped: int = 0  # topic config records kcsim does not take (README: why)
+    configs_dropped: int = 0  # topic config records kcsim does not take (docs: why)
 
 
 @dataclass(slots=True)
 class KraftLogModel:
     cluster: str = "default"
-    epoch: int = 0  # the quorum leader epoch of the last LeaderChange (controller epoch)
+    epoch: int = 0  # the quorum leader epoch of the last LeaderChange
     brokers: dict[int, Broker] = field(default_factory=dict)  # registrations
-    live: dict[int, None] = field(default_factory=dict)  # brokers kcsim has as registered
-    shutting_down: set[int] = field(default_factory=set)
     topics: dict[str, str] = field(default_factory=dict)  # topic id -> name
     partitions: dict[TP, PartitionState] = field(default_factory=dict)
-    # each topic's partition numbers: a deletion or a snapshot touches its topics only
     by_topic: dict[str, dict[int, None]] = field(default_factory=dict)
-    # replicas of deleted topics on brokers that were down: answered when they are back
-    undeleted: dict[int, list[TP]] = field(default_factory=dict)
-    _undeleted_count: Counter[str] = field(default_factory=Counter)  # per topic, of those
-    # topic name -> the configs carried to kcsim (names and values kcsim takes)
-    configs: dict[str, dict[str, str]] = field(default_factory=dict)
-    # broker-level unclean.leader.election.enable ("" = the cluster default, or a node id)
-    broker_unclean: dict[str, str] = field(default_factory=dict)
+    configs: dict[str, dict[str, str]] = field(default_factory=dict)  # topic -> carried
+    features: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # what a replay's settings must know
     seq: int = 0
     counts: Counts = field(default_factory=Counts)
+    _registered_once: bool = False  # format-time records end at the first registration
     _batch: tuple[str, int] | None = None  # (file, position) of the batch being read
     _batch_offset: int = 0
     _batch_ts: int = 0
-    _causes: list[_Cause] = field(default_factory=list)
-    _elections: dict[str, _Cause] = field(default_factory=dict)  # per kind, this batch
-    _config_changes: dict[str, _Cause] = field(default_factory=dict)  # per topic, this batch
     _snapshot: bool = False
     _records: list[Record] = field(default_factory=list)  # the batch being read
+    _causes: list[_Cause] = field(default_factory=list)
+    _pending: list[Change] = field(default_factory=list)  # changes no cause owns yet
+    _after: _Cause | None = None  # the cause that owns the changes after it
     _ts_text: tuple[int, str] = (-1, "")
+    _snapshot_configs: list[Record] = field(default_factory=list)
 
     # ------------------------------------------------------------ input
 
@@ -144,7 +169,7 @@ class KraftLogModel:
         out: list[Event] = []
         key = (str(record.path), record.position)
         if key != self._batch or record.snapshot != self._snapshot:
-            out += self._end_batch()
+            out += self.end_batch()
             if self._snapshot and not record.snapshot:
                 out += self._end_snapshot()
             self._snapshot = record.snapshot
@@ -157,19 +182,20 @@ class KraftLogModel:
             self._records.append(record)
         return out
 
-    def finish(self) -> list[Event]:
-        out = self._end_batch()
-        return out + (self._end_snapshot() if self._snapshot else [])
-
-    def _end_batch(self) -> list[Event]:
-        """The batch's events. Its cause records are read before its partition changes:
-        the controller writes a fencing's partition changes before the fencing record."""
+    def end_batch(self) -> list[Event]:
+        """The events of the batch being read (none if it was ended already): for a reader
+        that knows the batch is whole (the high watermark passed it) before the next one."""
         records, self._records = self._records, []
-        for record in sorted(records, key=_batch_order):
+        for record in records:
             handler = _HANDLERS.get(record.type)
             if handler is not None:
                 handler(self, record)
+        self._release_pending()
         return self._flush()
+
+    def finish(self) -> list[Event]:
+        out = self.end_batch()
+        return out + (self._end_snapshot() if self._snapshot else [])
 
     # ------------------------------------------------------------ brokers
 
@@ -177,36 +203,48 @@ class KraftLogModel:
         if record.epoch <= self.epoch:
             return
         self.epoch = record.epoch
+        self._release_pending()
         event = {"type": "controller_failover", "controller": int(record.data["leaderId"])}
-        event["controller_epoch"] = record.epoch
-        self._open(event, observes=False)
+        self._open(_Cause(event, observes=False))
 
     def _register(self, record: Record) -> None:
         data = record.data
         broker = int(data["brokerId"])
-        fenced = bool(data.get("fenced", True))
+        owned = self._take_pending(broker)
         old = self.brokers.get(broker)
-        rack = data.get("rack") or (old.rack if old else None)  # "" and null: no rack
-        self.brokers[broker] = Broker(int(data["brokerEpoch"]), fenced, rack)
-        if broker in self.live:
-            # a new incarnation replaced a registered one: the old one is gone
-            self._failure(broker)
-        if not fenced:
-            self._startup(broker)
+        # the unclean path of a re-registration takes the broker out of every ELR
+        unclean = any(broker in c.old.elr and broker not in c.new.elr for c in owned)
+        rack = data.get("rack") or None  # "" and null: no rack
+        incarnation = data.get("incarnationId")
+        epoch = int(data["brokerEpoch"])
+        fenced = bool(data.get("fenced", True))
+        shutting = bool(data.get("inControlledShutdown", False))
+        self.brokers[broker] = Broker(epoch, fenced, rack, incarnation, shutting)
+        self._registered_once = True
+        event: Event = {"type": "broker_registration", "broker": broker}
+        if rack is not None:
+            event["rack"] = rack
+        event["broker_epoch"] = epoch
+        if incarnation is not None:
+            event["incarnation"] = str(incarnation)
+        if old is not None and not unclean:
+            event["previous_broker_epoch"] = old.epoch
+        cause = self._open(_Cause(event, brokers=(broker,)))
+        self._own(cause, owned)
+        if not fenced:  # an older metadata.version registered brokers unfenced
+            self._open(_Cause({"type": "broker_unfence", "broker": broker}, brokers=(broker,)))
 
     def _registration_change(self, record: Record) -> None:
         data = record.data
         broker = int(data["brokerId"])
         fenced = int(data.get("fenced", 0))
-        entering = int(data.get("inControlledShutdown", 0)) == 1
-        if entering and broker in self.live and broker not in self.shutting_down:
-            self.shutting_down.add(broker)
-            event = {"type": "controlled_shutdown", "broker": broker}
-            self._open(event, brokers=frozenset({broker}))
+        shutdown = int(data.get("inControlledShutdown", 0))
         if fenced == 1:
             self._fence(broker)
         elif fenced == -1:
             self._unfence(broker)
+        if shutdown == 1:
+            self._controlled_shutdown(broker)
 
     def _fence_record(self, record: Record) -> None:
         self._fence(int(record.data["id"]))
@@ -214,56 +252,47 @@ class KraftLogModel:
     def _unfence_record(self, record: Record) -> None:
         self._unfence(int(record.data["id"]))
 
-    def _unregister(self, record: Record) -> None:
-        broker = int(record.data["brokerId"])
-        self._fence(broker)
-        self.brokers.pop(broker, None)
-
     def _fence(self, broker: int) -> None:
-        if broker in self.brokers:
-            self.brokers[broker].fenced = True
-        if broker in self.live:
-            self._failure(broker)
+        owned = self._take_pending(broker)
+        registration = self.brokers.get(broker)
+        if registration is not None:
+            registration.fenced = True
+            registration.shutting_down = False
+        cause = self._open(_Cause({"type": "broker_failure", "broker": broker}, brokers=(broker,)))
+        self._own(cause, owned)
 
     def _unfence(self, broker: int) -> None:
-        if broker in self.brokers:
-            self.brokers[broker].fenced = False
-        if broker not in self.live:
-            self._startup(broker)
-
-    def _failure(self, broker: int) -> None:
-        del self.live[broker]
-        self.shutting_down.discard(broker)
-        self._open({"type": "broker_failure", "broker": broker}, brokers=frozenset({broker}))
-
-    def _startup(self, broker: int) -> None:
-        self.live[broker] = None
-        event: Event = {"type": "broker_startup", "broker": broker}
+        self._release_pending()
         registration = self.brokers.get(broker)
-        if registration is not None and registration.rack is not None:
-            event["rack"] = registration.rack
-        self._open(event, brokers=frozenset({broker}))
-        # the broker deletes the replicas of topics deleted while it was down
-        pending = self.undeleted.pop(broker, [])
-        for tp in pending:
-            self._undeleted_count[tp[0]] -= 1
-        last_of_topic = {t: i for i, (t, _) in enumerate(pending)}
-        for i, tp in enumerate(pending):
-            answer = {"type": "stop_replica_response", "topic": tp[0], "partition": tp[1]}
-            answer |= {"broker": broker, "error": None}
-            # the deletion's last answer (no down broker holds one of its replicas) observes
-            last = last_of_topic[tp[0]] == i and not self._undeleted_count[tp[0]]
-            if last:
-                del self._undeleted_count[tp[0]]
-            self._open(answer, observes=last)
+        if registration is not None:
+            registration.fenced = False
+        event = {"type": "broker_unfence", "broker": broker}
+        self._open(_Cause(event, brokers=(broker,), claim="unfence", broker=broker))
+
+    def _controlled_shutdown(self, broker: int) -> None:
+        self._release_pending()
+        registration = self.brokers.get(broker)
+        if registration is not None:
+            registration.shutting_down = True
+        event = {"type": "controlled_shutdown", "broker": broker}
+        self._open(_Cause(event, brokers=(broker,), claim="shutdown", broker=broker))
+
+    def _unregister(self, record: Record) -> None:
+        broker = int(record.data["brokerId"])
+        owned = self._take_pending(broker)
+        self.brokers.pop(broker, None)
+        cause = self._open(_Cause({"type": "broker_unregistration", "broker": broker}))
+        self._own(cause, owned)
 
     # ------------------------------------------------------------ topics
 
     def _topic(self, record: Record) -> None:
+        self._release_pending()
         name = str(record.data["name"])
         self.topics[str(record.data["topicId"])] = name
+        self.by_topic.setdefault(name, {})
         event = {"type": "topic_creation", "topic": name, "assignment": {}}
-        self._open(event, topic=name, observes=True)
+        self._open(_Cause(event, claim="config", topic=name))
 
     def _partition(self, record: Record) -> None:
         data = record.data
@@ -275,105 +304,145 @@ class KraftLogModel:
         state = _partition_state(data, record.epoch)
         self.partitions[tp] = state
         self.by_topic.setdefault(name, {})[tp[1]] = None
-        cause = self._topic_cause(name)
-        if cause is None:
+        cause = self._after
+        if cause is None or cause.topic != name or cause.event["type"] not in _CREATIONS:
+            self._release_pending()
             event = {"type": "partition_creation", "topic": name, "assignment": {}}
-            cause = self._open(event, topic=name, observes=True)
-        if "assignment" in cause.event:
-            cause.event["assignment"][str(tp[1])] = list(state.replicas)
+            cause = self._open(_Cause(event, claim="config", topic=name))
+        cause.event["assignment"][str(tp[1])] = list(state.replicas)
         cause.writes[tp] = state
 
     def _remove_topic(self, record: Record) -> None:
+        self._release_pending()
         name = self.topics.pop(str(record.data["topicId"]), None)
         if name is None:
             return
-        gone = [(name, p) for p in sorted(self.by_topic.pop(name, {}))]
-        self.configs.pop(name, None)  # a topic of the same name starts with none
-        answers: list[tuple[TP, int]] = []
-        for tp in gone:
-            for broker in self.partitions.pop(tp).replicas:
-                if broker in self.live:
-                    answers.append((tp, broker))
-                else:
-                    self.undeleted.setdefault(broker, []).append(tp)
-                    self._undeleted_count[name] += 1
-        # KRaft deletes at once. kcsim (ZooKeeper mode) completes the deletion once every
-        # replica answered its StopReplica: live brokers answer now, the topic's last
-        # answer observes it gone (kcsim still has it while a down broker's replica has
-        # not answered: it answers when the broker is back, see _startup)
-        self._open({"type": "topic_deletion", "topic": name}, topic=name, observes=not answers)
-        for i, (tp, broker) in enumerate(answers):
-            answer = {"type": "stop_replica_response", "topic": tp[0], "partition": tp[1]}
-            answer |= {"broker": broker, "error": None}
-            self._open(answer, observes=i == len(answers) - 1)
+        for p in self.by_topic.pop(name, {}):
+            del self.partitions[name, p]
+        self.configs.pop(name, None)
+        # observed: the topic has no partition left
+        self._open(_Cause({"type": "topic_deletion", "topic": name}, topic=name))
 
-    # ------------------------------------------------------------ configs
+    # ------------------------------------------------------------ configs and features
 
     def _config(self, record: Record) -> None:
-        """A ConfigRecord (value null: the config deleted). A topic's configs kcsim takes
-        go on its `topic_creation` when the topic is created in this batch, otherwise on
-        one `topic_config_change` per topic and batch; broker-level
-        unclean.leader.election.enable is a note (kcsim takes it from its settings)."""
+        """A ConfigRecord (value null: the config deleted)."""
         data = record.data
         resource, key = str(data["resourceName"]), str(data["name"])
         value = data.get("value")
         kind = int(data["resourceType"])
-        if kind == BROKER_RESOURCE and key == UNCLEAN_KEY:
-            self._broker_unclean(resource, value, record.offset)
+        if kind == BROKER_RESOURCE:
+            self._broker_config(resource, key, value, record.offset)
+        elif kind == TOPIC_RESOURCE and resource in self.by_topic:
+            self._topic_config(resource, key, value)
+
+    def _broker_config(self, resource: str, key: str, value: str | None, offset: int) -> None:
+        scope = "the cluster default" if resource == "" else f"node {resource}"
+        if not self._registered_once:
+            self.notes.append(
+                f"offset {offset}: {key} of {scope} is {value} at format time: replay "
+                f"with --set {key}={value} if the engine's setting differs"
+            )
             return
-        if kind != TOPIC_RESOURCE or resource not in self.by_topic:
-            return  # other resources hold nothing kcsim's controller acts on
-        carried = self._carried(resource, key, value)
+        if value is None:
+            self.notes.append(
+                f"offset {offset}: {key} of {scope} deleted: kcsim cannot remove a "
+                "config, it keeps the last value"
+            )
+            self.counts.configs_dropped += 1
+            return
+        cause = self._after
+        if (
+            cause is None
+            or cause.event["type"] != "cluster_config_change"
+            or cause.event.get("broker", "") != ("" if resource == "" else int(resource))
+        ):
+            self._release_pending()
+            event: Event = {"type": "cluster_config_change", "configs": {}}
+            if resource != "":
+                event["broker"] = int(resource)
+            cause = self._open(_Cause(event, claim="config", observes=False))
+        cause.event["configs"][key] = value
+
+    def _topic_config(self, topic: str, key: str, value: str | None) -> None:
+        carried = self._carried(topic, key, value)
         if carried is None:
             return
-        creation = self._creation(resource)
-        if creation is not None:
-            creation.event.setdefault("configs", {})[key] = carried
-            return
-        cause = self._config_changes.get(resource)
-        if cause is None:
-            event = {"type": "topic_config_change", "topic": resource, "configs": {}}
-            cause = self._config_changes[resource] = self._open(event, topic=resource)
-        cause.event["configs"][key] = carried
+        cause = self._after
+        if (
+            cause is None
+            or cause.topic != topic
+            or cause.event["type"] not in ("topic_creation", "topic_config_change")
+            or cause.writes  # a creation's configs come before its PartitionRecords
+        ):
+            self._release_pending()
+            event = {"type": "topic_config_change", "topic": topic, "configs": {}}
+            cause = self._open(_Cause(event, claim="config", topic=topic, observes=False))
+        cause.event.setdefault("configs", {})[key] = carried
 
     def _carried(self, topic: str, key: str, value: str | None) -> str | None:
         """What kcsim gets for `key` of `topic` (None: nothing), kept in `configs`.
 
-        kcsim validates topic configs as Kafka 3.7.1 does and would reject the whole event
-        for a name it does not know (one Kafka 4.1.1 added) or a value it refuses, so those
-        are dropped, counted. kcsim cannot remove a config: a deleted
-        unclean.leader.election.enable becomes the value the topic falls back to (the
-        log's cluster-level value, else Kafka's default false); another deleted config is
-        counted, not carried (kcsim acts on none of them)."""
+        kcsim validates topic configs as Kafka 3.7.1 does and rejects the whole event for
+        a name it does not know or a value it refuses: those are dropped, counted. kcsim
+        cannot remove a config: a deleted unclean.leader.election.enable becomes Kafka's
+        default false (the fallback when no cluster value is set); another deleted config
+        is counted, not carried."""
         stored = self.configs.setdefault(topic, {})
         if value is None:
             stored.pop(key, None)
-            if key != UNCLEAN_KEY:
+            if key != "unclean.leader.election.enable":
                 self.counts.configs_dropped += 1
                 return None
-            value = self.broker_unclean.get("", UNCLEAN_DEFAULT)
+            value = "false"
         elif topic_config_error({key: value}) is not None:
             self.counts.configs_dropped += 1
             return None
         stored[key] = value
         return value
 
-    def _broker_unclean(self, resource: str, value: str | None, offset: int) -> None:
-        if value is None:
-            self.broker_unclean.pop(resource, None)
-        else:
-            self.broker_unclean[resource] = value
-        scope = "the cluster default" if resource == "" else f"node {resource}"
-        now = "removed" if value is None else f"set to {value}"
-        self.notes.append(
-            f"offset {offset}: broker-level {UNCLEAN_KEY} ({scope}) {now}: kcsim reads it "
-            f"from its settings (replay with --set {UNCLEAN_KEY}=...)"
-        )
+    def _clear_elr(self, record: Record) -> None:
+        name = str(record.data.get("topicName") or "")
+        tps = [(name, p) for p in self.by_topic.get(name, {})] if name else list(self.partitions)
+        cause = self._after if self._after is not None and self._after.claim == "config" else None
+        for tp in tps:
+            old = self.partitions[tp]
+            if not (old.elr or old.lke):
+                continue
+            new = old._replace(
+                elr=(), lke=(), partition_epoch=old.partition_epoch + 1,
+                controller_epoch=record.epoch,
+            )  # fmt: skip
+            self.partitions[tp] = new
+            if cause is None:
+                self.counts.unexplained += 1
+            else:
+                cause.writes[tp] = new
+                cause.observes = True
 
-    def _creation(self, topic: str) -> _Cause | None:
-        """The `topic_creation` of `topic` this batch opened, if any."""
-        cause = self._topic_cause(topic)
-        return cause if cause is not None and cause.event["type"] == "topic_creation" else None
+    def _feature(self, record: Record) -> None:
+        name = str(record.data["name"])
+        level = int(record.data.get("featureLevel", 0))
+        self.features[name] = level
+        if name != ELR_FEATURE:
+            return
+        if not self._registered_once:
+            self.notes.append(
+                f"offset {record.offset}: {ELR_FEATURE} is {level} at format time: replay "
+                f"with --set {ELR_FEATURE}={level} if the engine's setting differs"
+            )
+            return
+        # the min.insync.replicas records just before it are the update's own
+        while (
+            self._causes
+            and self._causes[-1].event["type"] == "cluster_config_change"
+            and set(self._causes[-1].event["configs"]) == {MIN_ISR}
+            and not self._causes[-1].writes
+        ):
+            self._causes.pop()
+        self._release_pending()
+        event = {"type": "feature_update", "features": {ELR_FEATURE: level}}
+        self._open(_Cause(event, claim="config", observes=False))
 
     # ------------------------------------------------------------ partition changes
 
@@ -387,51 +456,47 @@ class KraftLogModel:
             return
         new = _merge(old, data, record.epoch)
         self.partitions[tp] = new
-        cause = self._cause_of(tp, old, new)
-        if cause is None:
-            cause = self._own_event(tp, old, new)
-        if cause is None:
-            self.counts.unexplained += 1
-            return
-        cause.writes[tp] = new
+        change = Change(tp, old, new, data)
+        after = self._after
+        if after is not None and _claims(after, change):
+            after.writes[tp] = new
+        else:
+            self._pending.append(change)
 
-    def _cause_of(self, tp: TP, old: PartitionState, new: PartitionState) -> _Cause | None:
-        """The latest event of this batch that explains a change of `tp`."""
-        on = set(old.replicas) | set(new.replicas)
-        for cause in reversed(self._causes):
-            if cause.topic == tp[0] or (cause.brokers and cause.brokers & on):
-                return cause
-        return None
+    def _take_pending(self, broker: int) -> list[Change]:
+        """The pending changes that took `broker` out of something (a fence's, a
+        registration's or an unregistration's own); the others are released first."""
+        owned = [c for c in self._pending if c.old.holds(broker) and not _keeps(c, broker)]
+        self._pending = [c for c in self._pending if c not in owned]
+        self._release_pending()
+        return owned
 
-    def _own_event(self, tp: TP, old: PartitionState, new: PartitionState) -> _Cause | None:
-        """A change no cause in its batch explains, named by what it changed."""
-        topic, partition = tp
-        if (old.replicas, old.adding, old.removing) != (new.replicas, new.adding, new.removing):
-            completed = (old.adding or old.removing) and not (new.adding or new.removing)
-            if completed and new.replicas == old.target():
-                # the AlterPartition that brought the targets into the ISR completed it
-                isr = old.isr + tuple(b for b in new.replicas if b not in old.isr)
-                return self._open(_isr_change(tp, isr))
-            replicas = None if completed else list(new.target())  # back to the old: a cancel
-            event = {"type": "partition_reassignment", "topic": topic, "partition": partition}
-            return self._open(event | {"replicas": replicas})
-        if new.leader != old.leader:
-            if new.leader == NO_LEADER:
-                return None
-            if new.leader not in old.isr and new.leader in old.elr:
-                return None  # a clean election from the ELR, with no cause in the batch
-            kind = "preferred" if new.leader in old.isr else "unclean"
-            if kind == "preferred" and new.leader != new.replicas[0]:
-                return None
-            cause = self._elections.get(kind)
-            if cause is None:
-                event = {"type": "leader_election", "election": kind, "partitions": []}
-                cause = self._elections[kind] = self._open(event)
-            cause.event["partitions"].append({"topic": topic, "partition": partition})
-            return cause
-        if new.isr != old.isr:
-            return self._open(_isr_change(tp, new.isr))
-        return None
+    def _own(self, cause: _Cause, owned: list[Change]) -> None:
+        for change in owned:
+            cause.writes[change.tp] = change.new
+
+    def _release_pending(self) -> None:
+        """Each pending change as the causeless operation it is, in log order."""
+        pending, self._pending = self._pending, []
+        election: _Cause | None = None
+        for change in pending:
+            kind = _causeless_kind(change)
+            if kind is None:
+                self.counts.unexplained += 1
+                continue
+            if kind in ("preferred", "unclean"):
+                if election is None or election.event["election"] != kind:
+                    event = {"type": "leader_election", "election": kind, "partitions": []}
+                    election = self._open(_Cause(event), after=False)
+                election.event["partitions"].append(
+                    {"topic": change.tp[0], "partition": change.tp[1]}
+                )
+                election.writes[change.tp] = change.new
+                continue
+            election = None
+            self._open(_Cause(_causeless_event(change, kind)), after=False).writes[change.tp] = (
+                change.new
+            )
 
     # ------------------------------------------------------------ snapshots
 
@@ -440,12 +505,17 @@ class KraftLogModel:
         data = record.data
         if kind == "REGISTER_BROKER_RECORD":
             broker = int(data["brokerId"])
-            fenced = bool(data.get("fenced", True))
             self.brokers[broker] = Broker(
-                int(data["brokerEpoch"]), fenced, data.get("rack") or None
+                int(data["brokerEpoch"]),
+                bool(data.get("fenced", True)),
+                data.get("rack") or None,
+                data.get("incarnationId"),
+                bool(data.get("inControlledShutdown", False)),
             )
+            self._registered_once = True
         elif kind == "TOPIC_RECORD":
             self.topics[str(data["topicId"])] = str(data["name"])
+            self.by_topic.setdefault(str(data["name"]), {})
         elif kind == "PARTITION_RECORD":
             name = self.topics.get(str(data["topicId"]))
             if name is not None:
@@ -453,98 +523,118 @@ class KraftLogModel:
                 self.partitions[tp] = _partition_state(data, record.epoch)
                 self.by_topic.setdefault(name, {})[tp[1]] = None
         elif kind == "CONFIG_RECORD":
-            self._snapshot_config(record)
+            self._snapshot_configs.append(record)
+        elif kind == "FEATURE_LEVEL_RECORD":
+            self.features[str(data["name"])] = int(data.get("featureLevel", 0))
         self.epoch = max(self.epoch, record.epoch)
 
-    def _snapshot_config(self, record: Record) -> None:
-        data = record.data
-        resource, key, value = str(data["resourceName"]), str(data["name"]), data.get("value")
-        kind = int(data["resourceType"])
-        if kind == BROKER_RESOURCE and key == UNCLEAN_KEY:
-            self._broker_unclean(resource, value, record.offset)
-        elif kind == TOPIC_RESOURCE and value is not None:
-            self._carried(resource, key, value)
-
     def _end_snapshot(self) -> list[Event]:
-        """The snapshot's cluster as events, like `kcsim shadow`'s start."""
+        """The snapshot's cluster as inputs (module docstring)."""
         self._snapshot = False
+        configs, self._snapshot_configs = self._snapshot_configs, []
         events: list[Event] = []
         for broker in sorted(self.brokers):
-            registration = self.brokers[broker]
-            if registration.fenced:
+            b = self.brokers[broker]
+            event: Event = {"type": "broker_registration", "broker": broker}
+            if b.rack is not None:
+                event["rack"] = b.rack
+            event["broker_epoch"] = b.epoch
+            if b.incarnation is not None:
+                event["incarnation"] = str(b.incarnation)
+            events.append(event)
+            if not b.fenced:
+                events.append({"type": "broker_unfence", "broker": broker})
+            if b.shutting_down and not b.fenced:
+                self.notes.append(
+                    f"broker {broker} is in a controlled shutdown in the snapshot: "
+                    "it is started live"
+                )
+        level = self.features.get(ELR_FEATURE)
+        if level is not None:
+            self.notes.append(
+                f"the snapshot has {ELR_FEATURE} {level}: replay with --set "
+                f"{ELR_FEATURE}={level} if the engine's setting differs"
+            )
+        broker_configs: dict[str, dict[str, str]] = {}
+        for record in configs:
+            data = record.data
+            resource, key, value = str(data["resourceName"]), str(data["name"]), data.get("value")
+            if value is None:
                 continue
-            self.live[broker] = None
-            event: Event = {"type": "broker_startup", "broker": broker}
-            if registration.rack is not None:
-                event["rack"] = registration.rack
+            if int(data["resourceType"]) == BROKER_RESOURCE:
+                broker_configs.setdefault(resource, {})[key] = str(value)
+            elif int(data["resourceType"]) == TOPIC_RESOURCE and resource in self.by_topic:
+                self._carried(resource, key, str(value))
+        for resource in sorted(broker_configs):
+            event = {"type": "cluster_config_change", "configs": broker_configs[resource]}
+            if resource != "":
+                event["broker"] = int(resource)
             events.append(event)
         for topic in sorted(set(self.topics.values())):
             numbers = sorted(self.by_topic.get(topic, {}))
             assignment = {str(p): list(self.partitions[topic, p].replicas) for p in numbers}
-            state = {str(p): state_field(self.partitions[topic, p]) for p in numbers}
+            state = {str(p): _stored(self.partitions[topic, p]) for p in numbers}
             event = {"type": "topic_creation", "topic": topic, "assignment": assignment}
             if self.configs.get(topic):
                 event["configs"] = dict(self.configs[topic])
             events.append(event | {"state": state})
+            for p in numbers:
+                if self.partitions[topic, p].adding or self.partitions[topic, p].removing:
+                    self.notes.append(
+                        f"{topic}-{p} is reassigning in the snapshot: loaded with its "
+                        "full replica set, without the reassignment"
+                    )
         observed = [_observed(tp, self.partitions[tp]) for tp in sorted(self.partitions)]
+        statuses = [{"broker": b, "status": self.brokers[b].status()} for b in sorted(self.brokers)]
         events.append(
-            {"type": "controller_failover", "controller_epoch": self.epoch}
-            | {"observed": {"partitions": observed}}
+            {"type": "controller_failover"}
+            | {"observed": {"partitions": observed, "brokers": statuses}}
         )
-        # reassignments in flight: requested again after the failover, as the shadow's
-        # start does (the replicas above are the full set, target plus those leaving)
-        for tp in sorted(self.partitions):
-            partition = self.partitions[tp]
-            if partition.adding or partition.removing:
-                events.append(
-                    {"type": "partition_reassignment", "topic": tp[0], "partition": tp[1]}
-                    | {"replicas": list(partition.target())}
-                )
-        # their own ids: the first log batch after the snapshot starts at its end offset
         where = f"snapshot-{self._batch_offset}"
         return [self._stamp(event, where, i) for i, event in enumerate(events)]
 
     # ------------------------------------------------------------ output
 
-    def _open(
-        self,
-        event: Event,
-        *,
-        brokers: frozenset[int] = frozenset(),
-        topic: str | None = None,
-        observes: bool | None = None,
-    ) -> _Cause:
-        cause = _Cause(event, brokers, topic, observes=observes)
+    def _open(self, cause: _Cause, *, after: bool = True) -> _Cause:
+        """A new event of this batch; `after`: it owns the changes that follow (its claim)."""
+        cause.statuses = [{"broker": b, "status": self._status(b)} for b in cause.brokers]
         self._causes.append(cause)
+        if after:
+            self._after = cause if cause.claim is not None else None
+        else:
+            self._after = None
         return cause
-
-    def _topic_cause(self, topic: str) -> _Cause | None:
-        for cause in reversed(self._causes):
-            if cause.topic == topic and cause.event["type"] in ("topic_creation",
-                                                                 "partition_creation"):  # fmt: skip
-                return cause
-        return None
 
     def _flush(self) -> list[Event]:
         causes, self._causes = self._causes, []
-        self._elections = {}
-        self._config_changes = {}
+        self._after = None
         out = []
         for n, cause in enumerate(causes):
             event = cause.event
-            if cause.writes and event["type"] == "topic_config_change":
-                # kcsim compares a topic event's observed with the whole topic
+            observed: dict[str, Any] = {}
+            kind = event["type"]
+            if kind in ("topic_deletion",):
+                observed["partitions"] = []
+            elif kind in ("topic_config_change",) and cause.writes:
+                # a topic event's observed speaks of the whole topic
                 for p in self.by_topic.get(event["topic"], {}):
-                    tp = (event["topic"], p)
-                    cause.writes.setdefault(tp, self.partitions[tp])
-            if cause.observes or (cause.observes is None and cause.writes):
-                rows = [_observed(tp, state) for tp, state in cause.writes.items()]
-                event["observed"] = {"partitions": rows}
+                    cause.writes.setdefault((event["topic"], p), self.partitions[event["topic"], p])
+            if cause.writes:
+                observed["partitions"] = [_observed(tp, s) for tp, s in cause.writes.items()]
+            elif kind in _CREATIONS:
+                observed["partitions"] = []
+            if cause.statuses:
+                observed["brokers"] = cause.statuses
+            if observed and (cause.observes or cause.writes or "brokers" in observed):
+                event["observed"] = observed
             out.append(self._stamp(event, self._batch_offset, n))
         return out
 
+    def _status(self, broker: int) -> str:
+        registration = self.brokers.get(broker)
+        return "fenced" if registration is None else registration.status()
+
     def _iso_ts(self) -> str:
-        # one text per batch: its events share the time
         if self._ts_text[0] != self._batch_ts:
             self._ts_text = (self._batch_ts, _iso(self._batch_ts))
         return self._ts_text[1]
@@ -562,11 +652,95 @@ class KraftLogModel:
         return head | event
 
 
-def _batch_order(record: Record) -> int:
-    """Causes first, then configs (Kafka 4.1.1 writes a created topic's ConfigRecords
-    before its PartitionRecords, which tell the topic's partitions), then partition
-    changes."""
-    return {"CONFIG_RECORD": 1, "PARTITION_CHANGE_RECORD": 2}.get(record.type, 0)
+_CREATIONS = ("topic_creation", "partition_creation")
+
+
+def _keeps(change: Change, broker: int) -> bool:
+    """Whether `broker` holds after the change everything it held before."""
+    old, new = change.old, change.new
+    return (
+        (old.leader != broker or new.leader == broker)
+        and all(b in new.isr for b in old.isr if b == broker)
+        and all(b in new.elr for b in old.elr if b == broker)
+        and all(b in new.lke for b in old.lke if b == broker)
+    )
+
+
+def _claims(cause: _Cause, change: Change) -> bool:
+    """Whether a change after `cause`'s record is its own."""
+    old, new = change.old, change.new
+    if cause.claim == "unfence":
+        # the unfence elects every leaderless partition (and the ELR/LKE elections of b)
+        return old.leader == NO_LEADER and new.leader != NO_LEADER
+    if cause.claim == "shutdown":
+        broker = cause.broker
+        return broker is not None and old.holds(broker) and not _keeps(change, broker)
+    return False
+
+
+def _causeless_kind(change: Change) -> str | None:
+    old, new = change.old, change.new
+    if (old.replicas, old.adding, old.removing) != (new.replicas, new.adding, new.removing):
+        reassigning = old.adding or old.removing
+        if reassigning and not (new.adding or new.removing):
+            if new.replicas == old.target():
+                return "completion"
+            return "cancel"
+        return "reassignment"
+    if new.leader != old.leader:
+        if new.leader == NO_LEADER:
+            return None
+        # a last known leader is elected uncleanly (RECOVERING), as any outside ISR and ELR
+        clean = new.leader in old.isr or new.leader in old.elr
+        return "preferred" if clean else "unclean"
+    if old.leader == NO_LEADER:
+        # no leader to send an AlterPartition: an election that found no leader and
+        # cleared the ELR or LKE (ELR turned off, or no eligible member left)
+        changed = (new.isr, new.elr, new.lke) != (old.isr, old.elr, old.lke)
+        return "preferred" if changed else None
+    if (new.isr, new.elr, new.lke, new.leader_recovery_state) != (
+        old.isr,
+        old.elr,
+        old.lke,
+        old.leader_recovery_state,
+    ):
+        # an AlterPartition, whose build may change the ELR and LKE alone
+        return "isr"
+    return None
+
+
+def _causeless_event(change: Change, kind: str) -> Event:
+    (topic, partition), old, new = change.tp, change.old, change.new
+    if kind == "reassignment":
+        event = {"type": "partition_reassignment", "topic": topic, "partition": partition}
+        return event | {"replicas": _target(change)}
+    if kind == "cancel":
+        event = {"type": "partition_reassignment", "topic": topic, "partition": partition}
+        return event | {"replicas": None}
+    isr = list(new.isr)
+    if kind == "completion":
+        # the builder removes again the members the completion dropped
+        isr += [b for b in old.isr if b not in new.replicas and b not in isr]
+    event = {"type": "isr_change", "topic": topic, "partition": partition, "isr": isr}
+    event["leader"] = old.leader
+    if new.leader_recovery_state != old.leader_recovery_state:
+        event["leader_recovery_state"] = new.leader_recovery_state
+    return event
+
+
+def _target(change: Change) -> list[int]:
+    """The target of a reassignment start: its replicas are the target followed by the
+    sorted removing replicas (`PartitionReassignmentReplicas`). A record that leaves the
+    removing replicas unset kept the partition's (Kafka does not write an unchanged list):
+    they are the tail of the replicas only when the target did not drop them."""
+    replicas = list(change.new.replicas)
+    removing = change.data.get("removingReplicas")
+    if removing is not None:
+        return [b for b in replicas if b not in removing]
+    tail = sorted(change.old.removing)
+    if tail and replicas[-len(tail) :] == tail:
+        return replicas[: -len(tail)]
+    return replicas
 
 
 def _iso(ts: int) -> str:
@@ -587,6 +761,7 @@ def _partition_state(data: dict[str, Any], epoch: int) -> PartitionState:
         adding=_ints(data.get("addingReplicas")),
         removing=_ints(data.get("removingReplicas")),
         elr=_ints(data.get("eligibleLeaderReplicas")),
+        lke=_ints(data.get("lastKnownElr")),
         leader_recovery_state=_RECOVERY.get(int(data.get("leaderRecoveryState", 0)), "RECOVERED"),
         controller_epoch=epoch,
     )
@@ -610,6 +785,7 @@ def _merge(old: PartitionState, data: dict[str, Any], epoch: int) -> PartitionSt
         adding=given("addingReplicas", old.adding),
         removing=given("removingReplicas", old.removing),
         elr=given("eligibleLeaderReplicas", old.elr),
+        lke=given("lastKnownElr", old.lke),
         leader_recovery_state=(
             old.leader_recovery_state if recovery < 0 else _RECOVERY.get(recovery, "RECOVERED")
         ),
@@ -617,19 +793,34 @@ def _merge(old: PartitionState, data: dict[str, Any], epoch: int) -> PartitionSt
     )
 
 
-def _isr_change(tp: TP, isr: tuple[int, ...]) -> Event:
-    # No epochs: the leader's request was current in KRaft, whose epochs count otherwise
-    # than ZooKeeper mode's (README); with KRaft's numbers, kcsim would refuse every
-    # request after the first difference in counting as stale, and one difference would
-    # become many. kcsim takes it as based on its own current epochs.
-    return {"type": "isr_change", "topic": tp[0], "partition": tp[1], "isr": list(isr)}
+def _stored(state: PartitionState) -> dict[str, Any]:
+    """A snapshot partition as a creation's `state` (CONTRACT §1, §5)."""
+    return {
+        "leader": state.leader,
+        "leader_epoch": state.leader_epoch,
+        "isr": list(state.isr),
+        "partition_epoch": state.partition_epoch,
+        "controller_epoch": state.controller_epoch,
+        "leader_recovery_state": state.leader_recovery_state,
+        "elr": list(state.elr),
+        "last_known_elr": list(state.lke),
+    }
 
 
 def _observed(tp: TP, state: PartitionState) -> dict[str, Any]:
-    row: dict[str, Any] = {"topic": tp[0], "partition": tp[1]}
-    row.update(state_field(state))
-    row["replicas"] = list(state.replicas)
-    return row
+    """CONTRACT §5's observed partition of a KRaft cluster (no controller epoch)."""
+    return {
+        "topic": tp[0],
+        "partition": tp[1],
+        "leader": state.leader,
+        "leader_epoch": state.leader_epoch,
+        "isr": list(state.isr),
+        "partition_epoch": state.partition_epoch,
+        "replicas": list(state.replicas),
+        "elr": list(state.elr),
+        "last_known_elr": list(state.lke),
+        "leader_recovery_state": state.leader_recovery_state,
+    }
 
 
 _HANDLERS = {
@@ -644,4 +835,6 @@ _HANDLERS = {
     "REMOVE_TOPIC_RECORD": KraftLogModel._remove_topic,
     "PARTITION_CHANGE_RECORD": KraftLogModel._partition_change,
     "CONFIG_RECORD": KraftLogModel._config,
+    "CLEAR_ELR_RECORD": KraftLogModel._clear_elr,
+    "FEATURE_LEVEL_RECORD": KraftLogModel._feature,
 }
