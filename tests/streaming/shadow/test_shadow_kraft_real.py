@@ -42,6 +42,8 @@ def test_the_shadow_follows_a_kraft_cluster(kraft_cluster: KraftCluster, tmp_pat
     followed = kraft.quorum_leader()  # its node is killed below: the log stops, then resumes
     assert followed is not None
     log = kraft.layout().metadata_log(followed)
+    if TOPIC in kraft.topics():  # a cluster given by KCSIM_KRAFT_CLUSTER_DIR, run before
+        kraft.delete_topic(TOPIC)
     kraft.create_topic(TOPIC, ASSIGNMENT)
     kraft.wait_isr_full(TOPIC)
     process = kraft_shadow(log, kraft.bootstrap, out)
