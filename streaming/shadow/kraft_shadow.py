@@ -193,7 +193,13 @@ class KraftShadow:
                     f"{self.state_path}: not a saved KRaft shadow state (give another --state)"
                 )
             self.features = dict(saved.get("features", {}))
-            model = pickle.loads(base64.b64decode(saved["model"]))  # kcsim's own file
+            try:
+                model = pickle.loads(base64.b64decode(saved["model"]))  # kcsim's own file
+            except (pickle.UnpicklingError, AttributeError, ImportError, TypeError) as error:
+                raise TailError(
+                    f"{self.state_path}: the saved model cannot be loaded by this kcsim "
+                    f"({error}): start again with a fresh --state and output"
+                ) from None
             return model, Position(**saved["at"])
         if self.written_seq:
             raise TailError(

@@ -22,7 +22,7 @@ import pytest
 
 from streaming.cli import main
 from streaming.importers.kraft_log_decoder import Decoded, log_files
-from streaming.shadow.kraft_shadow import KraftShadow
+from streaming.shadow.kraft_shadow import KraftShadow, check_release
 from streaming.shadow.metadata_log_tail import LogTail, TailError
 from streaming.shadow.outputs import open_output
 from tests.support.shadow_process import kraft_shadow
@@ -263,3 +263,30 @@ def test_a_bootstrap_that_does_not_answer_is_said_and_retried(tmp_path):
     assert all(f"DescribeMetadataQuorum at 127.0.0.1:{port} did not answer" in x for x in lines)
     assert ["retrying in 1 s" in lines[0], "retrying in 2 s" in lines[1]] == [True, True]
     assert process.returncode == 0
+
+
+def test_versions_other_than_the_engines_are_said(tail, tmp_path):
+    """The recorded cluster runs the kraft engine's defaults (4.1-IV1, ELR 1): nothing is
+    said. Another metadata.version or ELR level, or another Kafka release, is said with
+    what a replay needs."""
+    said: list[str] = []
+    sink, state = open_output(f"file:{tmp_path / 'out'}", "c")
+    follower = KraftShadow(LOG, tail, sink, state, "c", said.append)
+    follower.poll(ALL)
+    levels = follower.features
+    assert (levels["metadata.version"], levels["eligible.leader.replicas.version"]) == (27, 1)
+    assert said == []
+    follower.features |= {"metadata.version": 25, "eligible.leader.replicas.version": 0}
+    follower.poll(ALL)
+    assert said == [
+        "warning: the cluster's metadata.version is 4.0-IV3, not the kraft engine's default: "
+        "replay its events with --set metadata.version=4.0-IV3",
+        "warning: the cluster's eligible.leader.replicas.version is 0, not the kraft "
+        "engine's default: replay its events with --set eligible.leader.replicas.version=0",
+    ]
+    follower.poll(ALL)
+    assert len(said) == 2  # once per level seen
+    check_release((4, 1, 1), said.append)
+    assert len(said) == 2
+    check_release((4, 0), said.append)
+    assert "the cluster runs Kafka 4.0, not 4.1.x" in said[-1]
