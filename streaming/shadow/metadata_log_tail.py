@@ -18,10 +18,13 @@ base-offset order; an offset names a position across them.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import re
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -55,6 +58,14 @@ def tail_build(root: Path | None = None) -> OracleBuild:
         root / ".kcsim" / "metadata-log-tail" / "classes",
         kafka_jar_set(root),
     )
+
+
+@contextmanager
+def _compile_lock(build: OracleBuild) -> Iterator[None]:
+    build.classes.parent.mkdir(parents=True, exist_ok=True)
+    with (build.classes.parent / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,8 +129,9 @@ class LogTail:
     def __init__(self) -> None:
         build = tail_build()
         try:
-            if not build.is_current():
-                compile_oracle(build)
+            with _compile_lock(build):  # two shadows starting at once compile it once
+                if not build.is_current():
+                    compile_oracle(build)
             classpath = build.classpath()
             java_bin = java()
         except (JarsMissingError, LocalClusterError) as error:
