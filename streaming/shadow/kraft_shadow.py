@@ -72,6 +72,17 @@ class Quorum:
     high_watermark: int
     leader: int
     epoch: int
+    # each voter's and observer's log end offset as the quorum leader knows it: how far
+    # that node's log agrees with the leader's (-1: not fetched from this leader yet)
+    ends: dict[int, int]
+
+    def readable(self, node: int | None) -> int:
+        """The offset below which `node`'s log is committed and the leader's: a node cut
+        off from the quorum (an old leader) may hold uncommitted records of its own at
+        offsets the new leader has committed others at, until it fetches again."""
+        if node is None:
+            return self.high_watermark
+        return min(self.high_watermark, self.ends.get(node, -1))
 
 
 class QuorumWatch:
@@ -97,10 +108,14 @@ class QuorumWatch:
         partition = answer["topics"][0]["partitions"][0]
         if partition.get("error"):
             raise KafkaError(f"DescribeMetadataQuorum: {partition['error']}")
+        replicas = list(partition.get("current_voters") or []) + list(
+            partition.get("observers") or []
+        )
         return Quorum(
             int(partition["high_watermark"]),
             int(partition["leader_id"]),
             int(partition["leader_epoch"]),
+            {int(r["replica_id"]): int(r["log_end_offset"]) for r in replicas},
         )
 
     def kafka_release(self) -> tuple[int, ...] | None:
@@ -138,6 +153,20 @@ class Position:
             "position": self.position,
             "offset": self.offset,
         }
+
+
+def node_of(directory: Path) -> int | None:
+    """The node whose log this is: `node.id` of the `meta.properties` beside it (Kafka
+    writes one in every log directory); None when there is none (a copied log)."""
+    try:
+        text = (directory.parent / "meta.properties").read_text(encoding="latin-1")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() == "node.id" and value.strip().lstrip("-").isdigit():
+            return int(value.strip())
+    return None
 
 
 def start_position(directory: Path) -> Position:
@@ -390,6 +419,14 @@ def follow(
     for, backing off up to 30 s between tries."""
     backoff = poll_s
     released = False
+    node = node_of(shadow.directory)
+    if node is None:
+        say(
+            f"warning: no meta.properties beside {shadow.directory}: which node's log this "
+            "is cannot be told, so records are applied below the high watermark without "
+            "checking that this node's log agrees with the quorum leader's"
+        )
+    waiting = False
     while not stop():
         started = time.monotonic()
         try:
@@ -408,7 +445,14 @@ def follow(
         if not released:
             check_release(quorum.kafka_release(), say)
             released = True
-        shadow.poll(described.high_watermark)
+        readable = described.readable(node)
+        if readable < 0 and not waiting:
+            say(
+                f"node {node} has not fetched from quorum leader {described.leader} yet "
+                "(its log may hold records the quorum did not keep): waiting for it"
+            )
+        waiting = readable < 0
+        shadow.poll(readable)
         if once:
             return
         _wait(poll_s - (time.monotonic() - started), stop)

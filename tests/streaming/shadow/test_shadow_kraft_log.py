@@ -22,7 +22,7 @@ import pytest
 
 from streaming.cli import main
 from streaming.importers.kraft_log_decoder import Decoded, log_files
-from streaming.shadow.kraft_shadow import KraftShadow, check_release
+from streaming.shadow.kraft_shadow import KraftShadow, Quorum, check_release, node_of
 from streaming.shadow.metadata_log_tail import LogTail, TailError
 from streaming.shadow.outputs import open_output
 from tests.support.shadow_process import kraft_shadow
@@ -290,3 +290,17 @@ def test_versions_other_than_the_engines_are_said(tail, tmp_path):
     assert len(said) == 2
     check_release((4, 0), said.append)
     assert "the cluster runs Kafka 4.0, not 4.1.x" in said[-1]
+
+
+def test_a_node_cut_off_from_the_quorum_is_not_read_past_what_it_fetched(tmp_path):
+    """SPEC-KRAFT §23.4: an old quorum leader's log may hold records the new leader never
+    kept, at offsets it has since committed others at. The node's log is read only below
+    both the high watermark and its log end offset as the leader knows it (-1 until it
+    fetches); the node is the `node.id` of the `meta.properties` beside the log."""
+    log = tmp_path / "__cluster_metadata-0"
+    log.mkdir()
+    assert node_of(log) is None
+    (tmp_path / "meta.properties").write_text("version=1\nnode.id=3\ncluster.id=x\n")
+    assert node_of(log) == 3
+    quorum = Quorum(high_watermark=120, leader=1, epoch=4, ends={1: 125, 2: 118, 3: -1})
+    assert [quorum.readable(n) for n in (1, 2, 3, 4, None)] == [120, 118, -1, -1, 120]
