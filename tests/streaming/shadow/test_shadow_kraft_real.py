@@ -113,3 +113,4 @@ def test_the_shadow_follows_a_kraft_cluster(kraft_cluster: KraftCluster, tmp_pat
         p: (r["leader"], r["leader_epoch"], frozenset(r["isr"])) for p, r in final.items()
     }
     print(f"kill -9 of broker {victim} to its broker_failure event: {latency:.1f} s")
+    print(f"the shadow (node {followed}'s log) said: {stderr}")
