@@ -42,7 +42,8 @@ from typing import Any
 from kafka import KafkaAdminClient
 from kafka.errors import KafkaError
 
-from controller.kraft.settings import ELR_VERSION_KEY, METADATA_VERSIONS, KRaftSettings
+from controller.config import KRAFT, Settings
+from controller.kraft.settings import ELR_VERSION_KEY, METADATA_VERSIONS
 from streaming.clients.kafka_config import KafkaClientConfig
 from streaming.importers.kraft_log_model import Event, KraftLogModel
 from streaming.shadow.metadata_log_tail import (
@@ -204,8 +205,10 @@ class KraftShadow:
         state_path: Path,
         cluster: str,
         say: Callable[[str], None],
+        settings: Settings | None = None,
     ) -> None:
         self.directory, self.tail, self.sink = directory, tail, sink
+        self.expected = expected_levels(settings or Settings(engine=KRAFT))
         self.state_path, self.cluster, self.say = state_path, cluster, say
         self.written_seq = sink.last_seq(cluster)
         self.emitted = 0
@@ -373,25 +376,32 @@ class KraftShadow:
         return len(fresh)
 
     def _check_features(self) -> None:
-        """metadata.version and the ELR level against the kraft engine's defaults, said
-        once per level seen."""
-        defaults = KRaftSettings()
-        expected = {
-            METADATA_VERSION_KEY: defaults.metadata_level,
-            ELR_VERSION_KEY: defaults.eligible_leader_replicas_version,
-        }
-        for name, default in expected.items():
+        """metadata.version and the ELR level against the settings (`--set`, `--config`;
+        the kraft engine's defaults), said once per level seen."""
+        for name, default in self.expected.items():
             level = self.features.get(name)
             if level is None or level == default or self.reported.get(name) == level:
                 continue
             self.reported[name] = level
-            shown = str(level)
-            if name == METADATA_VERSION_KEY:
-                shown = _LEVEL_NAMES.get(level, f"level {level}")
+            shown = self._shown(name, level)
             self.say(
-                f"warning: the cluster's {name} is {shown}, not the kraft engine's default: "
-                f"replay its events with --set {name}={shown}"
+                f"warning: the cluster's {name} is {shown}, not the settings' "
+                f"{self._shown(name, default)}: replay its events with --set {name}={shown}"
             )
+
+    @staticmethod
+    def _shown(name: str, level: int) -> str:
+        if name == METADATA_VERSION_KEY:
+            return _LEVEL_NAMES.get(level, f"level {level}")
+        return str(level)
+
+
+def expected_levels(settings: Settings) -> dict[str, int]:
+    """The feature levels the settings simulate: what the cluster's should be."""
+    return {
+        METADATA_VERSION_KEY: METADATA_VERSIONS[settings.metadata_version],
+        ELR_VERSION_KEY: settings.eligible_leader_replicas_version,
+    }
 
 
 def check_release(release: tuple[int, ...] | None, say: Callable[[str], None]) -> None:
@@ -487,7 +497,13 @@ def run_kraft(
     try:
         with LogTail() as tail:
             shadow = KraftShadow(
-                args.metadata_log, tail, sink, args.state or default_state, args.cluster, say
+                args.metadata_log,
+                tail,
+                sink,
+                args.state or default_state,
+                args.cluster,
+                say,
+                getattr(args, "settings", None),
             )
             follow(shadow, quorum, once=args.once, stop=stopped.is_set, say=say, explain=explain)
     except TailError as error:

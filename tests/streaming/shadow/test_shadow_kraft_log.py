@@ -20,9 +20,16 @@ from pathlib import Path
 
 import pytest
 
+from controller.config import Settings
 from streaming.cli import main
 from streaming.importers.kraft_log_decoder import Decoded, log_files
-from streaming.shadow.kraft_shadow import KraftShadow, Quorum, check_release, node_of
+from streaming.shadow.kraft_shadow import (
+    KraftShadow,
+    Quorum,
+    check_release,
+    expected_levels,
+    node_of,
+)
 from streaming.shadow.metadata_log_tail import LogTail, TailError
 from streaming.shadow.outputs import open_output
 from tests.support.shadow_process import kraft_shadow
@@ -270,6 +277,9 @@ def test_versions_other_than_the_engines_are_said(tail, tmp_path):
     said. Another metadata.version or ELR level, or another Kafka release, is said with
     what a replay needs."""
     said: list[str] = []
+    matching = Settings.load(None, ["metadata.version=4.0-IV3"])
+    assert expected_levels(matching) == {
+        "metadata.version": 25, "eligible.leader.replicas.version": 0}  # fmt: skip
     sink, state = open_output(f"file:{tmp_path / 'out'}", "c")
     follower = KraftShadow(LOG, tail, sink, state, "c", said.append)
     follower.poll(ALL)
@@ -279,10 +289,10 @@ def test_versions_other_than_the_engines_are_said(tail, tmp_path):
     follower.features |= {"metadata.version": 25, "eligible.leader.replicas.version": 0}
     follower.poll(ALL)
     assert said == [
-        "warning: the cluster's metadata.version is 4.0-IV3, not the kraft engine's default: "
+        "warning: the cluster's metadata.version is 4.0-IV3, not the settings' 4.1-IV1: "
         "replay its events with --set metadata.version=4.0-IV3",
-        "warning: the cluster's eligible.leader.replicas.version is 0, not the kraft "
-        "engine's default: replay its events with --set eligible.leader.replicas.version=0",
+        "warning: the cluster's eligible.leader.replicas.version is 0, not the settings' 1: "
+        "replay its events with --set eligible.leader.replicas.version=0",
     ]
     follower.poll(ALL)
     assert len(said) == 2  # once per level seen
