@@ -51,7 +51,15 @@ ALLOWED: dict[str, set[str]] = {
         "streaming.jars",
         "streaming.local_clusters",
     },
-    "streaming.shadow": {"controller.*", "schemas", "streaming.clients", "streaming.importers"},
+    "streaming.shadow": {
+        "controller.*",
+        "schemas",
+        "streaming.clients",
+        "streaming.importers",
+        # the KRaft shadow's log reader: Kafka's jars and `java`, as the log importer's
+        "streaming.jars",
+        "streaming.local_clusters",
+    },
     "streaming.chaos": {"controller.*", "streaming.clients"},
     "streaming.insight": {"controller.*", "schemas", "streaming.lake"},
     "streaming.plan": {"controller.*", "schemas", "streaming.lake"},

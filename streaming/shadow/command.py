@@ -49,6 +49,8 @@ from controller.config import ConfigError
 from streaming.clients.kafka_config import ClientFailures, KafkaClientConfig
 from streaming.clients.zookeeper_config import ZooKeeperClientConfig
 from streaming.shadow.kafka_output import OutputError
+from streaming.shadow.kraft_shadow import run_kraft
+from streaming.shadow.metadata_log_tail import TailError, check_directory
 from streaming.shadow.model import Event, ShadowModel
 from streaming.shadow.outputs import EventOutput, open_output, save_state
 from streaming.shadow.zk_failures import ZooKeeperFailures
@@ -66,7 +68,23 @@ CONNECTION_RETRY = {"max_tries": -1, "delay": 0.2, "max_delay": 5.0}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--zookeeper", required=True, help="HOST:PORT[,HOST:PORT...][/chroot]")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--zookeeper", help="a ZooKeeper-mode cluster: HOST:PORT[,HOST:PORT...][/chroot]"
+    )
+    source.add_argument(
+        "--metadata-log",
+        type=Path,
+        metavar="DIR",
+        help="a KRaft cluster: one node's __cluster_metadata-0 directory (read only); "
+        "needs --bootstrap-server",
+    )
+    parser.add_argument(
+        "--bootstrap-server",
+        metavar="HOST:PORT",
+        help="with --metadata-log: the cluster, asked for the quorum's high watermark "
+        "(DescribeMetadataQuorum) about once a second",
+    )
     parser.add_argument("--out", required=True, help="file:DIR or kafka:BOOTSTRAP/TOPIC")
     parser.add_argument("--cluster", default="default", help="cluster name (default 'default')")
     parser.add_argument("--once", action="store_true", help="write the present state and stop")
@@ -94,7 +112,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         dest="kafka_config",
         type=Path,
         metavar="FILE",
-        help="Kafka client properties for --out kafka: (security.protocol, sasl.*, ssl.*)",
+        help="Kafka client properties for --bootstrap-server and --out kafka: "
+        "(security.protocol, sasl.*, ssl.*)",
     )
 
 
@@ -257,6 +276,19 @@ def main(args: argparse.Namespace) -> int:
     if args.settle_ms < 0:
         print("kcsim shadow: --settle-ms must not be negative", file=sys.stderr)
         return 2
+    if (args.metadata_log is None) != (args.bootstrap_server is None):
+        print(
+            "kcsim shadow: --bootstrap-server goes with --metadata-log (a KRaft cluster), "
+            "and --metadata-log needs it",
+            file=sys.stderr,
+        )
+        return 2
+    if args.metadata_log is not None:
+        try:
+            check_directory(args.metadata_log)
+        except TailError as error:
+            print(f"kcsim shadow: {error}", file=sys.stderr)
+            return 2
     with ClientFailures(kafka_client) as failures:
         try:
             sink, default_state = open_output(args.out, args.cluster, kafka_client)
@@ -267,6 +299,8 @@ def main(args: argparse.Namespace) -> int:
             print(f"kcsim shadow: cannot reach Kafka: {failures.explain(error)}", file=sys.stderr)
             return 1
         try:
+            if args.metadata_log is not None:
+                return run_kraft(args, sink, default_state, kafka_client, failures.explain)
             return _run(args, sink, default_state, zookeeper_client)
         except OutputError as error:
             why = f" ({failures.explain(error.cause)})" if error.cause is not None else ""

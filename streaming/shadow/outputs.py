@@ -6,7 +6,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from streaming.clients.kafka_config import KafkaClientConfig
 from streaming.shadow.kafka_output import KafkaOutput
@@ -68,6 +68,11 @@ def save_state(path: Path, model: ShadowModel, unwritten: list[Event] | None = N
     saved = model.to_json()
     if unwritten:
         saved["unwritten"] = unwritten
+    write_state(path, saved)
+
+
+def write_state(path: Path, saved: dict[str, Any]) -> None:
+    """A saved state, replaced whole (a stop mid-write leaves the previous one)."""
     temp = path.with_name(f".{path.name}.tmp")
     temp.write_text(json.dumps(saved, separators=(",", ":")), encoding="utf-8")
     os.replace(temp, path)

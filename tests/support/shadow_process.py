@@ -39,3 +39,12 @@ def wait_for(what: str, check: Callable[[], Any]) -> Any:
             return result
         time.sleep(0.2)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def kraft_shadow(metadata_log: Path, bootstrap: str, out: Path, *extra: str) -> subprocess.Popen:
+    """`kcsim shadow --metadata-log` following one node's log, cluster name `real`."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    command = [sys.executable, "-m", "streaming.cli", "shadow", "--metadata-log"]
+    command += [str(metadata_log), "--bootstrap-server", bootstrap]
+    command += ["--out", f"file:{out}", "--cluster", "real", *extra]
+    return subprocess.Popen(command, env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True)

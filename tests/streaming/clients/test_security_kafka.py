@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ from kazoo.security import make_digest_acl
 from streaming.chaos.produce import scenario_records
 from streaming.clients.kafka_config import KafkaClientConfig
 from streaming.local_clusters import kafka_local
+from tests.support.job_process import ROOT, job_env
 from tests.support.security import (
     CORPUS,
     KAFKA_SCAN,
@@ -38,6 +40,7 @@ from tests.support.security import (
 pytestmark = [pytest.mark.kafka]
 
 USER = "kcsim-user"
+SHADOW = [sys.executable, "-m", "streaming.cli", "shadow", "--metadata-log"]
 
 
 class ScramKafka(NamedTuple):
@@ -45,6 +48,7 @@ class ScramKafka(NamedTuple):
     config: Path  # the client.properties `kafka-local start --sasl-scram` wrote
     wrong: Path  # the same with a wrong password
     password: str
+    data_dir: Path  # the broker's: its __cluster_metadata-0 is under data/
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +68,7 @@ def scram_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScramKafka
         config = kafka_local.client_properties(data_dir)
         wrong = base / "wrong.properties"
         wrong.write_text(config.read_text().replace(password, "not-the-password"))
-        yield ScramKafka(bootstrap, config, wrong, password)
+        yield ScramKafka(bootstrap, config, wrong, password, data_dir)
     finally:
         kafka_local.stop(data_dir)
 
@@ -241,3 +245,42 @@ def test_shadow_reads_a_digest_protected_chroot_only_with_credentials(
         owner.delete(chroot, recursive=True)
         owner.stop()
         owner.close()
+
+
+# ------------------------------------------------------------------ shadow (KRaft)
+
+
+def test_kraft_shadow_asks_the_quorum_with_credentials_and_keeps_them_out(
+    scram_kafka: ScramKafka, tmp_path: Path
+) -> None:
+    """`kcsim shadow --metadata-log` asks a SCRAM broker for the quorum's high watermark
+    with `--command-config`; a wrong password is said (and retried), never shown; no file
+    the shadow wrote holds the password."""
+    log = scram_kafka.data_dir / "data" / "__cluster_metadata-0"
+    out = tmp_path / "out"
+    ran = kcsim(
+        "shadow", "--metadata-log", str(log), "--bootstrap-server", scram_kafka.bootstrap,
+        "--command-config", str(scram_kafka.config), "--out", f"file:{out}", "--once",
+        timeout=REFUSED_WITHIN_S,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    written = [json.loads(x) for p in sorted(out.glob("shadow-*.jsonl")) for x in p.open()]
+    assert [e["type"] for e in written][:1] == ["controller_failover"]
+    assert any(e["type"] == "broker_registration" for e in written)
+    assert files_holding(out, scram_kafka.password) == []
+    assert scram_kafka.password not in ran.stdout + ran.stderr
+    refused = subprocess.Popen(
+        [*SHADOW, str(log), "--bootstrap-server", scram_kafka.bootstrap, "--command-config",
+         str(scram_kafka.wrong), "--out", f"file:{tmp_path / 'refused'}"],
+        stderr=subprocess.PIPE, text=True, env=job_env(), cwd=ROOT,
+    )  # fmt: skip
+    assert refused.stderr is not None
+    try:
+        first = refused.stderr.readline()
+    finally:
+        refused.terminate()
+        rest = refused.communicate(timeout=REFUSED_WITHIN_S)[1]
+    assert "did not answer (the broker refused the SASL credentials" in first
+    assert "retrying in 1 s" in first
+    assert scram_kafka.password not in first + rest
+    assert "not-the-password" not in first + rest
