@@ -349,3 +349,27 @@ def test_failover_recounts_everything() -> None:
     )
     assert {c: row[c] for c in STATE_COLUMNS} == expected
     assert row["under_replicated"] == 1 and row["not_preferred"] == 1
+
+
+def test_kraft_reassignment_over_one_adding_a_replica_it_drops_is_no_violation() -> None:
+    """SPEC-KRAFT §13.2: a new target that drops the replica an ongoing reassignment is
+    adding writes only `removingReplicas` (its `adding` is empty, so the old one stays):
+    Kafka 4.1.1's own classes leave broker 1 both adding and removing. kcsim's state does
+    the same, and `violations` does not call Kafka's own state broken."""
+    cluster = Cluster(Settings(engine="kraft"))
+    cluster.send({"type": "topic_creation", "topic": "t", "assignment": {"0": [2, 3]}})
+    cluster.send({"type": "broker_failure", "brokers": [3]})  # ISR [2]: nothing completes
+    cluster.send({"type": "partition_reassignment", "topic": "t", "partition": 0,
+                  "replicas": [2, 3, 1]})  # fmt: skip
+    output = cluster.send(
+        {"type": "partition_reassignment", "topic": "t", "partition": 0, "replicas": [2, 3]}
+    )
+    (record,) = output.appends["metadata_records"]
+    # `replicas` is [2, 3, 1] already (target ++ removing), so only removing is written
+    assert json.loads(record["record"]) == {"partitionId": 0, "topic": "t", "removingReplicas": [1]}
+    (state,) = [r for r in cluster.simulator.table_rows("partition_state") if r["topic"] == "t"]
+    assert (state["replicas"], state["adding_replicas"], state["removing_replicas"]) == (
+        [2, 3, 1], [1], [1],
+    )  # fmt: skip
+    assert state["isr"] == [2]
+    assert output.appends["violations"] == []

@@ -257,3 +257,25 @@ def test_generator_answers_only_when_brokers_do_not() -> None:
     generated for simulated brokers gets no answers and is left with unfinished work."""
     assert _settled_with_all_brokers_live(ChaosGenerator(11, SMALL, SIMULATE), SIMULATE) == []
     assert _settled_with_all_brokers_live(ChaosGenerator(11, SMALL, SIMULATE), REPLAY) != []
+
+
+def test_kraft_health_counts_a_new_partition_s_leader_as_a_change() -> None:
+    """The KRaft engine's `leader_changes` counts as the ZooKeeper engine's (CONTRACT §2,
+    "this event's"): a partition created with a leader is one change, a later move one
+    more, against a recount of `partition_state` before and after every event of a chaos
+    run (topic creations and deletions among them)."""
+    settings = Settings(engine="kraft")
+    events = events_of(long_run(REPLAY)[0])[:600]
+    simulator = Simulator(settings)
+    before: list[dict] = []
+    created = 0
+    for index, event in enumerate(events):
+        output = simulator.apply([RawEvent(json.dumps(event), f"chaos/{index}")])
+        assert output.appends["violations"] == [], (event, output.appends["violations"])
+        (row,) = output.appends["health"]
+        after = list(simulator.table_rows("partition_state"))
+        assert row["leader_changes"] == leader_changes(before, after), (index, event)
+        if event["type"] in ("topic_creation", "partition_creation"):
+            created += row["leader_changes"]
+        before = after
+    assert created > 0  # the run creates topics, and their leaders count
