@@ -27,6 +27,7 @@ import pyarrow as pa
 from controller.config import ConfigError, Settings
 from controller.replay.command import replay
 from controller.replay.table_files import table_file
+from streaming.insight.impact import IMPACT_TABLES, Impacts, impact_rows, impacts
 from streaming.insight.report_data import (
     ReportInputError,
     cluster_report,
@@ -144,6 +145,9 @@ def main(args: argparse.Namespace) -> int:
     print(differences_text(runs, differing_leaders(leaders)))
     print()
     print(classes_text(runs, [final_states(t["final_state"]) for t in tables]))
+    print()
+    by_type = impact_text([impacts(t) for t in tables])
+    print(by_type)
     if args.report is not None:
         from streaming.insight.whatif_report import render_whatif
 
@@ -154,6 +158,7 @@ def main(args: argparse.Namespace) -> int:
                 [[cluster_report(t, c) for c in clusters(t)] for t in tables],
                 totals_text(runs, totals),
                 differences_text(runs, differing_leaders(leaders)),
+                by_type,
             ),
             encoding="utf-8",
         )
@@ -263,7 +268,7 @@ _ENGINE_COLUMNS = {
 def engine_tables(directory: Path) -> dict[str, pa.Table]:
     """A run's tables for the engine comparison (a file a run did not write: empty)."""
     out = {}
-    for name, (table, columns) in _ENGINE_COLUMNS.items():
+    for name, (table, columns) in {**_ENGINE_COLUMNS, **IMPACT_TABLES}.items():
         schema = pa.schema(columns)
         path = table_file(directory, table)
         out[name] = read_jsonl(path, schema) if path.exists() else schema.empty_table()
@@ -368,6 +373,14 @@ def totals_text(runs: Sequence[Run], totals: Sequence[Totals]) -> str:
         for n, (run, t) in enumerate(zip(runs, totals, strict=True))
     ]
     return text_table(TOTALS_HEADER, rows)
+
+
+def impact_text(runs: Sequence[Impacts]) -> str:
+    """The runs' charges per event type (streaming/insight/impact.py)."""
+    header, rows = impact_rows(runs)
+    if not rows:
+        return "by event type: no events applied"
+    return "by event type (what followed each event until the next):\n" + text_table(header, rows)
 
 
 def differences_text(runs: Sequence[Run], differing: Sequence[tuple[Key, list[str]]]) -> str:

@@ -25,6 +25,7 @@ def render_whatif(
     runs: Sequence[Sequence[ClusterReport]],
     totals: str,
     differences: str,
+    by_type: str = "",
 ) -> str:
     parts = [
         "<h1>kcsim whatif</h1>",
@@ -33,6 +34,14 @@ def render_whatif(
         f"<h2>Totals</h2><pre>{html.escape(totals)}</pre>",
         f"<h2>Final leaders</h2><pre>{html.escape(differences)}</pre>",
     ]
+    if by_type:
+        parts.append(
+            "<h2>By event type</h2>"
+            '<p class="note">Each event is charged with what followed it until the next: '
+            "the partitions left offline that long, its leader changes and elections. "
+            "Types whose charges differ between runs come first.</p>"
+            f"<pre>{html.escape(by_type)}</pre>"
+        )
     names = sorted({r.cluster for reports in runs for r in reports})
     for number, cluster in enumerate(names):
         per_run = [next((r for r in reports if r.cluster == cluster), None) for reports in runs]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from streaming.cli import main
@@ -55,3 +56,57 @@ def test_difference_classes() -> None:
         "only in run 0": 1,
         "only in this run": 1,
     }
+
+
+def test_whatif_by_event_type_charges_what_followed_each_event(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The migration preview's table: each event type's leader changes, elections and
+    offline partition-time in each run, the types that differ first. A deleted topic's
+    partitions lose their leaders under zk (the deletion's OfflineReplica transitions
+    write leader -1), while KRaft removes them in one record (SPEC-KRAFT §24 D3)."""
+    assert main(["whatif", str(EXAMPLES), "--vs", "kcsim.engine=kraft"]) == 0
+    section = capsys.readouterr().out.split("by event type")[1]
+    header, *rows = section.splitlines()[1:]
+    assert header.split("  ")[0] == "event type"
+    table = {row.split()[0]: [int(v) for v in row.split()[1:]] for row in rows if row}
+    # events, then per run: offline partition-s, leader changes, unclean, ELR elections
+    assert table["topic_deletion"] == [1, 0, 8, 0, 0, 0, 0, 0, 0]
+    # a created partition's first leader is a change under both engines
+    assert table["topic_creation"][2] == table["topic_creation"][6] == 12
+    differing = [name for name, v in table.items() if v[1:5] != v[5:9]]
+    assert list(table)[: len(differing)] == differing  # the differing types come first
+
+
+def test_impacts_charge_offline_partition_seconds_until_the_next_event() -> None:
+    from streaming.insight.impact import IMPACT_TABLES, impacts
+
+    def table(name: str, rows: list[dict]) -> pa.Table:
+        return pa.Table.from_pylist(rows, schema=pa.schema(IMPACT_TABLES[name][1]))
+
+    health = [
+        {"cluster": "c", "seq": 1, "offline": 0, "leader_changes": 3, "unclean_elections": 0,
+         "elr_elections": 0, "last_known_leader_elections": 0},
+        {"cluster": "c", "seq": 2, "offline": 2, "leader_changes": 1, "unclean_elections": 0,
+         "elr_elections": 1, "last_known_leader_elections": 0},
+        {"cluster": "c", "seq": 3, "offline": 0, "leader_changes": 2, "unclean_elections": 1,
+         "elr_elections": 1, "last_known_leader_elections": 1},
+    ]  # fmt: skip
+    events = [
+        {"cluster": "c", "seq": 1, "type": "topic_creation", "ts": 0},
+        {"cluster": "c", "seq": 2, "type": "broker_failure", "ts": 1_000},
+        {"cluster": "c", "seq": 3, "type": "broker_startup", "ts": 31_000},
+    ]
+    result = impacts({"impact_health": table("impact_health", health),
+                      "impact_events": table("impact_events", events)})  # fmt: skip
+    assert result.timed
+    failure = result.by_type["broker_failure"]
+    # two partitions offline for the 30 s until the startup; one ELR election
+    assert (failure.offline, failure.leader_changes, failure.elr_elections) == (60.0, 1, 1)
+    startup = result.by_type["broker_startup"]
+    assert (startup.unclean_elections, startup.elr_elections, startup.leader_changes) == (1, 1, 2)
+    # without times, one event is one unit
+    untimed = [{**e, "ts": None} for e in events]
+    result = impacts({"impact_health": table("impact_health", health),
+                      "impact_events": table("impact_events", untimed)})  # fmt: skip
+    assert not result.timed and result.by_type["broker_failure"].offline == 2
