@@ -51,7 +51,13 @@ ALLOWED: dict[str, set[str]] = {
         "streaming.jars",
         "streaming.local_clusters",
     },
-    "streaming.shadow": {"controller.*", "schemas", "streaming.clients", "streaming.importers"},
+    "streaming.shadow": {
+        "controller.*",
+        "schemas",
+        "streaming.clients",
+        "streaming.importers",
+        "streaming.metrics",
+    },
     "streaming.chaos": {"controller.*", "streaming.clients"},
     "streaming.insight": {"controller.*", "schemas", "streaming.lake"},
     "streaming.plan": {"controller.*", "schemas", "streaming.lake"},
@@ -61,8 +67,10 @@ ALLOWED: dict[str, set[str]] = {
         "streaming.jars",
         "streaming.clients",
         "streaming.lake",
+        "streaming.metrics",
     },
     "streaming.jars": set(),
+    "streaming.metrics": set(),
     "streaming.cli": {"controller.*"},  # the commands themselves: by name, when one runs
     "streaming.__main__": {"streaming.cli"},
 }
