@@ -425,6 +425,8 @@ def _follow(
             finally:
                 signal.signal(signal.SIGTERM, previous)
             shadow.finish()
+        # closing the session is no loss to report: the listener goes first
+        client.remove_listener(shadow.on_state)
         if not args.quiet:
             print(shadow.summary(), file=sys.stderr)
         return 0
