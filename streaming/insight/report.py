@@ -84,6 +84,9 @@ MOMENT_COLOURS = {"start": "#4c78a8", "worst": "#e45756", "end": "#54a24b"}
 BROKER_LEADERS = "#08306b"
 BROKER_ISR = "#00441b"
 
+# px: wide enough that a line covers a whole row of pixels in its own colour wherever
+# the layout puts it (a 2 px line centred between two rows blends into both)
+LINE_WIDTH = 2.5
 TIMELINE_HEIGHT = 760
 LEADERS_HEIGHT = 360
 BROKERS_ROW_PX = 26  # a broker's row in each heatmap
@@ -390,7 +393,7 @@ def _line(
         y=series.y,
         name=name,
         mode="lines",
-        line={"color": colour, "width": 2, "shape": "hv" if stepped else "linear"},
+        line={"color": colour, "width": LINE_WIDTH, "shape": "hv" if stepped else "linear"},
         **extra,
     )
 
@@ -470,8 +473,10 @@ def timeline_figure(report: ClusterReport) -> Any:
         row=4,
         col=1,
     )
-    figure.update_yaxes(rangemode="tozero", row=1, col=1)
-    figure.update_yaxes(rangemode="tozero", row=2, col=1)
+    # from a little below 0: a line at 0 is drawn whole, not half cut off by the plot area
+    for row, metrics in ((1, list(HEALTH_LINES)), (2, ["live_brokers"])):
+        top = max(max(report.timeline[m].y.max(initial=0) for m in metrics), 1)
+        figure.update_yaxes(range=[-0.03 * top, 1.05 * top], row=row, col=1)
     figure.update_xaxes(title_text=x_title(report), row=4, col=1)
     figure.update_layout(
         barmode="stack",

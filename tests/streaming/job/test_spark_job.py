@@ -102,10 +102,19 @@ def test_parity_one_batch(spark, tmp_path: Path) -> None:  # noqa: F811
     )
     assert len([line for line in log if line.startswith("batch ")]) == 1
     files = len(list(CORPUS.glob("*.jsonl")))
-    assert f"{files}/{files} files" in log[-1]
+    assert f"{files}/{files} files" in log[-2]
     expected = replay_rows(source)
     assert 77 not in {row["broker"] for row in expected["brokers"]}
-    assert_same_tables(lake_rows(spark, tmp_path / "lake"), expected)
+    lake = lake_rows(spark, tmp_path / "lake")
+    assert_same_tables(lake, expected)
+    # its last line says what it did; a re-run with nothing new says so
+    assert log[-1].startswith(
+        f"kcsim run: done: 1 batches, {files} files, {len(lake['applied_events'])} events "
+        f"applied, {len(lake['rejected_events'])} rejected, {len(lake['divergences'])} "
+        f"divergences, {len(lake['violations'])} violations in "
+    )
+    again = run_once(spark, source, tmp_path / "lake")
+    assert again[-1] == f"kcsim run: nothing new ({files} files already applied)"
 
 
 def test_parity_many_batches_and_lake_inspection(spark, tmp_path: Path) -> None:  # noqa: F811
