@@ -478,6 +478,8 @@ def timeline_figure(report: ClusterReport) -> Any:
         top = max(max(report.timeline[m].y.max(initial=0) for m in metrics), 1)
         figure.update_yaxes(range=[-0.03 * top, 1.05 * top], row=row, col=1)
     figure.update_xaxes(title_text=x_title(report), row=4, col=1)
+    if report.times is not None:  # also the rows with no point (their type is not guessed)
+        figure.update_xaxes(type="date")
     figure.update_layout(
         barmode="stack",
         height=TIMELINE_HEIGHT,
@@ -541,10 +543,11 @@ def brokers_figure(report: ClusterReport) -> Any:
     assert view is not None
     names = [f"broker {b}" for b in view.brokers]
     # a cell holds from its event to the next one (the state after it): x as the cells'
-    # edges, the last as wide as the one before it
+    # edges, the last 1% of the axis wide (so the axis ends about where the timeline's does)
     x = report.x(view.x)
-    last = x[-1] + (x[-1] - x[-2] if len(x) > 1 else (1 if x.dtype.kind != "M" else 1000))
-    x = np.append(x, last)
+    span = (x[-1] - x[0]) / 100 if len(x) > 1 else 0
+    unit = np.timedelta64(1000, "ms") if x.dtype.kind == "M" else 1
+    x = np.append(x, x[-1] + max(span, unit))
     figure = make_subplots(
         rows=2,
         cols=1,

@@ -99,6 +99,17 @@ COLUMNS: dict[str, tuple[tuple[str, pa.DataType], ...]] = {
         ("leader", _I),
     ),
     "rejected_events": (("cluster", _S), ("source", _S), ("reason", _S), ("raw", _S)),
+    # the new state an accepted AlterPartition (or election, reassignment) left: ISR
+    # changes have no state_changes row
+    "event_results": (
+        ("cluster", _S),
+        ("seq", _L),
+        ("topic", _S),
+        ("partition", _I),
+        ("error", _S),
+        ("leader", _I),
+        ("isr", pa.list_(_I)),
+    ),
 }
 REQUIRED = ("health", "state_changes", "partition_state")
 ONLINE, OFFLINE = "OnlinePartition", "OfflinePartition"
@@ -417,7 +428,7 @@ def cluster_report(
             "violations": _by_seq(violations).slice(0, FIRST_ROWS),
             "rejected_events": rejected.slice(0, FIRST_ROWS),
         },
-        brokers=broker_view(changes, seqs),
+        brokers=broker_view(changes, seqs, of_cluster(_table(tables, "event_results"), cluster)),
     )
 
 
@@ -594,16 +605,47 @@ class BrokerView:
     isr: np.ndarray  # brokers x len(x)
 
 
-def broker_view(changes: pa.Table, seqs: np.ndarray, columns: int = BROKER_COLUMNS) -> BrokerView:
+def broker_view(
+    changes: pa.Table,
+    seqs: np.ndarray,
+    results: pa.Table | None = None,
+    columns: int = BROKER_COLUMNS,
+) -> BrokerView:
     """From `state_changes` (one cluster, by seq): every row carries its partition's
-    leader and ISR after the transition, and partition rows its state. A partition counts
-    for its leader while online, for its ISR's members until it is deleted; one a snapshot
-    loaded (no partition row yet) is online when it has a leader. One pass over the rows."""
+    leader and ISR after the transition, and partition rows its state. An accepted
+    AlterPartition changes an ISR with no such row: its `event_results` row (no error)
+    carries the new leader and ISR, taken after the event's `state_changes` rows. A
+    partition counts for its leader while online, for its ISR's members until it is
+    deleted; one a snapshot loaded (no partition row yet) is online when it has a leader.
+    One pass over the rows."""
     size = -(-len(seqs) // columns) if len(seqs) > columns else 1
     ends = seqs[size - 1 :: size]
     if len(ends) == 0 or ends[-1] != seqs[-1]:
         ends = np.append(ends, seqs[-1])
     ok = changes.filter(_true(changes, "ok"))
+    names = ["seq", "entity", "topic", "partition", "to_state", "leader", "isr"]
+    ok = ok.select(names).append_column("order", pa.array(np.zeros(ok.num_rows, np.int8)))
+    if results is not None and results.num_rows:
+        answered = results.filter(
+            pc.and_(pc.is_null(results.column("error")), pc.is_valid(results.column("isr")))
+        )
+        n = answered.num_rows
+        answered = pa.table(
+            {
+                "seq": answered.column("seq"),
+                "entity": pa.nulls(n, pa.string()),
+                "topic": answered.column("topic"),
+                "partition": answered.column("partition"),
+                "to_state": pa.nulls(n, pa.string()),
+                "leader": answered.column("leader"),
+                "isr": answered.column("isr"),
+                "order": pa.array(np.ones(n, np.int8)),
+            },
+            schema=ok.schema,
+        )
+        ok = pa.concat_tables([ok, answered])
+        # stable: each table's rows of one event keep their order
+        ok = ok.take(pc.sort_indices(ok, [("seq", "ascending"), ("order", "ascending")]))
     rows = zip(
         ok.column("seq").to_pylist(),
         ok.column("entity").to_pylist(),

@@ -230,7 +230,9 @@ SNAPSHOT_EVENTS = [
 ]  # fmt: skip
 
 
-def snapshot_report(tmp_path: Path, with_ts: bool) -> rd.ClusterReport:
+def snapshot_report(
+    tmp_path: Path, with_ts: bool, more: list[dict[str, Any]] | None = None
+) -> rd.ClusterReport:
     from controller.config import Settings
     from controller.replay.command import replay
 
@@ -238,7 +240,7 @@ def snapshot_report(tmp_path: Path, with_ts: bool) -> rd.ClusterReport:
     events.mkdir(parents=True)
     lines = [
         json.dumps(e | ({"ts": 1_700_000_000_000 + 1000 * i} if with_ts else {}))
-        for i, e in enumerate(SNAPSHOT_EVENTS)
+        for i, e in enumerate(SNAPSHOT_EVENTS + (more or []))
     ]
     (events / "a.jsonl").write_text("\n".join(lines) + "\n")
     replay(Settings.load(None, ()), events, tmp_path / "out")
@@ -261,6 +263,21 @@ def test_per_broker_view_shows_a_broker_lost_and_its_leadership_moved(tmp_path: 
     # broker 1 leads both and is the only ISR member
     assert view.leaders.tolist() == [[0, 0, 0, 1, 2], [0, 0, 0, 1, 0]]
     assert view.isr.tolist() == [[0, 0, 0, 2, 2], [0, 0, 0, 2, 0]]
+
+
+def test_per_broker_view_takes_isr_changes_from_event_results(tmp_path: Path) -> None:
+    """SPEC §13.1: an AlterPartition changes the ISR with no state transition; only its
+    `event_results` row (no error) carries the new ISR. Broker 2 comes back, then t-0's
+    and t-1's leader (1) adds it back to their ISRs."""
+    extra = [
+        {"type": "broker_startup", "broker": 2},
+        {"type": "isr_change", "topic": "t", "partition": 0, "isr": [1, 2]},
+        {"type": "isr_change", "topic": "t", "partition": 1, "isr": [1, 2]},
+    ]
+    view = snapshot_report(tmp_path, with_ts=False, more=extra).brokers
+    assert view is not None
+    assert view.isr.tolist() == [[0, 0, 0, 2, 2, 2, 2, 2], [0, 0, 0, 2, 0, 0, 1, 2]]
+    assert view.leaders.tolist() == [[0, 0, 0, 1, 2, 2, 2, 2], [0, 0, 0, 1, 0, 0, 0, 0]]
 
 
 def test_per_broker_view_keeps_at_most_its_columns() -> None:
