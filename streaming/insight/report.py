@@ -543,11 +543,11 @@ def brokers_figure(report: ClusterReport) -> Any:
     assert view is not None
     names = [f"broker {b}" for b in view.brokers]
     # a cell holds from its event to the next one (the state after it): x as the cells'
-    # edges, the last 1% of the axis wide (so the axis ends about where the timeline's does)
+    # edges, the last (the state at the end) 5% of the axis wide
     x = report.x(view.x)
-    span = (x[-1] - x[0]) / 100 if len(x) > 1 else 0
     unit = np.timedelta64(1000, "ms") if x.dtype.kind == "M" else 1
-    x = np.append(x, x[-1] + max(span, unit))
+    span = (x[-1] - x[0]) / 20 if len(x) > 1 and x[-1] > x[0] else unit
+    x = np.append(x, x[-1] + span)
     figure = make_subplots(
         rows=2,
         cols=1,
