@@ -246,6 +246,11 @@ class Shadow:
             )
         save_state(self.state_path, self.model)
         self._measure(fresh, time.monotonic() - began)
+        # the times of what is written are needed no more (the newest stays: lag, and
+        # a later cause known only by a pzxid may take it)
+        written = [z for z in map(event_zxid, fresh) if z is not None]
+        if written:
+            self.times.forget_before(max(written))
         if self.model.unexplained:
             print(
                 f"kcsim shadow: {self.model.unexplained} partition state writes with no "
@@ -274,7 +279,6 @@ class Shadow:
             min_isr = self.model.configs.get(topic, {}).get("min.insync.replicas", "1")
             at_min += len(state.isr) <= int(min_isr) if min_isr.isdigit() else 0
         metrics.partitions(cluster, offline=offline, at_min_isr=at_min)
-        self.times.forget_before(newest)
 
     def summary(self) -> str:
         return (

@@ -54,12 +54,14 @@ class ZxidTimes:
         self.known[stat.mzxid] = stat.mtime
         self.known[stat.czxid] = stat.ctime
 
-    def at(self, zxid: int) -> int | None:
+    def at(self, zxid: int, ordered: list[int] | None = None) -> int | None:
+        """The time of `zxid` (`ordered`: the known zxids sorted, when the caller has
+        them: a bootstrap stamps as many events as there are znodes)."""
         if zxid in self.known:
             return self.known[zxid]
         if not self.known:
             return None
-        zxids = sorted(self.known)
+        zxids = ordered if ordered is not None else sorted(self.known)
         i = bisect.bisect_left(zxids, zxid)
         return self.known[zxids[i] if i < len(zxids) else zxids[-1]]
 
@@ -73,13 +75,17 @@ class ZxidTimes:
     def stamp(self, events: list[dict[str, Any]]) -> None:
         """Give `ts` (ISO-8601 UTC, milliseconds) to the events without one, from the zxid
         their id names (`<cluster>:zx<zxid hex>:<n>`)."""
+        ordered = sorted(self.known)
+        texts: dict[int, str] = {}  # a bootstrap's events share one zxid, a cause's too
         for event in events:
             if "ts" in event or "event_id" not in event:
                 continue
             zxid = event_zxid(event)
-            millis = self.at(zxid) if zxid is not None else None
+            millis = self.at(zxid, ordered) if zxid is not None else None
             if millis is not None:
-                event["ts"] = iso_millis(millis)
+                if millis not in texts:
+                    texts[millis] = iso_millis(millis)
+                event["ts"] = texts[millis]
 
 
 def event_zxid(event: dict[str, Any]) -> int | None:
