@@ -113,6 +113,11 @@ def main(args: argparse.Namespace) -> int:
     if problem := preflight(options):
         print(f"kcsim run: {problem}", file=sys.stderr)
         return 2
+    try:
+        metrics = _metrics(getattr(args, "metrics_port", None))
+    except OSError as error:
+        print(f"kcsim run: --metrics-port {args.metrics_port}: {error}", file=sys.stderr)
+        return 2
     from pyspark.errors import StreamingQueryException
 
     from streaming.job.ship_core import is_local_master, ship_core
@@ -127,7 +132,7 @@ def main(args: argparse.Namespace) -> int:
             if not is_local_master(options.master):
                 # executors elsewhere need not have kcsim: they get the core with the job
                 ship_core(spark.sparkContext, Path(shipped))
-            return run(spark, options, metrics=_metrics(getattr(args, "metrics_port", None)))
+            return run(spark, options, metrics=metrics)
     except StreamingQueryException as error:
         print(f"kcsim run: the query failed: {query_failure(error)}", file=sys.stderr)
         return 1
@@ -136,7 +141,8 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _metrics(port: int | None) -> Metrics | None:
-    """`--metrics-port`: the job's metrics, served (a port taken is an error at start)."""
+    """`--metrics-port`: the job's metrics, served before Spark starts (OSError: the port
+    cannot be listened on)."""
     if port is None:
         return None
     metrics = Metrics("run")

@@ -401,15 +401,16 @@ def _follow(
     stop = threading.Event()
     metrics = Metrics("shadow") if args.metrics_port is not None else None
     try:
+        port = metrics.serve(args.metrics_port) if metrics is not None else None
+    except OSError as error:
+        print(f"kcsim shadow: --metrics-port {args.metrics_port}: {error}", file=sys.stderr)
+        return 2
+    try:
         state_path = args.state or default_state
         log = None if args.quiet else _stderr
         shadow = Shadow(client, sink, state_path, args.cluster, log, metrics)
         failures.on_refused = shadow.refused
-        where = (
-            f"metrics on http://127.0.0.1:{metrics.serve(args.metrics_port)}/metrics; "
-            if metrics
-            else ""
-        )
+        where = f"metrics on http://127.0.0.1:{port}/metrics; " if metrics else ""
         if not args.quiet:
             print(
                 f"kcsim shadow: watching ZooKeeper {args.zookeeper} as cluster "

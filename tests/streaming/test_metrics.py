@@ -5,8 +5,10 @@ by `field`, `violations` by `invariant`, `health`'s `offline` and `at_min_isr`).
 from __future__ import annotations
 
 import json
+import socket
 import urllib.request
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from controller.config import Settings
@@ -98,3 +100,24 @@ def test_a_batch_counts_divergences_by_field_and_the_partitions_levels() -> None
         "0 violations in 2.0 s"
     )
     assert Totals().summary(True, 4, 1.0) == "kcsim run: nothing new (4 files already applied)"
+
+
+def test_a_metrics_port_taken_stops_run_before_spark_starts(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from streaming import cli
+
+    events = tmp_path / "events"
+    events.mkdir()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = cli.main(
+            ["run", "--source", f"file:{events}", "--lake", str(tmp_path / "lake"), "--once",
+             "--metrics-port", str(port)]
+        )  # fmt: skip
+    assert code == 2
+    said = capsys.readouterr().err
+    assert said.startswith(f"kcsim run: --metrics-port {port}: ") and "in use" in said
+    assert not (tmp_path / "lake").exists()
