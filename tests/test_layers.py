@@ -59,6 +59,7 @@ ALLOWED: dict[str, set[str]] = {
         # the KRaft shadow's log reader: Kafka's jars and `java`, as the log importer's
         "streaming.jars",
         "streaming.local_clusters",
+        "streaming.metrics",
     },
     "streaming.chaos": {"controller.*", "streaming.clients"},
     "streaming.insight": {"controller.*", "schemas", "streaming.lake"},
@@ -69,8 +70,10 @@ ALLOWED: dict[str, set[str]] = {
         "streaming.jars",
         "streaming.clients",
         "streaming.lake",
+        "streaming.metrics",
     },
     "streaming.jars": set(),
+    "streaming.metrics": set(),
     "streaming.cli": {"controller.*"},  # the commands themselves: by name, when one runs
     "streaming.__main__": {"streaming.cli"},
 }

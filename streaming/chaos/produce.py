@@ -31,6 +31,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -86,8 +87,19 @@ def event_record(event: Event) -> Record:
     )
 
 
-def chaos_records(generator: ChaosGenerator) -> Iterator[Record]:
-    return (event_record(e) for e in generator.events())
+def chaos_records(
+    generator: ChaosGenerator, clock: Callable[[], float] = time.time
+) -> Iterator[Record]:
+    """The generator's events as records, each stamped with `ts` (ISO-8601 UTC, ms) from
+    `clock` when it is drawn, just before it is sent: the producer's time of the fault."""
+    for event in generator.events():
+        yield event_record(event | {"ts": _iso(clock())})
+
+
+def _iso(seconds: float) -> str:
+    millis = int(seconds * 1000)
+    moment = datetime.fromtimestamp(millis // 1000, tz=UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{millis % 1000:03d}Z"
 
 
 # ------------------------------------------------------------------------ producing
@@ -284,6 +296,13 @@ def main(args: argparse.Namespace) -> int:
     if stats.failed:
         print(f"kcsim produce: {stats.failed} of {stats.sent} records failed", file=sys.stderr)
         return 1
+    if not args.quiet:
+        print(
+            f"kcsim produce: done: {stats.sent} events sent to {args.topic} on "
+            f"{args.bootstrap} in {stats.seconds:.1f} s ({stats.rate:,.1f} events/s), "
+            "all acknowledged",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -2,16 +2,20 @@
 plots of a run (CONTRACT §3).
 
 The page holds plotly.js itself (inlined, no CDN), so it opens offline in any browser.
-Per cluster: the health timeline over events (x = seq) with the requests per event by
-type and the events that had unclean elections, divergences or violations on the same
-axis, then leaders per broker at the start, the worst moment and the end. A summary table
-comes first. The data and its reductions are `streaming.insight.report_data`'s.
+Per cluster: the health timeline (x = the events' time when every event has a `ts`, else
+their seq) with the requests per event by type and the events that had unclean elections,
+divergences or violations on the same axis; the first divergences, violations and
+rejected events as tables; leaders and ISR memberships per broker over time (heatmaps: a
+broker lost and the rebalance after it show as a row emptying and filling); then leaders
+per broker at the start, the worst moment and the end. A summary table comes first. The
+data and its reductions are `streaming.insight.report_data`'s.
 """
 
 from __future__ import annotations
 
 import argparse
 import html
+import json
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -19,7 +23,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+
 from streaming.insight.report_data import (
+    FIRST_ROWS,
     ClusterReport,
     Marks,
     ReportInputError,
@@ -72,9 +80,19 @@ KRAFT_MARK_STYLES = {
     "violations": ("violation", "#8b0000", "triangle-up"),
 }
 MOMENT_COLOURS = {"start": "#4c78a8", "worst": "#e45756", "end": "#54a24b"}
+# the per-broker heatmaps: white (none) to these at each one's largest count
+BROKER_LEADERS = "#08306b"
+BROKER_ISR = "#00441b"
 
+# px: wide enough that a line covers a whole row of pixels in its own colour wherever
+# the layout puts it (a 2 px line centred between two rows blends into both)
+LINE_WIDTH = 2.5
 TIMELINE_HEIGHT = 760
 LEADERS_HEIGHT = 360
+BROKERS_ROW_PX = 26  # a broker's row in each heatmap
+# request bars stay at least this fraction of the x range wide, however sparse the events
+# (a shadow's seqs are zxids: 2^8 apart and more)
+MIN_BAR_FRACTION = 1 / 250
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 24px; color: #222; background: #fff; }
@@ -132,7 +150,9 @@ def render_report(reports: Sequence[ClusterReport], source: str) -> str:
     parts = [
         "<h1>kcsim report</h1>",
         f'<p class="note">{html.escape(source)}; written {_now()}. '
-        "x axes are events (the cluster's seq). A run longer than 2,000 events is drawn in "
+        "x axes are the events' time (UTC) when every event of the cluster has a "
+        "<code>ts</code>, else the events themselves (the cluster's seq). A run longer "
+        "than 2,000 events is drawn in "
         "buckets of consecutive events, each as its minimum and maximum at the events where "
         "they occur (one-event spikes stay); marks are then counted per bucket.</p>",
         "<h2>Summary</h2>",
@@ -154,6 +174,9 @@ def render_report(reports: Sequence[ClusterReport], source: str) -> str:
         )
         parts.append(f'<p class="note">{report.summary.events:,} events, {bucket}.</p>')
         parts.append(figure_html(timeline_figure(report), f"timeline-{number}"))
+        parts.append(first_rows_html(report))
+        if report.brokers is not None and report.brokers.brokers:
+            parts.append(figure_html(brokers_figure(report), f"brokers-{number}"))
         parts.append(_moments_note(report))
         parts.append(figure_html(leaders_figure(report), f"leaders-{number}"))
     return page("kcsim report", parts)
@@ -294,6 +317,61 @@ def _time_span(first: int | None, last: int | None) -> str:
     return f"{start:%Y-%m-%d %H:%M:%S} .. {end.strftime(end_format)} UTC"
 
 
+FIRST_COLUMNS = {
+    "divergences": ("seq", "ts", "topic", "partition", "field", "observed", "simulated"),
+    "violations": ("seq", "ts", "source", "invariant", "topic", "partition", "broker", "detail"),
+    "rejected_events": ("source", "reason", "raw"),
+}
+FIRST_TITLES = {
+    "divergences": ("divergences", "the real controller's state differs from kcsim's"),
+    "violations": ("violations", "an invariant of Kafka's controller broken"),
+    "rejected_events": ("rejected events", "never applied"),
+}
+CELL_CHARS = 120  # a longer value (a raw line, a detail) is cut, with an ellipsis
+
+
+def first_rows_html(report: ClusterReport) -> str:
+    """The first divergences, violations and rejected events as tables (or a line saying
+    there are none)."""
+    totals = {
+        "divergences": report.summary.divergences,
+        "violations": report.summary.violations,
+        "rejected_events": report.summary.rejected,
+    }
+    parts = []
+    none = []
+    for name, columns in FIRST_COLUMNS.items():
+        title, what = FIRST_TITLES[name]
+        table = report.first_rows.get(name)
+        if table is None or table.num_rows == 0:
+            none.append(title)
+            continue
+        shown = min(table.num_rows, FIRST_ROWS)
+        parts.append(
+            f'<p class="note"><b>{title}</b> ({what}): {totals[name]:,}'
+            + (f", the first {shown}" if totals[name] > shown else "")
+            + "</p>"
+        )
+        rows = [[_cell(column, row.get(column)) for column in columns] for row in _rows(table)]
+        parts.append(html_table(["time" if c == "ts" else c for c in columns], rows, 0))
+    if none:
+        parts.append(f'<p class="note">No {", no ".join(none)}.</p>')
+    return "\n".join(parts)
+
+
+def _rows(table: pa.Table) -> list[dict[str, Any]]:
+    return list(table.to_pylist())
+
+
+def _cell(column: str, value: object) -> str:
+    if value is None:
+        return "-"
+    if column == "ts" and isinstance(value, int):
+        return datetime.fromtimestamp(value / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text if len(text) <= CELL_CHARS else text[: CELL_CHARS - 1] + "\u2026"
+
+
 def _moments_note(report: ClusterReport) -> str:
     items = "; ".join(
         f"<b>{m.name}</b>: after seq {m.seq} ({html.escape(m.why)}), {m.offline} offline"
@@ -305,15 +383,17 @@ def _moments_note(report: ClusterReport) -> str:
 # ----------------------------------------------------------------------------- figures
 
 
-def _line(series: Series, name: str, colour: str, stepped: bool, **extra: Any) -> Any:
+def _line(
+    report: ClusterReport, series: Series, name: str, colour: str, stepped: bool, **extra: Any
+) -> Any:
     import plotly.graph_objects as go
 
     return go.Scatter(
-        x=series.x,
+        x=report.x(series.x),
         y=series.y,
         name=name,
         mode="lines",
-        line={"color": colour, "width": 2, "shape": "hv" if stepped else "linear"},
+        line={"color": colour, "width": LINE_WIDTH, "shape": "hv" if stepped else "linear"},
         **extra,
     )
 
@@ -342,30 +422,45 @@ def timeline_figure(report: ClusterReport) -> Any:
     )
     for metric, colour in HEALTH_LINES.items():
         figure.add_trace(
-            _line(report.timeline[metric], metric.replace("_", "-"), colour, stepped), 1, 1
+            _line(report, report.timeline[metric], metric.replace("_", "-"), colour, stepped),
+            1,
+            1,
         )
     figure.add_trace(
-        _line(report.timeline["live_brokers"], "live brokers", LIVE_BROKERS, stepped), 2, 1
+        _line(report, report.timeline["live_brokers"], "live brokers", LIVE_BROKERS, stepped),
+        2,
+        1,
     )
+    width = bar_width(report.x(report.seqs))
     for kind, series in report.requests.items():
         colour = colours.get(kind, "#7f7f7f")
         if stepped:
             figure.add_trace(
-                go.Bar(x=series.x, y=series.y, name=kind, marker={"color": colour}), 3, 1
+                go.Bar(
+                    x=report.x(series.x),
+                    y=series.y,
+                    width=width,
+                    name=kind,
+                    marker={"color": colour, "line": {"width": 0}},
+                ),
+                3,
+                1,
             )
         else:
-            figure.add_trace(_line(series, kind, colour, stepped=False), 3, 1)
+            figure.add_trace(_line(report, series, kind, colour, stepped=False), 3, 1)
     for field, (label, colour, symbol) in styles.items():
         marks: Marks = getattr(report, field)
         figure.add_trace(
             go.Scatter(
-                x=marks.x,
+                x=report.x(marks.x),
                 y=[label] * len(marks.x),
-                customdata=marks.count,
+                customdata=np.stack([marks.count, marks.x], axis=-1),
                 name=f"{label} ({marks.total})",
                 mode="markers",
                 marker={"color": colour, "symbol": symbol, "size": 11},
-                hovertemplate=f"seq %{{x}}: %{{customdata}} {label} row(s)<extra></extra>",
+                hovertemplate=(
+                    f"seq %{{customdata[1]}}: %{{customdata[0]}} {label} row(s)<extra></extra>"
+                ),
             ),
             4,
             1,
@@ -378,9 +473,13 @@ def timeline_figure(report: ClusterReport) -> Any:
         row=4,
         col=1,
     )
-    figure.update_yaxes(rangemode="tozero", row=1, col=1)
-    figure.update_yaxes(rangemode="tozero", row=2, col=1)
-    figure.update_xaxes(title_text="event (seq)", row=4, col=1)
+    # from a little below 0: a line at 0 is drawn whole, not half cut off by the plot area
+    for row, metrics in ((1, list(HEALTH_LINES)), (2, ["live_brokers"])):
+        top = max(max(report.timeline[m].y.max(initial=0) for m in metrics), 1)
+        figure.update_yaxes(range=[-0.03 * top, 1.05 * top], row=row, col=1)
+    figure.update_xaxes(title_text=x_title(report), row=4, col=1)
+    if report.times is not None:  # also the rows with no point (their type is not guessed)
+        figure.update_xaxes(type="date")
     figure.update_layout(
         barmode="stack",
         height=TIMELINE_HEIGHT,
@@ -415,5 +514,77 @@ def leaders_figure(report: ClusterReport) -> Any:
         margin={"l": 60, "r": 20, "t": 40, "b": 40},
         template="plotly_white",
         yaxis={"title": {"text": "partitions led"}, "rangemode": "tozero"},
+    )
+    return figure
+
+
+def x_title(report: ClusterReport) -> str:
+    return "time (UTC)" if report.times is not None else "event (seq)"
+
+
+def bar_width(x: np.ndarray) -> float:
+    """Bars' width in x units (ms on a time axis): 80% of the closest events' distance, or
+    MIN_BAR_FRACTION of the x range when events are far sparser than that, so a bar is
+    never thinner than a pixel or so (plotly sizes bars by the closest two x values)."""
+    values = np.unique(np.asarray(x).astype(np.int64))
+    span = float(values[-1] - values[0]) if len(values) > 1 else 0.0
+    if span == 0:
+        return 1.0 if values.dtype.kind != "M" and len(values) else 1000.0
+    closest = float(np.diff(values).min())
+    return max(0.8 * closest, span * MIN_BAR_FRACTION)
+
+
+def brokers_figure(report: ClusterReport) -> Any:
+    """Leaders and ISR memberships per broker over time, as two heatmaps (rows: brokers)."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    view = report.brokers
+    assert view is not None
+    names = [f"broker {b}" for b in view.brokers]
+    # a cell holds from its event to the next one (the state after it): x as the cells'
+    # edges, the last (the state at the end) 5% of the axis wide
+    x = report.x(view.x)
+    unit = np.timedelta64(1000, "ms") if x.dtype.kind == "M" else 1
+    span = (x[-1] - x[0]) / 20 if len(x) > 1 and x[-1] > x[0] else unit
+    x = np.append(x, x[-1] + span)
+    figure = make_subplots(
+        rows=2,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.12,
+        subplot_titles=(
+            "online partitions led, per broker",
+            "ISR memberships, per broker",
+        ),
+    )
+    for row, (values, colour, label) in enumerate(
+        ((view.leaders, BROKER_LEADERS, "led"), (view.isr, BROKER_ISR, "in ISR")), start=1
+    ):
+        figure.add_trace(
+            go.Heatmap(
+                x=x,
+                y=names,
+                z=values,
+                zmin=0,
+                zmax=max(int(values.max()) if values.size else 1, 1),
+                colorscale=[[0.0, "#ffffff"], [1.0, colour]],
+                colorbar={"title": {"text": label}, "len": 0.42, "y": 0.8 if row == 1 else 0.2},
+                xgap=0,
+                ygap=2,
+                customdata=np.broadcast_to(view.x, values.shape),
+                hovertemplate=(
+                    f"%{{y}}, seq %{{customdata}}: %{{z}} partitions {label}<extra></extra>"
+                ),
+            ),
+            row,
+            1,
+        )
+    figure.update_xaxes(title_text=x_title(report), row=2, col=1)
+    figure.update_yaxes(autorange="reversed")
+    figure.update_layout(
+        height=140 + 2 * BROKERS_ROW_PX * len(names) + 80,
+        margin={"l": 80, "r": 20, "t": 40, "b": 40},
+        template="plotly_white",
     )
     return figure

@@ -11,7 +11,7 @@ reduces its tables without a Python loop over rows.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +23,8 @@ from controller.replay.table_files import COMPRESSED_SUFFIX, GZIP_SUFFIX, table_
 
 _JSON_BLOCK = 8 << 20  # bytes a JSON-reader thread parses at once (pyarrow's default: 1 MiB)
 MAX_POINTS = 2000  # points per plotted series at most (two per bucket: its min and max)
+FIRST_ROWS = 20  # rows of divergences, violations and rejected events listed on the page
+BROKER_COLUMNS = 400  # moments the per-broker view shows at most
 
 HEALTH_METRICS = (
     "partitions",
@@ -62,13 +64,33 @@ COLUMNS: dict[str, tuple[tuple[str, pa.DataType], ...]] = {
         ("to_state", _S),
         ("ok", _B),
         ("leader", _I),
+        ("isr", pa.list_(_I)),
         ("unclean", _B),
     ),
     "controller_requests": (("cluster", _S), ("seq", _L), ("type", _S)),
     "metadata_records": (("cluster", _S), ("seq", _L), ("type", _S)),
     "clusters": (("cluster", _S), ("engine", _S)),
-    "divergences": (("cluster", _S), ("seq", _L), ("topic", _S), ("partition", _I), ("field", _S)),
-    "violations": (("cluster", _S), ("seq", _L), ("source", _S), ("invariant", _S)),
+    "divergences": (
+        ("cluster", _S),
+        ("seq", _L),
+        ("ts", _L),
+        ("topic", _S),
+        ("partition", _I),
+        ("field", _S),
+        ("observed", _S),
+        ("simulated", _S),
+    ),
+    "violations": (
+        ("cluster", _S),
+        ("seq", _L),
+        ("ts", _L),
+        ("source", _S),
+        ("invariant", _S),
+        ("topic", _S),
+        ("partition", _I),
+        ("broker", _I),
+        ("detail", _S),
+    ),
     "partition_state": (
         ("cluster", _S),
         ("topic", _S),
@@ -76,7 +98,18 @@ COLUMNS: dict[str, tuple[tuple[str, pa.DataType], ...]] = {
         ("state", _S),
         ("leader", _I),
     ),
-    "rejected_events": (("cluster", _S), ("reason", _S)),
+    "rejected_events": (("cluster", _S), ("source", _S), ("reason", _S), ("raw", _S)),
+    # the new state an accepted AlterPartition (or election, reassignment) left: ISR
+    # changes have no state_changes row
+    "event_results": (
+        ("cluster", _S),
+        ("seq", _L),
+        ("topic", _S),
+        ("partition", _I),
+        ("error", _S),
+        ("leader", _I),
+        ("isr", pa.list_(_I)),
+    ),
 }
 REQUIRED = ("health", "state_changes", "partition_state")
 ONLINE, OFFLINE = "OnlinePartition", "OfflinePartition"
@@ -278,10 +311,25 @@ class ClusterReport:
     # kraft: events that elected leaders from the ELR, or restored a last known leader
     elr_elections: Marks = Marks(np.zeros(0, np.int64), np.zeros(0, np.int64))
     last_known_leader_elections: Marks = Marks(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    # every event's seq, and its `ts` (epoch ms) when every event has one (else None): the
+    # page plots against time then
+    seqs: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    times: np.ndarray | None = None
+    # the first rows of divergences, violations and rejected_events (by seq; rejected
+    # lines, which have none, in the order written)
+    first_rows: Mapping[str, pa.Table] = field(default_factory=dict)
+    brokers: BrokerView | None = None
 
     @property
     def kraft(self) -> bool:
         return self.summary.engine == KRAFT
+
+    def x(self, seqs: np.ndarray) -> np.ndarray:
+        """Where events `seqs` go on the page's x axis: their time (datetime64[ms]) when the
+        events have times, else the seqs themselves."""
+        if self.times is None:
+            return seqs
+        return self.times[_event_index(np.asarray(seqs), self.seqs)].astype("datetime64[ms]")
 
 
 def clusters(tables: Mapping[str, pa.Table]) -> list[str]:
@@ -330,6 +378,7 @@ def cluster_report(
     violations = of_cluster(tables["violations"], cluster)
     rejected = of_cluster(tables["rejected_events"], cluster)
     ts = health.column("ts")
+    times = None if ts.null_count else ts.to_numpy()
     summary = Summary(
         cluster=cluster,
         events=len(seqs),
@@ -372,6 +421,14 @@ def cluster_report(
         moments=moments(changes, of_cluster(tables["partition_state"], cluster), health),
         elr_elections=elr_marks,
         last_known_leader_elections=lkl_marks,
+        seqs=seqs,
+        times=times,
+        first_rows={
+            "divergences": _by_seq(divergences).slice(0, FIRST_ROWS),
+            "violations": _by_seq(violations).slice(0, FIRST_ROWS),
+            "rejected_events": rejected.slice(0, FIRST_ROWS),
+        },
+        brokers=broker_view(changes, seqs, of_cluster(_table(tables, "event_results"), cluster)),
     )
 
 
@@ -512,8 +569,13 @@ def leaders_at(changes: pa.Table, seq: int) -> tuple[dict[int, int], int]:
         .group_by(key, use_threads=False)
         .aggregate([("leader", "last")])
     )
-    joined = states.join(leaders, key, join_type="left outer")
-    return _count_leaders(joined.column("to_state_last"), joined.column("leader_last"))
+    # A partition a snapshot loaded (a creation carrying its stored state) has no partition
+    # row until it changes; the rows that carry its leader (the failover's replica rows)
+    # say it exists: online when it has a leader, offline when not
+    joined = states.join(leaders, key, join_type="full outer")
+    loaded = pc.if_else(pc.greater_equal(joined.column("leader_last"), 0), ONLINE, OFFLINE)
+    state = pc.coalesce(joined.column("to_state_last"), loaded)
+    return _count_leaders(state, joined.column("leader_last"))
 
 
 def _count_leaders(states: pa.ChunkedArray, leaders: pa.ChunkedArray) -> tuple[dict[int, int], int]:
@@ -527,3 +589,115 @@ def _count_leaders(states: pa.ChunkedArray, leaders: pa.ChunkedArray) -> tuple[d
     }
     offline = pc.sum(pc.fill_null(pc.equal(states, OFFLINE), False).cast(pa.int64())).as_py()
     return dict(sorted(by_broker.items())), offline or 0  # (the sum of nothing is null)
+
+
+# --------------------------------------------------------------- per broker over time
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerView:
+    """Per broker over time: online partitions it leads and ISRs it is in, after the events
+    `x` (every event, or the last of each bucket of consecutive events)."""
+
+    x: np.ndarray  # event seqs
+    brokers: tuple[int, ...]
+    leaders: np.ndarray  # brokers x len(x)
+    isr: np.ndarray  # brokers x len(x)
+
+
+def broker_view(
+    changes: pa.Table,
+    seqs: np.ndarray,
+    results: pa.Table | None = None,
+    columns: int = BROKER_COLUMNS,
+) -> BrokerView:
+    """From `state_changes` (one cluster, by seq): every row carries its partition's
+    leader and ISR after the transition, and partition rows its state. An accepted
+    AlterPartition changes an ISR with no such row: its `event_results` row (no error)
+    carries the new leader and ISR, taken after the event's `state_changes` rows. A
+    partition counts for its leader while online, for its ISR's members until it is
+    deleted; one a snapshot loaded (no partition row yet) is online when it has a leader.
+    One pass over the rows."""
+    size = -(-len(seqs) // columns) if len(seqs) > columns else 1
+    ends = seqs[size - 1 :: size]
+    if len(ends) == 0 or ends[-1] != seqs[-1]:
+        ends = np.append(ends, seqs[-1])
+    ok = changes.filter(_true(changes, "ok"))
+    names = ["seq", "entity", "topic", "partition", "to_state", "leader", "isr"]
+    ok = ok.select(names).append_column("order", pa.array(np.zeros(ok.num_rows, np.int8)))
+    if results is not None and results.num_rows:
+        answered = results.filter(
+            pc.and_(pc.is_null(results.column("error")), pc.is_valid(results.column("isr")))
+        )
+        n = answered.num_rows
+        answered = pa.table(
+            {
+                "seq": answered.column("seq"),
+                "entity": pa.nulls(n, pa.string()),
+                "topic": answered.column("topic"),
+                "partition": answered.column("partition"),
+                "to_state": pa.nulls(n, pa.string()),
+                "leader": answered.column("leader"),
+                "isr": answered.column("isr"),
+                "order": pa.array(np.ones(n, np.int8)),
+            },
+            schema=ok.schema,
+        )
+        ok = pa.concat_tables([ok, answered])
+        # stable: each table's rows of one event keep their order
+        ok = ok.take(pc.sort_indices(ok, [("seq", "ascending"), ("order", "ascending")]))
+    rows = zip(
+        ok.column("seq").to_pylist(),
+        ok.column("entity").to_pylist(),
+        ok.column("topic").to_pylist(),
+        ok.column("partition").to_pylist(),
+        ok.column("to_state").to_pylist(),
+        ok.column("leader").to_pylist(),
+        ok.column("isr").to_pylist(),
+        strict=True,
+    )
+    states: dict[tuple[str, int], str] = {}
+    held: dict[tuple[str, int], tuple[int, tuple[int, ...]]] = {}  # what each one counts for
+    lead: dict[int, int] = {}
+    member: dict[int, int] = {}
+    samples: list[tuple[dict[int, int], dict[int, int]]] = []
+    end = 0
+
+    def count(key: tuple[str, int], sign: int) -> None:
+        leader, isr = held[key]
+        if leader >= 0 and states.get(key, ONLINE) == ONLINE:
+            lead[leader] = lead.get(leader, 0) + sign
+        for broker in isr:
+            member[broker] = member.get(broker, 0) + sign
+
+    for seq, entity, topic, partition, to_state, leader, isr in rows:
+        while end < len(ends) and seq > ends[end]:
+            samples.append((dict(lead), dict(member)))
+            end += 1
+        key = (topic, partition)
+        if key in held:
+            count(key, -1)
+        if entity == "partition":
+            states[key] = to_state
+        if to_state == "NonExistentPartition":
+            held.pop(key, None)
+            continue
+        before = held.get(key, (-1, ()))
+        held[key] = (
+            before[0] if leader is None else leader,
+            before[1] if isr is None else tuple(isr),
+        )
+        count(key, +1)
+    while end < len(ends):
+        samples.append((dict(lead), dict(member)))
+        end += 1
+    brokers = tuple(sorted({b for a, m in samples for b in (*a, *m) if b >= 0}))
+    leaders = np.array([[a.get(b, 0) for a, _ in samples] for b in brokers], np.int64)
+    isr_counts = np.array([[m.get(b, 0) for _, m in samples] for b in brokers], np.int64)
+    empty = np.zeros((0, len(ends)), np.int64)
+    return BrokerView(
+        ends,
+        brokers,
+        leaders if brokers else empty,
+        isr_counts if brokers else empty,
+    )

@@ -43,6 +43,7 @@ from streaming.job.os_memory import arrow_on_the_c_heap
 from streaming.job.query import run
 from streaming.job.request_sink import SinkError
 from streaming.job.sources import FileSource
+from streaming.metrics import Metrics
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -93,6 +94,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     parser.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve Prometheus metrics on 127.0.0.1:PORT/metrics (default: none)",
+    )
+    parser.add_argument(
         "--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark conf (repeatable)"
     )
 
@@ -105,6 +112,11 @@ def main(args: argparse.Namespace) -> int:
         return 2
     if problem := preflight(options):
         print(f"kcsim run: {problem}", file=sys.stderr)
+        return 2
+    try:
+        metrics = _metrics(getattr(args, "metrics_port", None))
+    except OSError as error:
+        print(f"kcsim run: --metrics-port {args.metrics_port}: {error}", file=sys.stderr)
         return 2
     from pyspark.errors import StreamingQueryException
 
@@ -120,12 +132,23 @@ def main(args: argparse.Namespace) -> int:
             if not is_local_master(options.master):
                 # executors elsewhere need not have kcsim: they get the core with the job
                 ship_core(spark.sparkContext, Path(shipped))
-            return run(spark, options)
+            return run(spark, options, metrics=metrics)
     except StreamingQueryException as error:
         print(f"kcsim run: the query failed: {query_failure(error)}", file=sys.stderr)
         return 1
     finally:
         spark.stop()
+
+
+def _metrics(port: int | None) -> Metrics | None:
+    """`--metrics-port`: the job's metrics, served before Spark starts (OSError: the port
+    cannot be listened on)."""
+    if port is None:
+        return None
+    metrics = Metrics("run")
+    bound = metrics.serve(port)
+    print(f"kcsim run: metrics on http://127.0.0.1:{bound}/metrics", file=sys.stderr)
+    return metrics
 
 
 def preflight(options: Options) -> str | None:

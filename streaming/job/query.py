@@ -14,7 +14,9 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -31,10 +33,17 @@ from streaming.job.fleet import apply_fleet
 from streaming.job.options import Options
 from streaming.job.os_memory import release_freed_memory
 from streaming.lake.tables import RESTORE_TABLES, Lake, LakeSchemaError
+from streaming.metrics import Metrics
 
 
-def run(spark: SparkSession, options: Options, log: Callable[[str], None] | None = None) -> int:
-    """Start the query and wait for it (for `--once`, until the data present is done)."""
+def run(
+    spark: SparkSession,
+    options: Options,
+    log: Callable[[str], None] | None = None,
+    metrics: Metrics | None = None,
+) -> int:
+    """Start the query and wait for it (for `--once`, until the data present is done); say
+    what was done when it stops (`--once`: "nothing new" when no file was new)."""
     log = log or _stderr
     lake = Lake(spark, options.lake)
     try:
@@ -48,7 +57,7 @@ def run(spark: SparkSession, options: Options, log: Callable[[str], None] | None
     if warning := options.source.skipped_warning():
         log(f"kcsim run: {warning}")
     total_files = options.source.known_files() if options.once else None
-    batcher = BatchRunner(spark, lake, options, log, total_files)
+    batcher = BatchRunner(spark, lake, options, log, total_files, metrics)
     writer = (
         options.source.stream(spark, options.checkpoint)
         .writeStream.foreachBatch(batcher)
@@ -68,6 +77,9 @@ def run(spark: SparkSession, options: Options, log: Callable[[str], None] | None
     finally:
         if options.sink is not None:
             options.sink.close()
+        if metrics is not None:
+            metrics.close()
+    log(batcher.totals.summary(options.once, total_files, time.monotonic() - batcher.born))
     return 0
 
 
@@ -85,6 +97,7 @@ class BatchRunner:
         options: Options,
         log: Callable[[str], None],
         total_files: int | None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.spark = spark
         self.lake = lake
@@ -97,6 +110,9 @@ class BatchRunner:
         self.simulator: Simulator | None = None
         self.skip: dict[str, int] = {}  # tables already holding the first batch's commit
         self.first_batch: int | None = None
+        self.metrics = metrics
+        self.totals = Totals()
+        self.born = time.monotonic()
 
     def started(self, query_id: str) -> None:
         self.run_id = query_id
@@ -128,6 +144,9 @@ class BatchRunner:
                 clock.lap("sink")
             self.files_done += files
             line = self._line(batch_id, events, output, clock)
+            self.totals.add(files, output)
+            if self.metrics is not None:
+                measure(self.metrics, output, clock.total())
             # freed here, by reference counting: alive when the collector resumes, the
             # batch's millions of rows would all be walked by its next collection
             del events, output
@@ -187,6 +206,78 @@ class BatchRunner:
         if self.total_files:
             line += " " + progress_bar(self.files_done, self.total_files)
         return line
+
+
+@dataclass(slots=True)
+class Totals:
+    """What a `kcsim run` did, for its last line."""
+
+    batches: int = 0
+    files: int = 0
+    applied: int = 0
+    rejected: int = 0
+    divergences: int = 0
+    violations: int = 0
+
+    def add(self, files: int, output: BatchOutput) -> None:
+        appends = output.appends
+        self.batches += 1
+        self.files += files
+        self.applied += len(appends.get("applied_events") or [])
+        self.rejected += len(appends.get("rejected_events") or [])
+        self.divergences += len(appends.get("divergences") or [])
+        self.violations += len(appends.get("violations") or [])
+
+    def summary(self, once: bool, known_files: int | None, seconds: float) -> str:
+        if once and self.batches == 0:
+            if known_files is None:
+                return "kcsim run: nothing new (no record after the checkpoint's offsets)"
+            return f"kcsim run: nothing new ({known_files} files already applied)"
+        files = f"{self.files} files, " if known_files is not None or self.files else ""
+        return (
+            f"kcsim run: {'done' if once else 'stopped'}: {self.batches} batches, {files}"
+            f"{self.applied} events applied, {self.rejected} rejected, {self.divergences} "
+            f"divergences, {self.violations} violations in {seconds:.1f} s"
+        )
+
+
+def measure(metrics: Metrics, output: BatchOutput, seconds: float) -> None:
+    """A batch's counts into the job's metrics, per cluster; the partition levels from each
+    cluster's last health row."""
+    appends = output.appends
+    by_cluster: dict[str, dict[str, Counter[str]]] = {}
+
+    def count(table: str, column: str) -> None:
+        for row in appends.get(table) or []:
+            cluster = row.get("cluster") or ""
+            by_cluster.setdefault(cluster, {}).setdefault(table, Counter())[
+                str(row.get(column)) if column else ""
+            ] += 1
+
+    count("applied_events", "")
+    count("rejected_events", "")
+    count("divergences", "field")
+    count("violations", "invariant")
+    for cluster, tables in by_cluster.items():
+        metrics.events(
+            cluster,
+            applied=sum(tables.get("applied_events", Counter()).values()),
+            rejected=sum(tables.get("rejected_events", Counter()).values()),
+        )
+        metrics.divergences(cluster, tables.get("divergences", Counter()))
+        metrics.violations(cluster, tables.get("violations", Counter()))
+    last: dict[str, Mapping[str, object]] = {}
+    for health in appends.get("health") or []:
+        last[str(health["cluster"])] = health
+    for cluster, row in last.items():
+        metrics.partitions(
+            cluster, offline=_int(row["offline"]), at_min_isr=_int(row["at_min_isr"])
+        )
+    metrics.batch(seconds)
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) else 0
 
 
 class Stopwatch:

@@ -11,7 +11,9 @@ controller's writes to settle, and writes the events out:
   keyed by cluster, acks=all, idempotent; an event counts as written once acknowledged.
 
 Restart: the model's view of the cluster is saved after every flush (`--state`, by
-default a hidden file in the output directory), after the events are out. A restarted
+default beside the output: a hidden file in its directory, or for a Kafka output a file
+under `$XDG_STATE_HOME/kcsim/` named by the bootstrap, topic and cluster), after the events
+are out. A restarted
 shadow loads it, re-reads ZooKeeper, emits the differences, and skips any event whose
 `seq` is not above the last one written (an output that got ahead of the saved state).
 The first start saves the model with its bootstrap's events before writing them, so a
@@ -20,6 +22,11 @@ A lost connection or ZooKeeper session is handled the same way: kazoo reconnects
 long as it takes), and once connected the shadow re-reads everything, re-arming its watches
 (kazoo forgets them on a disconnection; a new session never had them), and emits what
 changed meanwhile.
+
+Every event carries `ts`, the time ZooKeeper committed its cause (`ZxidTimes`). The
+shadow says what it does on stderr (unless `--quiet`): a start line, a line per flush and
+a summary when it stops (SIGINT or SIGTERM, after writing what is pending). With
+`--metrics-port` it serves Prometheus metrics (`streaming.metrics`).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import queue
+import signal
 import sys
 import threading
 import time
@@ -48,13 +56,20 @@ from kazoo.protocol.states import KeeperState
 from controller.config import ConfigError
 from streaming.clients.kafka_config import ClientFailures, KafkaClientConfig
 from streaming.clients.zookeeper_config import ZooKeeperClientConfig
+from streaming.metrics import Metrics
 from streaming.shadow.kafka_output import OutputError
 from streaming.shadow.kraft_shadow import run_kraft
 from streaming.shadow.metadata_log_tail import TailError, check_directory
 from streaming.shadow.model import Event, ShadowModel
 from streaming.shadow.outputs import EventOutput, open_output, save_state
 from streaming.shadow.zk_failures import ZooKeeperFailures
-from streaming.shadow.znode_reader import Reader, changes_for, version_warnings
+from streaming.shadow.znode_reader import (
+    Reader,
+    ZxidTimes,
+    changes_for,
+    event_zxid,
+    version_warnings,
+)
 
 DEFAULT_SETTLE_MS = 500
 # Pending causes are written out at the latest after this, even if writes never pause.
@@ -100,6 +115,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve Prometheus metrics on 127.0.0.1:PORT/metrics (default: none)",
+    )
+    parser.add_argument(
         "--zookeeper-config",
         type=Path,
         metavar="FILE",
@@ -122,11 +143,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 class Shadow:
     def __init__(
-        self, client: KazooClient, sink: EventOutput, state_path: Path, cluster: str
+        self,
+        client: KazooClient,
+        sink: EventOutput,
+        state_path: Path,
+        cluster: str,
+        log: Callable[[str], None] | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.client, self.sink, self.state_path, self.cluster = client, sink, state_path, cluster
+        self.log = log or (lambda line: None)
+        self.metrics = metrics
         self.fired: queue.Queue[str] = queue.Queue()
-        self.reader = Reader(client, self._on_watch)
+        self.times = ZxidTimes()
+        self.reader = Reader(client, self._on_watch, self.times)
+        self.flushes = 0
+        self.started_at = time.monotonic()
         self.written_seq = sink.last_seq(cluster)
         # the bootstrap's events, when a start was stopped before it had written them all
         self.unwritten: list[Event] = []
@@ -190,7 +222,7 @@ class Shadow:
             # a start stopped while writing its bootstrap: what the output lacks of it first
             self._write(self.unwritten)
             self.unwritten = []
-        reader = self.reader if watch else Reader(self.client, None)
+        reader = self.reader if watch else Reader(self.client, None, self.times)
         snap = reader.snapshot()
         for warning in version_warnings(snap):
             print(f"kcsim shadow: warning: {warning}", file=sys.stderr)
@@ -199,6 +231,7 @@ class Shadow:
             # save after them writes, at its restart, those the output does not hold (by
             # seq), rather than a second bootstrap of a cluster that may have changed.
             events = self.model.bootstrap(snap)
+            self.times.stamp(events)
             save_state(self.state_path, self.model, unwritten=events)
             self._write(events)
         else:
@@ -218,12 +251,25 @@ class Shadow:
         self.model.apply(changes_for(paths, self.reader, self.model))
 
     def _write(self, events: list[Event]) -> None:
+        began = time.monotonic()
+        self.times.stamp(events)
         fresh = [e for e in events if e.get("seq", self.written_seq + 1) > self.written_seq]
         if fresh:
             self.sink.write(fresh)
             self.written_seq = max(self.written_seq, *(e.get("seq", 0) for e in fresh))
             self.emitted += len(fresh)
+            self.flushes += 1
+            self.log(
+                f"kcsim shadow: wrote {len(fresh)} events ({_kinds(fresh)}), "
+                f"up to seq {self.written_seq}; {self.emitted} in all"
+            )
         save_state(self.state_path, self.model)
+        self._measure(fresh, time.monotonic() - began)
+        # the times of what is written are needed no more (the newest stays: lag, and
+        # a later cause known only by a pzxid may take it)
+        written = [z for z in map(event_zxid, fresh) if z is not None]
+        if written:
+            self.times.forget_before(max(written))
         if self.model.unexplained:
             print(
                 f"kcsim shadow: {self.model.unexplained} partition state writes with no "
@@ -231,6 +277,34 @@ class Shadow:
                 file=sys.stderr,
             )
             self.model.unexplained = 0
+
+    def _measure(self, written: list[Event], seconds: float) -> None:
+        """The metrics after a flush: events written, lag, partitions as observed."""
+        if self.metrics is None:
+            return
+        metrics, cluster = self.metrics, self.cluster
+        zxids = [z for z in map(event_zxid, written) if z is not None]
+        if written:
+            metrics.events(cluster, applied=len(written))
+            metrics.events(cluster, rejected=sum(1 for e in written if "znode_data" in e))
+            metrics.batch(seconds)
+        newest = max(zxids, default=self.model.last_zxid)
+        cluster_ms = self.times.at(newest)
+        behind_s = max(0.0, time.time() - cluster_ms / 1000) if cluster_ms and zxids else 0.0
+        metrics.lag(cluster, behind_s, max(0, self.model.last_zxid - newest))
+        offline = sum(1 for s in self.model.states.values() if s.leader < 0)
+        at_min = 0
+        for (topic, _), state in self.model.states.items():
+            min_isr = self.model.configs.get(topic, {}).get("min.insync.replicas", "1")
+            at_min += len(state.isr) <= int(min_isr) if min_isr.isdigit() else 0
+        metrics.partitions(cluster, offline=offline, at_min_isr=at_min)
+
+    def summary(self) -> str:
+        return (
+            f"kcsim shadow: stopped: {self.emitted} events written in {self.flushes} flushes "
+            f"over {time.monotonic() - self.started_at:.1f} s, last seq {self.written_seq}; "
+            f"state saved in {self.state_path}"
+        )
 
     def run(self, settle_s: float, stop: threading.Event) -> None:
         self.client.add_listener(self.on_state)
@@ -359,23 +433,59 @@ def _follow(
     failures: ZooKeeperFailures,
 ) -> int:
     stop = threading.Event()
+    metrics = Metrics("shadow") if args.metrics_port is not None else None
     try:
-        shadow = Shadow(client, sink, args.state or default_state, args.cluster)
+        port = metrics.serve(args.metrics_port) if metrics is not None else None
+    except OSError as error:
+        print(f"kcsim shadow: --metrics-port {args.metrics_port}: {error}", file=sys.stderr)
+        return 2
+    try:
+        state_path = args.state or default_state
+        log = None if args.quiet else _stderr
+        shadow = Shadow(client, sink, state_path, args.cluster, log, metrics)
         failures.on_refused = shadow.refused
+        where = f"metrics on http://127.0.0.1:{port}/metrics; " if metrics else ""
+        if not args.quiet:
+            print(
+                f"kcsim shadow: watching ZooKeeper {args.zookeeper} as cluster "
+                f"{args.cluster!r}; writing to {args.out}; state in {state_path}; {where}"
+                + ("present state only (--once)" if args.once else "Ctrl-C or SIGTERM stops"),
+                file=sys.stderr,
+            )
         if args.once:
             shadow.once()
         else:
+            # SIGTERM stops as Ctrl-C does: what is pending is written, the view saved
+            previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
             try:
                 shadow.run(args.settle_ms / 1000, stop)
             except KeyboardInterrupt:
                 stop.set()
-                shadow.finish()
+            finally:
+                signal.signal(signal.SIGTERM, previous)
+            shadow.finish()
+        # closing the session is no loss to report: the listener goes first
+        client.remove_listener(shadow.on_state)
         if not args.quiet:
-            print(f"kcsim shadow: {shadow.emitted} events written", file=sys.stderr)
+            print(shadow.summary(), file=sys.stderr)
         return 0
     except RuntimeError as error:
         print(f"kcsim shadow: {error}", file=sys.stderr)
         return 2
+    finally:
+        if metrics is not None:
+            metrics.close()
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _kinds(events: list[Event]) -> str:
+    counts: dict[str, int] = {}
+    for event in events:
+        counts[str(event.get("type"))] = counts.get(str(event.get("type")), 0) + 1
+    return ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
 def _no_auth(zookeeper: str, config: ZooKeeperClientConfig) -> str:

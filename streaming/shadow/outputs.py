@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -58,8 +59,24 @@ def open_output(
     if out.startswith("kafka:") and "/" in out:
         bootstrap, topic = out.removeprefix("kafka:").split("/", 1)
         sink = KafkaOutput(bootstrap, topic, cluster, client or KafkaClientConfig())
-        return sink, Path(f".kcsim-shadow-{cluster}.json")
+        return sink, kafka_state_path(bootstrap, topic, cluster)
     raise ValueError(f"--out must be file:DIR or kafka:BOOTSTRAP/TOPIC, got {out!r}")
+
+
+def kafka_state_path(bootstrap: str, topic: str, cluster: str, cwd: Path | None = None) -> Path:
+    """The default saved state of a shadow writing to a Kafka topic: a file per output
+    (bootstrap, topic, cluster) under `$XDG_STATE_HOME/kcsim/` (`~/.local/state/kcsim/`),
+    so that where the shadow is started from does not matter. A state saved at the former
+    default, `./.kcsim-shadow-<cluster>.json`, is kept in use when it exists: a shadow
+    restarted from there resumes rather than refusing an output that holds its events."""
+    former = (cwd or Path.cwd()) / f".kcsim-shadow-{cluster}.json"
+    if former.exists():
+        return former
+    base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", f"shadow-{bootstrap}-{topic}-{cluster}")
+    directory = base / "kcsim"
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory / f"{name}.json"
 
 
 def save_state(path: Path, model: ShadowModel, unwritten: list[Event] | None = None) -> None:

@@ -4,7 +4,10 @@ between what it saw and what the model holds.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -36,16 +39,85 @@ CONFIGS = "/config/topics"
 Watch = Callable[[Any], None] | None
 
 
-class Reader:
-    """Reads znodes into `Change`s and `Snapshot`s; with `watch`, re-arms a watch on each."""
+@dataclass(slots=True)
+class ZxidTimes:
+    """When ZooKeeper committed the transactions the shadow has read: a znode's mzxid at its
+    mtime, its czxid at its ctime (epoch ms, the ZooKeeper leader's clock). An event's `ts`
+    is its cause's zxid's time. A zxid read only as a parent's pzxid (a broker's
+    registration vanishing, a topic deleted) has no time of its own: it gets the time of
+    the first transaction read after it (the controller's writes in reaction, milliseconds
+    later), else of the last one before it."""
 
-    def __init__(self, client: KazooClient, watch: Watch) -> None:
+    known: dict[int, int] = field(default_factory=dict)
+
+    def note(self, stat: ZnodeStat) -> None:
+        self.known[stat.mzxid] = stat.mtime
+        self.known[stat.czxid] = stat.ctime
+
+    def at(self, zxid: int, ordered: list[int] | None = None) -> int | None:
+        """The time of `zxid` (`ordered`: the known zxids sorted, when the caller has
+        them: a bootstrap stamps as many events as there are znodes)."""
+        if zxid in self.known:
+            return self.known[zxid]
+        if not self.known:
+            return None
+        zxids = ordered if ordered is not None else sorted(self.known)
+        i = bisect.bisect_left(zxids, zxid)
+        return self.known[zxids[i] if i < len(zxids) else zxids[-1]]
+
+    def forget_before(self, zxid: int) -> None:
+        """Drop the times of transactions before `zxid` (all written): memory stays bounded
+        by what is pending."""
+        old = [z for z in self.known if z < zxid]
+        for z in old:
+            del self.known[z]
+
+    def stamp(self, events: list[dict[str, Any]]) -> None:
+        """Give `ts` (ISO-8601 UTC, milliseconds) to the events without one, from the zxid
+        their id names (`<cluster>:zx<zxid hex>:<n>`)."""
+        ordered = sorted(self.known)
+        texts: dict[int, str] = {}  # a bootstrap's events share one zxid, a cause's too
+        for event in events:
+            if "ts" in event or "event_id" not in event:
+                continue
+            zxid = event_zxid(event)
+            millis = self.at(zxid, ordered) if zxid is not None else None
+            if millis is not None:
+                if millis not in texts:
+                    texts[millis] = iso_millis(millis)
+                event["ts"] = texts[millis]
+
+
+def event_zxid(event: dict[str, Any]) -> int | None:
+    """The zxid a shadow event's id names, or None."""
+    parts = str(event.get("event_id", "")).rsplit(":", 2)
+    if len(parts) == 3 and parts[1].startswith("zx"):
+        try:
+            return int(parts[1][2:], 16)
+        except ValueError:
+            return None
+    return None
+
+
+def iso_millis(millis: int) -> str:
+    moment = datetime.fromtimestamp(millis // 1000, tz=UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{millis % 1000:03d}Z"
+
+
+class Reader:
+    """Reads znodes into `Change`s and `Snapshot`s; with `watch`, re-arms a watch on each;
+    every znode's times go to `times`."""
+
+    def __init__(self, client: KazooClient, watch: Watch, times: ZxidTimes | None = None) -> None:
         self.client = client
         self.watch = watch
+        self.times = times if times is not None else ZxidTimes()
 
     def _get(self, path: str) -> tuple[bytes, ZnodeStat] | None:
         try:
-            return self.client.get(path, watch=self.watch)
+            got: tuple[bytes, ZnodeStat] = self.client.get(path, watch=self.watch)
+            self.times.note(got[1])
+            return got
         except NoNodeError:
             if self.watch is not None and self.client.exists(path, watch=self.watch):
                 return self._get(path)  # created between the two calls
@@ -66,7 +138,9 @@ class Reader:
         out: list[tuple[bytes, ZnodeStat] | None] = []
         for path, result in zip(paths, pending, strict=True):
             try:
-                out.append(result.get())
+                got = result.get()
+                self.times.note(got[1])
+                out.append(got)
             except NoNodeError:
                 out.append(self._get(path))
         return out

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from datetime import datetime
 from itertools import islice
 from pathlib import Path
 
@@ -105,7 +106,7 @@ def test_chaos_round_trip_with_rate_and_progress(
 ) -> None:
     topic = fresh_topic()
     count, rate = 120, 200.0
-    started = time.monotonic()
+    started, started_at = time.monotonic(), time.time()
     code = cli.main(
         ["produce", "--bootstrap", kafka_bootstrap, "--topic", topic, "--chaos",
          "--seed", "4", "--count", str(count), "--rate", str(rate), "--cluster", "prod",
@@ -116,11 +117,18 @@ def test_chaos_round_trip_with_rate_and_progress(
     assert elapsed >= (count - 1) / rate  # throttled
     progress = capsys.readouterr().err
     assert f"kcsim produce: {count} events" in progress and "events/s" in progress
+    assert progress.splitlines()[-1].startswith(
+        f"kcsim produce: done: {count} events sent to {topic} on {kafka_bootstrap} in "
+    )
     spec = ClusterSpec("prod", brokers=4, topics=2, partitions=3, rf=2)
     expected = list(islice(ChaosGenerator(4, spec, Settings()).events(), count))
     records = consume(kafka_bootstrap, topic, count)
     assert [r.key for r in records] == [b"prod"] * count
-    assert [json.loads(r.value) for r in records] == expected
+    values = [json.loads(r.value) for r in records]
+    # CONTRACT §1 `ts`: the producer's clock when the event was drawn, never decreasing
+    stamps = [datetime.fromisoformat(v.pop("ts")).timestamp() for v in values]
+    assert stamps == sorted(stamps) and started_at - 1 <= stamps[0] <= stamps[-1] <= time.time()
+    assert values == expected
     assert [json.loads(r.value)["seq"] for r in records] == list(range(1, count + 1))
 
 

@@ -5,6 +5,7 @@ and no script error."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -19,6 +20,8 @@ import pytest
 from streaming.cli import main
 from streaming.insight import report_data as rd
 from streaming.insight.report import (
+    BROKER_ISR,
+    BROKER_LEADERS,
     HEALTH_LINES,
     KRAFT_MARK_STYLES,
     LIVE_BROKERS,
@@ -261,6 +264,21 @@ def test_page_renders_its_plots_in_chromium(chromium: str, page: Path, tmp_path:
         assert len(rows) >= 40, f"{colour}: {len(rows)} pixels"
     # the first cluster's leaders figure is below its timeline
     assert min(found[c].min() for c in leaders) > max(found[c].min() for c in timeline)
+    # between them, leaders and ISR memberships per broker over time: each heatmap's
+    # fullest cell is drawn in its own colour
+    for graph in ("brokers-0", "brokers-1"):
+        div = re.search(rf'<div[^>]*id="{graph}"[^>]*>', rendered.dom)
+        assert div is not None and "js-plotly-plot" in div.group(0), graph
+    heat = {c: colour_rows(plots, c, tolerance=2) for c in (BROKER_LEADERS, BROKER_ISR)}
+    for colour, rows in heat.items():
+        assert len(rows) >= 200, f"{colour}: {len(rows)} pixels"
+        assert (
+            max(found[c].min() for c in timeline)
+            < rows.min()
+            < found[MOMENT_COLOURS["start"]].min()
+        )
+    # the first divergences are listed (the shadow cluster of the examples has two)
+    assert "<b>divergences</b>" in rendered.dom and "leader_epoch" in rendered.dom
     # not blank: the page is mostly white, and far from only
     white = np.all(pixels >= 250, axis=2).mean()
     assert 0.3 < white < 0.97
@@ -291,3 +309,41 @@ def test_render_reports_a_script_error(chromium: str, tmp_path: Path) -> None:
     broken.write_text("<html><body><script>notDefinedAnywhere();</script></body></html>")
     rendered = render(chromium, broken, tmp_path)
     assert any("notDefinedAnywhere" in line for line in rendered.script_errors)
+
+
+@pytest.mark.browser
+def test_request_bars_show_when_seqs_are_zxids(chromium: str, tmp_path: Path) -> None:
+    """A shadow's seqs are zxids shifted by 8 bits: events of one transaction 1 apart,
+    transactions thousands apart. Plotly sizes bars by the closest two x values, so they
+    were drawn a fraction of a pixel wide: the request panel looked empty."""
+    events = tmp_path / "events"
+    events.mkdir()
+    lines = [
+        {"type": "broker_startup", "broker": 1, "seq": 0x4C00},
+        {"type": "broker_startup", "broker": 2, "seq": 0x4C01},
+        {"type": "topic_creation", "topic": "t", "assignment": {"0": [1, 2], "1": [2, 1]},
+         "seq": 0x4C02},
+        {"type": "broker_failure", "broker": 2, "seq": 0x6900},
+        {"type": "broker_startup", "broker": 2, "seq": 0x9A00},
+    ]  # fmt: skip
+    (events / "shadow-1.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines))
+    replayed, out = tmp_path / "replay", tmp_path / "report.html"
+    assert main(["replay", str(events), "--out", str(replayed), "--quiet"]) == 0
+    assert main(["report", "--replay", str(replayed), "--out", str(out), "--quiet"]) == 0
+    rendered = render(chromium, out, tmp_path)
+    assert rendered.script_errors == []
+    plots = rendered.screenshot[:, :PLOT_AREA_RIGHT]
+    for kind in ("LeaderAndIsr", "UpdateMetadata"):  # (1 px wide before: a hairline)
+        assert widest_run(plots, REQUEST_COLOURS[kind]) >= 3, kind
+
+
+def widest_run(pixels: np.ndarray, colour: str, tolerance: int = 6) -> int:
+    """The most pixels of `colour` side by side in one row: a bar's drawn width."""
+    wanted = np.array([int(colour[i : i + 2], 16) for i in (1, 3, 5)])
+    close = np.all(np.abs(pixels.astype(np.int16) - wanted) <= tolerance, axis=2)
+    best = 0
+    for row in close[close.any(axis=1)]:
+        edges = np.diff(np.concatenate(([0], row.astype(np.int8), [0])))
+        starts, ends = np.nonzero(edges == 1)[0], np.nonzero(edges == -1)[0]
+        best = max(best, int((ends - starts).max()))
+    return best

@@ -203,3 +203,130 @@ def test_read_replay_takes_only_the_needed_columns_and_optional_tables(tmp_path:
     (tmp_path / "partition_state.jsonl").unlink()
     with pytest.raises(rd.ReportInputError, match=r"partition_state\.jsonl is missing"):
         rd.read_replay(tmp_path)
+
+
+# ------------------------------------------------ a log starting from a snapshot; brokers
+
+# CONTRACT §1 `state` on topic_creation (a shadow's or an import's first events): the
+# partitions are loaded as stored, with no partition row; the failover after them
+# (SPEC §7.2) writes replica rows carrying each one's leader and ISR. Then broker 2 fails
+# (SPEC §9.1): t-1, which it led, goes offline and is re-elected on 1; both ISRs lose 2.
+SNAPSHOT_EVENTS = [
+    {"type": "broker_startup", "broker": 1},
+    {"type": "broker_startup", "broker": 2},
+    {
+        "type": "topic_creation",
+        "topic": "t",
+        "assignment": {"0": [1, 2], "1": [2, 1]},
+        "state": {
+            "0": {"leader": 1, "leader_epoch": 3, "isr": [1, 2], "controller_epoch": 1,
+                  "partition_epoch": 4},
+            "1": {"leader": 2, "leader_epoch": 2, "isr": [2, 1], "controller_epoch": 1,
+                  "partition_epoch": 3},
+        },
+    },
+    {"type": "controller_failover", "controller": 1},
+    {"type": "broker_failure", "broker": 2},
+]  # fmt: skip
+
+
+def snapshot_report(
+    tmp_path: Path, with_ts: bool, more: list[dict[str, Any]] | None = None
+) -> rd.ClusterReport:
+    from controller.config import Settings
+    from controller.replay.command import replay
+
+    events = tmp_path / "events"
+    events.mkdir(parents=True)
+    lines = [
+        json.dumps(e | ({"ts": 1_700_000_000_000 + 1000 * i} if with_ts else {}))
+        for i, e in enumerate(SNAPSHOT_EVENTS + (more or []))
+    ]
+    (events / "a.jsonl").write_text("\n".join(lines) + "\n")
+    replay(Settings.load(None, ()), events, tmp_path / "out")
+    return rd.cluster_report(rd.read_replay(tmp_path / "out"), "default")
+
+
+def test_leaders_per_broker_count_the_partitions_a_snapshot_loaded(tmp_path: Path) -> None:
+    report = snapshot_report(tmp_path, with_ts=False)
+    start, worst, end = report.moments
+    assert (start.seq, start.leaders, start.offline) == (4, {1: 1, 2: 1}, 0)
+    assert (worst.seq, worst.leaders) == (5, {1: 2})
+    assert end.leaders == {1: 2}
+
+
+def test_per_broker_view_shows_a_broker_lost_and_its_leadership_moved(tmp_path: Path) -> None:
+    view = snapshot_report(tmp_path, with_ts=False).brokers
+    assert view is not None
+    assert view.x.tolist() == [1, 2, 3, 4, 5] and view.brokers == (1, 2)
+    # after the failover both brokers lead one and are in both ISRs; after the failure
+    # broker 1 leads both and is the only ISR member
+    assert view.leaders.tolist() == [[0, 0, 0, 1, 2], [0, 0, 0, 1, 0]]
+    assert view.isr.tolist() == [[0, 0, 0, 2, 2], [0, 0, 0, 2, 0]]
+
+
+def test_per_broker_view_takes_isr_changes_from_event_results(tmp_path: Path) -> None:
+    """SPEC §13.1: an AlterPartition changes the ISR with no state transition; only its
+    `event_results` row (no error) carries the new ISR. Broker 2 comes back, then t-0's
+    and t-1's leader (1) adds it back to their ISRs."""
+    extra = [
+        {"type": "broker_startup", "broker": 2},
+        {"type": "isr_change", "topic": "t", "partition": 0, "isr": [1, 2]},
+        {"type": "isr_change", "topic": "t", "partition": 1, "isr": [1, 2]},
+    ]
+    view = snapshot_report(tmp_path, with_ts=False, more=extra).brokers
+    assert view is not None
+    assert view.isr.tolist() == [[0, 0, 0, 2, 2, 2, 2, 2], [0, 0, 0, 2, 0, 0, 1, 2]]
+    assert view.leaders.tolist() == [[0, 0, 0, 1, 2, 2, 2, 2], [0, 0, 0, 1, 0, 0, 0, 0]]
+
+
+def test_per_broker_view_keeps_at_most_its_columns() -> None:
+    seqs = np.arange(1, 1001)
+    rows = [change(s, "t", 0, "OnlinePartition", s % 3) for s in range(1, 1001)]
+    view = rd.broker_view(table("state_changes", rows), seqs, columns=100)
+    assert len(view.x) == 100 and view.x[-1] == 1000 and view.x[0] == 10
+    # after seq 10 (10 % 3 = 1) broker 1 leads t-0, after seq 1000 (1000 % 3 = 1) too
+    assert view.leaders[view.brokers.index(1), [0, -1]].tolist() == [1, 1]
+    assert view.leaders.sum(axis=0).tolist() == [1] * 100
+
+
+def test_x_is_the_events_time_when_every_event_has_one(tmp_path: Path) -> None:
+    timed = snapshot_report(tmp_path / "a", with_ts=True)
+    assert timed.x(np.array([1, 5])).tolist() == [
+        np.datetime64(1_700_000_000_000, "ms"),
+        np.datetime64(1_700_000_004_000, "ms"),
+    ]
+    untimed = snapshot_report(tmp_path / "b", with_ts=False)
+    assert untimed.times is None and untimed.x(np.array([1, 5])).tolist() == [1, 5]
+
+
+def test_the_first_divergences_violations_and_rejections_are_kept(tmp_path: Path) -> None:
+    from controller.config import Settings
+    from controller.replay.command import replay
+
+    events = tmp_path / "events"
+    events.mkdir()
+    seen = {"topic": "t", "partition": 0, "leader": 2, "leader_epoch": 0, "isr": [1]}
+    lines = [
+        {"type": "broker_startup", "broker": 1, "seq": 3},
+        {"type": "broker_startup", "broker": 2, "seq": 5},
+        {"type": "topic_creation", "topic": "t", "assignment": {"0": [1, 2]}, "seq": 9,
+         "observed": {"partitions": [seen]}},
+    ]  # fmt: skip
+    text = "\n".join(json.dumps(e) for e in lines) + '\n{"type": "broker_startup"}\n'
+    (events / "a.jsonl").write_text(text)
+    replay(Settings.load(None, ()), events, tmp_path / "out")
+    report = rd.cluster_report(rd.read_replay(tmp_path / "out"), "default")
+    divergences = report.first_rows["divergences"].to_pylist()
+    # SPEC §4.3: kcsim's leader is 1 with ISR [1, 2]; the observed state says 2 and [1]
+    assert [(r["seq"], r["field"], r["observed"], r["simulated"]) for r in divergences] == [
+        (9, "leader", "2", "1"),
+        (9, "isr", "[1]", "[1,2]"),
+    ]
+    observed_violations = report.first_rows["violations"].to_pylist()
+    assert [(r["source"], r["invariant"]) for r in observed_violations] == [
+        ("observed", "leader_in_isr")
+    ]
+    [rejected] = report.first_rows["rejected_events"].to_pylist()
+    assert rejected["source"].endswith("a.jsonl:4") and "broker" in rejected["reason"]
+    assert rejected["raw"] == '{"type": "broker_startup"}'

@@ -19,12 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from controller.config import Settings
 from controller.parse import parse_event
 from controller.replay.event_files import read_events
 from controller.simulator import RawEvent, Simulator
 from schemas import TABLES
+from streaming.metrics import Metrics
 from tests.support.corpus import (
     CORPUS,
     KRAFT,
@@ -51,6 +53,7 @@ def run_once(
     files: int | None = None,
     fleet: bool = False,
     settings: Settings | None = None,
+    metrics: Any = None,
 ) -> list[str]:
     from streaming.job.options import Options
     from streaming.job.query import run
@@ -65,7 +68,7 @@ def run_once(
         once=True,
         fleet=fleet,
     )
-    assert run(spark, options, log=lines.append) == 0
+    assert run(spark, options, log=lines.append, metrics=metrics) == 0
     return lines
 
 
@@ -95,17 +98,40 @@ def test_parity_one_batch(spark, tmp_path: Path) -> None:  # noqa: F811
     an event neither engine reads, and the job says so when it starts."""
     source = copy_corpus(tmp_path / "events")
     (source / "_draft.jsonl").write_text('{"type":"broker_startup","broker":77}\n')
-    log = run_once(spark, source, tmp_path / "lake")
+    metrics = Metrics("run")
+    log = run_once(spark, source, tmp_path / "lake", metrics=metrics)
     assert log[0] == (
         f"kcsim run: skipped 1 file(s) in {source} that neither replay nor the Spark job "
         "reads (a name starting with '.' or '_', or a copy not finished): _draft.jsonl"
     )
     assert len([line for line in log if line.startswith("batch ")]) == 1
     files = len(list(CORPUS.glob("*.jsonl")))
-    assert f"{files}/{files} files" in log[-1]
+    assert f"{files}/{files} files" in log[-2]
     expected = replay_rows(source)
     assert 77 not in {row["broker"] for row in expected["brokers"]}
-    assert_same_tables(lake_rows(spark, tmp_path / "lake"), expected)
+    lake = lake_rows(spark, tmp_path / "lake")
+    assert_same_tables(lake, expected)
+    # its last line says what it did; a re-run with nothing new says so
+    assert log[-1].startswith(
+        f"kcsim run: done: 1 batches, {files} files, {len(lake['applied_events'])} events "
+        f"applied, {len(lake['rejected_events'])} rejected, {len(lake['divergences'])} "
+        f"divergences, {len(lake['violations'])} violations in "
+    )
+    # what --metrics-port serves: the batch's events and rejections, per cluster
+    served = {
+        (sample.name, sample.labels.get("cluster")): sample.value
+        for family in text_string_to_metric_families(metrics.render())
+        for sample in family.samples
+    }
+    for cluster in {row["cluster"] for row in lake["applied_events"]}:
+        applied = sum(1 for row in lake["applied_events"] if row["cluster"] == cluster)
+        assert served["kcsim_events_applied_total", cluster] == applied
+    assert sum(v for (n, _), v in served.items() if n == "kcsim_events_rejected_total") == len(
+        lake["rejected_events"]
+    )
+    assert served["kcsim_batch_duration_seconds_count", None] == 1
+    again = run_once(spark, source, tmp_path / "lake")
+    assert again[-1] == f"kcsim run: nothing new ({files} files already applied)"
 
 
 def test_parity_many_batches_and_lake_inspection(spark, tmp_path: Path) -> None:  # noqa: F811

@@ -5,10 +5,14 @@ fixture: one ZooKeeper, three brokers). SPEC §8 (broker changes), §10 (creatio
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import threading
+import time
+import urllib.request
 import uuid
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +21,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from kazoo.client import KazooClient
 from kazoo.exceptions import AuthFailedError
 from kazoo.protocol.states import KeeperState
+from prometheus_client.parser import text_string_to_metric_families
 
 from controller.config import Settings
 from controller.replay.command import replay
@@ -102,17 +107,60 @@ def test_once_replayed_gives_the_znodes_partition_state(zk_cluster, tmp_path):
     assert rejected == ""
 
 
+def cluster_levels(zookeeper: str) -> tuple[int, int]:
+    """(offline, at or below min.insync.replicas) over every partition ZooKeeper holds, as
+    CONTRACT §2 `health` counts them (no topic here sets min.insync.replicas: 1)."""
+    client = KazooClient(hosts=zookeeper, read_only=True)
+    client.start(timeout=30)
+    try:
+        offline = at_min = 0
+        for topic in client.get_children("/brokers/topics"):
+            for p in client.get_children(f"/brokers/topics/{topic}/partitions"):
+                state = json.loads(client.get(f"/brokers/topics/{topic}/partitions/{p}/state")[0])
+                offline += state["leader"] < 0
+                at_min += len(state["isr"]) <= 1
+        return offline, at_min
+    finally:
+        client.stop()
+        client.close()
+
+
+def scrape(port: int) -> dict[str, float]:
+    """The shadow's metrics of cluster `real` (and those of no cluster), by name."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    return {
+        sample.name: sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.labels.get("cluster", "real") == "real" and sample.labels["role"] == "shadow"
+    }
+
+
 def test_continuous_shadow_follows_a_broker_kill_and_restart(zk_cluster, tmp_path):
+    """Also what the shadow says and serves while it runs: its start line, its metrics
+    (`--metrics-port`, scraped), its events' `ts`, and its summary on SIGTERM."""
     name = f"live-{uuid.uuid4().hex[:6]}"
     create_topics(zk_cluster.bootstrap, {name: {0: [1, 3], 1: [3, 2], 2: [2, 1]}})
     wait_for("state znodes", lambda: all_states_present(zk_cluster.zookeeper, [name]))
     out = tmp_path / "events"
-    proc = shadow(zk_cluster.zookeeper, out)
+    proc = shadow(zk_cluster.zookeeper, out, "--metrics-port", "0")
+    said: list[str] = []
+    reader = threading.Thread(target=lambda: said.extend(proc.stderr), daemon=True)
     try:
+        while not said or "watching ZooKeeper" not in said[-1]:
+            said.append(proc.stderr.readline())
+            assert said[-1], said
+        start = said[-1]
+        assert f"watching ZooKeeper {zk_cluster.zookeeper} as cluster 'real'" in start
+        assert f"writing to file:{out}; state in {out / '.shadow-state-real.json'}" in start
+        port = int(re.search(r"http://127\.0\.0\.1:(\d+)/metrics", start).group(1))
+        reader.start()  # the rest of stderr, read on a thread so the pipe never fills
         wait_for(
             "the start events", lambda: any(e["type"] == "controller_failover" for e in events(out))
         )
         victim = 3 if zk_cluster.controller_id() != 3 else 2
+        killed_at = time.time()
         zk_cluster.kill(victim)
         failure = wait_for(
             "broker_failure",
@@ -129,6 +177,25 @@ def test_continuous_shadow_follows_a_broker_kill_and_restart(zk_cluster, tmp_pat
         assert seen and all(victim not in r["isr"] for r in seen.values())
         for tp, row in seen.items():
             assert row["leader"] == truth[tp]["leader"] and row["isr"] == truth[tp]["isr"]
+        # CONTRACT §1 `ts`: when ZooKeeper committed the cause (same host, same clock)
+        failed_at = datetime.fromisoformat(failure["ts"]).timestamp()
+        assert killed_at - 1 <= failed_at <= time.time()
+
+        def served():  # what it serves matches what it wrote and what ZooKeeper holds
+            got = scrape(port)
+            levels = cluster_levels(zk_cluster.zookeeper)
+            written = len(events(out))
+            ok = got.get("kcsim_events_applied_total") == written and levels == (
+                got.get("kcsim_offline_partitions"),
+                got.get("kcsim_at_min_isr_partitions"),
+            )
+            return got if ok else None
+
+        metrics = wait_for("the metrics of the failure", served)
+        assert metrics["kcsim_at_min_isr_partitions"] >= 2  # the victim's two partitions
+        assert metrics["kcsim_batch_duration_seconds_count"] >= 2  # bootstrap, failure
+        assert 0 <= metrics["kcsim_lag_seconds"] < DEADLINE_S
+        assert metrics["kcsim_lag_position"] >= 0
         zk_cluster.start(victim)
 
         def rejoined():
@@ -145,12 +212,21 @@ def test_continuous_shadow_follows_a_broker_kill_and_restart(zk_cluster, tmp_pat
             assert row["partition_epoch"] == change["partition_epoch"] + 1
             assert row["leader_epoch"] == change["leader_epoch"]
     finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=30)
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=30)
+    reader.join(timeout=10)
+    assert code == 0, said
     ids = [e["event_id"] for e in events(out)]
     assert len(ids) == len(set(ids))
     seqs = [e["seq"] for e in events(out)]
     assert seqs == sorted(seqs)
+    assert all("ts" in e for e in events(out))
+    flushes = [line for line in said if line.startswith("kcsim shadow: wrote ")]
+    assert sum(int(line.split()[3]) for line in flushes) == len(ids)
+    [*_, last] = [line for line in said if line.startswith("kcsim shadow: ")]
+    assert last.startswith(
+        f"kcsim shadow: stopped: {len(ids)} events written in {len(flushes)} flushes over "
+    )
 
 
 def test_a_killed_shadow_restarts_without_duplicates_or_gaps(zk_cluster, tmp_path):

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The report screenshots of docs/report-and-whatif.md, taken by headless Chromium:
+#   scripts/report_screenshots.sh [SHADOW_EVENTS_DIR]
+# docs/report.png: the report of examples/events. With SHADOW_EVENTS_DIR (a `kcsim shadow
+# --out file:DIR` directory), docs/report-shadow.png: the report of those events.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+kcsim() { PYTHONPATH="$PWD" python -m streaming.cli "$@"; }
+
+shoot() {  # shoot PAGE PNG HEIGHT
+  chromium --headless --no-sandbox --disable-gpu --no-first-run --disable-sync \
+    --disable-background-networking --disable-component-update --hide-scrollbars \
+    --user-data-dir="$work/profile" --virtual-time-budget=10000 \
+    --window-size=1280,"$3" --screenshot="$2" "file://$1" 2>/dev/null
+}
+
+kcsim replay examples/events --out "$work/examples" --quiet
+kcsim report --replay "$work/examples" --out "$work/examples.html" --quiet
+shoot "$work/examples.html" docs/report.png 4000
+if [ $# -ge 1 ]; then
+  kcsim replay "$1" --out "$work/shadow" --quiet
+  kcsim report --replay "$work/shadow" --out "$work/shadow.html" --quiet
+  shoot "$work/shadow.html" docs/report-shadow.png 2300
+fi
