@@ -31,7 +31,11 @@ from tests.support.zk_cluster import ZkCluster, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = "real"
-SETTLE_MS = 300
+# The shadow's quiet window before it writes an event. A controller slowed by a loaded
+# machine (the suite runs in two processes on two cores) can take longer than 300 ms
+# between a topic's znode and its partitions' state znodes; the event would then observe
+# the topic without them. 800 ms keeps the recording faithful at a cost of ~0.5 s a step.
+SETTLE_MS = 800
 
 
 class ShadowRecording:
