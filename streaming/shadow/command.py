@@ -46,6 +46,7 @@ from kazoo.exceptions import (
 from kazoo.protocol.states import KeeperState
 
 from controller.config import ConfigError
+from streaming.clients.kafka_address import kafka_target
 from streaming.clients.kafka_config import ClientFailures, KafkaClientConfig
 from streaming.clients.zookeeper_config import ZooKeeperClientConfig
 from streaming.shadow.kafka_output import OutputError
@@ -67,14 +68,25 @@ CONNECTION_RETRY = {"max_tries": -1, "delay": 0.2, "max_delay": 5.0}
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--zookeeper", required=True, help="HOST:PORT[,HOST:PORT...][/chroot]")
-    parser.add_argument("--out", required=True, help="file:DIR or kafka:BOOTSTRAP/TOPIC")
-    parser.add_argument("--cluster", default="default", help="cluster name (default 'default')")
+    parser.add_argument(
+        "--out",
+        metavar="file:DIR|kafka:HOST:PORT/TOPIC",
+        help="where the events go (or --bootstrap-server with --topic)",
+    )
+    parser.add_argument(
+        "--bootstrap-server",
+        dest="bootstrap",
+        metavar="HOST:PORT",
+        help="the Kafka cluster of --topic (as Kafka's tools take it)",
+    )
+    parser.add_argument("--topic", help="the same as --out kafka:BOOTSTRAP/TOPIC")
+    parser.add_argument("--cluster", default="default", help="the events' cluster name")
     parser.add_argument("--once", action="store_true", help="write the present state and stop")
     parser.add_argument(
         "--settle-ms",
         type=int,
         default=DEFAULT_SETTLE_MS,
-        help="a cause is written once no partition state changed for this long "
+        help="a cause is written once no partition state changed for this long, in ms "
         f"(default {DEFAULT_SETTLE_MS})",
     )
     parser.add_argument(
@@ -248,6 +260,15 @@ class Shadow:
 
 
 def main(args: argparse.Namespace) -> int:
+    try:
+        args.out = kafka_target(args.out, args.bootstrap, args.topic, "--out", "--topic")
+    except ValueError as error:
+        print(f"kcsim shadow: {error}", file=sys.stderr)
+        return 2
+    if args.out is None:
+        print("kcsim shadow: give --out file:DIR|kafka:HOST:PORT/TOPIC, or --bootstrap-server "
+              "with --topic", file=sys.stderr)  # fmt: skip
+        return 2
     try:
         kafka_client = KafkaClientConfig.load(args.kafka_config)
         zookeeper_client = ZooKeeperClientConfig.load(args.zookeeper_config)
