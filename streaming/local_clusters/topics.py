@@ -9,6 +9,7 @@ partitions separated by `/`, the first replica the preferred leader. Partitions 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -78,6 +79,13 @@ def create_topic(
     try:
         admin.create_topics([topic], validate_only=False, raise_errors=True)
     except KafkaError as error:
-        raise LocalClusterError(f"creating {name}: {error}") from None
+        raise LocalClusterError(f"creating {name}: {_reason(error)}") from None
     finally:
         admin.close()
+
+
+def _reason(error: Exception) -> str:
+    """Kafka's own message of a refused CreateTopics (kafka-python's text holds the whole
+    request and response)."""
+    found = re.search(r"error_message=(['\"])(.*?)\1", str(error))
+    return f"{type(error).__name__}: {found.group(2)}" if found else str(error)
