@@ -21,8 +21,7 @@ import argparse
 from typing import Any, TextIO
 
 from controller.plan.view import topic_min_isr
-from streaming.insight.events_history import lake_cluster
-from streaming.insight.show import read_table
+from streaming.insight.lake_tables import lake_cluster, read_table
 from streaming.lake.spark_schemas import arrow_to_rows
 
 LIVE = ("live", "shutting_down")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
-from streaming.insight.show import event_time, read_table, since
+from streaming.insight.lake_tables import event_time, read_table, since
 from streaming.insight.state import render
 from streaming.lake.spark_schemas import arrow_to_rows
 
@@ -25,21 +25,6 @@ COLUMNS = (
     "isr",
     "note",
 )
-
-
-def lake_cluster(lake: str, master: str) -> str:
-    """The lake's one cluster; a ValueError naming them when it holds several (or none)."""
-    names = sorted(
-        {
-            r["cluster"]
-            for r in arrow_to_rows(read_table(lake, "clusters", master, False), "clusters")
-        }
-    )
-    if len(names) == 1:
-        return str(names[0])
-    if not names:
-        raise ValueError("the lake holds no cluster yet")
-    raise ValueError(f"the lake holds clusters {', '.join(names)}: give --cluster NAME")
 
 
 def event_history(

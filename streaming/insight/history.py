@@ -97,7 +97,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from streaming.insight.events_history import event_history, lake_cluster, write_events
+    from streaming.insight.events_history import event_history, write_events
+    from streaming.insight.lake_tables import lake_cluster
 
     try:
         cluster = args.cluster or lake_cluster(args.lake, args.master)

@@ -21,16 +21,15 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 from schemas import TABLES
+from streaming.insight.lake_tables import event_time, read_table, since
 from streaming.insight.state import render
 from streaming.lake.spark_schemas import arrow_to_rows
-from streaming.lake.time_travel import timestamp
 
 if TYPE_CHECKING:
-    import pyarrow as pa
+    pass
 
 ALIASES = {
     "rejected": "rejected_events",
@@ -106,35 +105,6 @@ def filters(args: argparse.Namespace, columns: Sequence[str]) -> dict[str, Any]:
     return wanted
 
 
-def since(text: str | None) -> int | None:
-    """A time of --since/--until as epoch ms."""
-    if text is None:
-        return None
-    if text.lstrip("-").isdigit():
-        return int(text)
-    return round(timestamp(text) * 1000)
-
-
-def read_table(lake: str, table: str, master: str, verbose: bool) -> pa.Table:
-    """The table's latest rows, without Spark where the lake is local and plain."""
-    from streaming.lake.local_reader import LakeReader, NotNative, local_root
-
-    root = local_root(lake)
-    if root is not None:
-        try:
-            return LakeReader(root).read(table)
-        except NotNative as reason:
-            print(f"kcsim show: reading through Spark: {reason}", file=sys.stderr)
-    from streaming.lake.spark_session import build_session
-    from streaming.lake.tables import Lake
-
-    spark = build_session("kcsim-show", master, verbose=verbose)
-    try:
-        return Lake(spark, lake).read(table).toArrow()
-    finally:
-        spark.stop()
-
-
 def select(
     rows: list[dict[str, Any]], wanted: dict[str, Any], start: int | None, end: int | None
 ) -> list[dict[str, Any]]:
@@ -163,14 +133,6 @@ def write_rows(
     ]
     out.write(render(cut, columns))
     out.write(f"({len(rows)} rows)\n")
-
-
-def event_time(ms: int | None) -> str | None:
-    """An event time as the terminal shows it: ISO-8601 UTC, to the ms."""
-    if ms is None:
-        return None
-    moment = datetime.fromtimestamp(ms / 1000, UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 
 def _cut(value: Any) -> Any:
