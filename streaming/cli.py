@@ -1,13 +1,17 @@
 """`kcsim`: one entry point; each command lives in its own module.
 
 A command module exposes `configure(parser)` and `main(args) -> int`. Modules are imported
-only when their command runs, so `kcsim replay` never loads Spark.
+only when their command runs, so `kcsim replay` never loads Spark. `COMMANDS` holds, per
+command, its module, its help, its exit statuses (the help's epilog) and the shared
+options it uses (settings, `--engine`, `--verbose`): a command is given no option it
+would ignore. `HelpFormatter` ends each option's help with its default.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import tomllib
 from dataclasses import dataclass
@@ -257,7 +261,13 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, OSError) as error:
         print(f"kcsim: configuration error: {error}", file=sys.stderr)
         return 2
-    return int(importlib.import_module(COMMANDS[chosen].module).main(args))
+    try:
+        return int(importlib.import_module(COMMANDS[chosen].module).main(args))
+    except BrokenPipeError:
+        # the reader went away (`kcsim show ... | head`): not an error of the command;
+        # stdout pointed at /dev/null so the interpreter's flush at exit fails no more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":
