@@ -79,6 +79,7 @@ COMMANDS: dict[str, Command] = {
         "print a lake table (divergences, violations, ...) as a table or JSON lines",
         "  0  the rows were printed (none may match)\n"
         "  2  bad usage, no lake there, or a filter the table has no column for\n",
+        (VERBOSE,),
     ),
     "kafka-local": Command(
         "streaming.local_clusters.kafka_local",
