@@ -7,12 +7,14 @@ leader `none` when there is none), then `Adding Replicas:`/`Removing Replicas:` 
 reassignment is under way, `Elr:`/`LastKnownElr:` for a KRaft cluster (Kafka 4.1 prints
 them), and `MarkedForDeletion: true` for a topic being deleted. `--topic T` alone starts
 with the topic's own line (partition count, replication factor, configs); the three
-filters print partition lines only, as Kafka's do. The filters mean what Kafka's mean:
-  - under-replicated: the ISR is smaller than the replicas;
+filters print partition lines only, as Kafka's do, a partition when it is any of the kinds
+asked for. The filters mean what Kafka's tool means:
+  - under-replicated: the ISR is smaller than the replication factor (the replicas less
+    those a reassignment is adding);
   - unavailable: no leader, or a leader that is not a live broker (a broker counts as live
     while registered and not fenced: `live` or `shutting_down`);
-  - under-min-isr: the ISR is smaller than `min.insync.replicas` (the topic's config, else
-    the cluster's dynamic default, else `--min-isr`).
+  - under-min-isr: no leader, or an ISR smaller than `min.insync.replicas` (the topic's
+    config, else the cluster's dynamic default, else `--min-isr`).
 """
 
 from __future__ import annotations
@@ -50,15 +52,22 @@ def describe(args: argparse.Namespace, out: TextIO) -> None:
     if args.topic is not None and not filtered:
         out.write(topic_line(args.topic, topics.get(args.topic), partitions))
     for row in partitions:
-        isr = row["isr"] or []
+        isr = len(row["isr"] or [])
         min_isr = topic_min_isr((topics.get(row["topic"]) or {}).get("configs"), cluster_default)
-        if (
-            (args.under_replicated and len(isr) >= len(row["replicas"] or []))
-            or (args.unavailable and row["leader"] is not None and row["leader"] in live)
-            or (args.under_min_isr and len(isr) >= min_isr)
+        leader = row["leader"] if row["leader"] is not None and row["leader"] >= 0 else None
+        # as Kafka's: a partition is printed when it is any of the kinds asked for
+        if filtered and not (
+            (args.under_replicated and isr < replication_factor(row))
+            or (args.unavailable and (leader is None or leader not in live))
+            or (args.under_min_isr and (leader is None or isr < min_isr))
         ):
             continue
         out.write(partition_line(row, kraft, topics.get(row["topic"])))
+
+
+def replication_factor(row: dict[str, Any]) -> int:
+    """The replicas less those a reassignment is adding, as Kafka's tool counts them."""
+    return len(row["replicas"] or []) - len(row.get("adding_replicas") or [])
 
 
 def _ids(values: list[int] | None) -> str:
@@ -67,7 +76,7 @@ def _ids(values: list[int] | None) -> str:
 
 def topic_line(topic: str, row: dict[str, Any] | None, partitions: list[dict[str, Any]]) -> str:
     configs = (row or {}).get("configs") or {}
-    factor = len(partitions[0]["replicas"] or []) if partitions else 0
+    factor = replication_factor(partitions[0]) if partitions else 0
     shown = ",".join(f"{k}={v}" for k, v in sorted(configs.items()))
     return (
         f"Topic: {topic}\tPartitionCount: {len(partitions)}\tReplicationFactor: {factor}\t"

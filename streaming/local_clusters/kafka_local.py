@@ -54,7 +54,11 @@ from streaming.local_clusters.processes import (
     terminate,
 )
 from streaming.local_clusters.tls import TlsFiles, ensure_tls, write_private
-from streaming.local_clusters.topics import create_topic, parse_assignment
+from streaming.local_clusters.topics import (
+    create_topic,
+    parse_assignment,
+    parse_replica_assignment,
+)
 
 DEFAULT_DIR = Path(".kcsim/kafka")
 HEAP = "-Xmx384m"
@@ -413,11 +417,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "kill/shutdown/start one with --broker ID",
     )
     topic = parser.add_argument_group("topic create (any kind of local cluster)")
-    topic.add_argument(
+    placed = topic.add_mutually_exclusive_group()
+    placed.add_argument(
         "--assignment",
         metavar="P:B,B,.../P:B,B,...",
-        help="each partition's replicas, the first its preferred leader, as Kafka's "
-        "--replica-assignment gives them per partition (e.g. 0:1,2,3/1:2,3,1)",
+        help="each partition's replicas, the first its preferred leader (e.g. 0:1,2,3/1:2,3,1)",
+    )
+    placed.add_argument(
+        "--replica-assignment",
+        metavar="B:B:...,B:B:...",
+        help="the same in Kafka's kafka-topics form: the partitions in order, each one's "
+        "replicas separated by colons (e.g. 1:2:3,2:3:1)",
     )
     topic.add_argument(
         "--config",
@@ -531,9 +541,15 @@ def topic_command(args: argparse.Namespace) -> int:
     """`kafka-local topic create NAME --assignment ...`."""
     if len(args.words) != 2 or args.words[0] != "create":
         raise LocalClusterError("topic: give `topic create NAME --assignment ...`")
-    if args.assignment is None:
-        raise LocalClusterError("topic create needs --assignment P:B,B,.../P:B,B,...")
-    assignment = parse_assignment(args.assignment)
+    if args.assignment is not None:
+        assignment = parse_assignment(args.assignment)
+    elif args.replica_assignment is not None:
+        assignment = parse_replica_assignment(args.replica_assignment)
+    else:
+        raise LocalClusterError(
+            "topic create needs --assignment P:B,B,.../P:B,B,... or --replica-assignment "
+            "B:B,B:B (Kafka's form)"
+        )
     configs: dict[str, str] = {}
     for item in args.topic_configs:
         key, sep, value = item.partition("=")

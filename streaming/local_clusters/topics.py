@@ -2,9 +2,11 @@
 cluster with the replicas placed as given, through Kafka's own admin API (CreateTopics
 with a replica assignment, as `kafka-topics --create --replica-assignment` sends it).
 
-The assignment is written as kcsim's other tools write it: `PARTITION:REPLICA,...`,
-partitions separated by `/`, the first replica the preferred leader. Partitions must be
-0..N-1, each with the same number of distinct replicas (Kafka's own rule).
+`--assignment` names each partition: `PARTITION:REPLICA,...`, partitions separated by `/`.
+`--replica-assignment` is Kafka's own form (`kafka-topics --replica-assignment`): the
+partitions in order, separated by `,`, each one's replicas separated by `:`
+(`1:2:3,2:3:1`). Either way the first replica is the preferred leader, partitions are
+0..N-1 and each has the same number of distinct replicas (Kafka's own rule).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from streaming.local_clusters.processes import LocalClusterError
 
-__all__ = ["create_topic", "parse_assignment"]
+__all__ = ["create_topic", "parse_assignment", "parse_replica_assignment"]
 
 
 def parse_assignment(text: str) -> dict[int, list[int]]:
@@ -35,15 +37,34 @@ def parse_assignment(text: str) -> dict[int, list[int]]:
             ) from None
         if number in assignment:
             raise LocalClusterError(f"--assignment: partition {number} is given twice")
-        if len(set(brokers)) != len(brokers):
-            raise LocalClusterError(f"--assignment: partition {number} repeats a broker")
         assignment[number] = brokers
     if sorted(assignment) != list(range(len(assignment))):
         raise LocalClusterError(
             f"--assignment: partitions must be 0..{len(assignment) - 1}, not {sorted(assignment)}"
         )
+    return _checked(assignment, "--assignment")
+
+
+def parse_replica_assignment(text: str) -> dict[int, list[int]]:
+    """Kafka's `1:2:3,2:3:1` -> {0: [1, 2, 3], 1: [2, 3, 1]}."""
+    try:
+        assignment = {
+            number: [int(b) for b in part.split(":")] for number, part in enumerate(text.split(","))
+        }
+    except ValueError:
+        raise LocalClusterError(
+            f"--replica-assignment: {text!r} is not BROKER:BROKER,... per partition "
+            "(e.g. 1:2:3,2:3:1)"
+        ) from None
+    return _checked(assignment, "--replica-assignment")
+
+
+def _checked(assignment: dict[int, list[int]], option: str) -> dict[int, list[int]]:
+    for number, brokers in assignment.items():
+        if len(set(brokers)) != len(brokers):
+            raise LocalClusterError(f"{option}: partition {number} repeats a broker")
     if len({len(r) for r in assignment.values()}) != 1:
-        raise LocalClusterError("--assignment: every partition needs as many replicas")
+        raise LocalClusterError(f"{option}: every partition needs as many replicas")
     return assignment
 
 

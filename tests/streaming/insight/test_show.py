@@ -257,17 +257,27 @@ def test_state_describe_views_are_kafka_topics_describe_s(
     def min_isr(topic: str) -> int:
         return int((topics.get(topic) or {}).get("min.insync.replicas", default_min))
 
+    def factor(row: dict[str, Any]) -> int:  # Kafka's: less the replicas being added
+        return len(row["replicas"]) - len(row["adding_replicas"] or [])
+
     views = {
-        "--under-replicated": [r for r in rows if len(r["isr"]) < len(r["replicas"])],
+        "--under-replicated": [r for r in rows if len(r["isr"]) < factor(r)],
         "--unavailable": [r for r in rows if r["leader"] < 0 or r["leader"] not in live],
-        "--under-min-isr": [r for r in rows if len(r["isr"]) < min_isr(r["topic"])],
+        "--under-min-isr": [
+            r for r in rows if r["leader"] < 0 or len(r["isr"]) < min_isr(r["topic"])
+        ],
     }
     assert views["--under-replicated"] and views["--under-min-isr"]
+    assert views["--under-min-isr"] != views["--under-replicated"]
     argv = ["state", "--lake", str(root), "--cluster", "default"]
     for flag, expected in views.items():
         code, out, _ = kcsim(capsys, *argv, flag)
         assert code == 0
         assert out.splitlines() == [describe_line(r) for r in expected], flag
+    # several filters: a partition of any of the kinds, once, in partition order
+    code, out, _ = kcsim(capsys, *argv, "--under-replicated", "--unavailable")
+    either = [r for r in rows if r in views["--under-replicated"] or r in views["--unavailable"]]
+    assert out.splitlines() == [describe_line(r) for r in either]
     code, out, _ = kcsim(capsys, *argv, "--topic", "orders")
     orders = [r for r in rows if r["topic"] == "orders"]
     configs = ",".join(f"{k}={v}" for k, v in sorted(topics["orders"].items()))

@@ -117,6 +117,18 @@ def test_topic_create_places_replicas_as_assigned(
     err = capsys.readouterr().err
     assert "InvalidReplicationAssignmentError" in err and "broker 7" in err
     assert len(err.splitlines()) == 1
+    # Kafka's own form: partitions by position, comma separated
+    kafkas = f"{topic}-k"
+    assert main([*argv[:3], kafkas, *argv[4:], "--replica-assignment", "1,1"]) == 0
+    admin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{port}")
+    try:
+        (described,) = admin.describe_topics([kafkas])
+    finally:
+        admin.close()
+    assert {p["partition_index"]: p["replica_nodes"] for p in described["partitions"]} == {
+        0: [1],
+        1: [1],
+    }
 
 
 @pytest.mark.parametrize(
@@ -136,7 +148,14 @@ def test_assignment_errors_name_the_part(text: str, error: str) -> None:
         parse_assignment(text)
 
 
-def test_assignment_is_kafka_s_partition_replicas_syntax() -> None:
-    from streaming.local_clusters.topics import parse_assignment
+def test_both_assignment_forms_give_each_partition_its_replicas() -> None:
+    from streaming.local_clusters.topics import parse_assignment, parse_replica_assignment
 
     assert parse_assignment("0:1,2,3/1:2,3,1") == {0: [1, 2, 3], 1: [2, 3, 1]}
+    assert parse_assignment("1:2,3,1/0:1,2,3") == {1: [2, 3, 1], 0: [1, 2, 3]}
+    # Kafka's kafka-topics --replica-assignment: partitions by position
+    assert parse_replica_assignment("1:2:3,2:3:1") == {0: [1, 2, 3], 1: [2, 3, 1]}
+    with pytest.raises(kafka_local.LocalClusterError, match="as many replicas"):
+        parse_replica_assignment("1:2,3")
+    with pytest.raises(kafka_local.LocalClusterError, match="repeats a broker"):
+        parse_replica_assignment("1:1")
