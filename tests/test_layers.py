@@ -240,7 +240,7 @@ def test_every_command_module_exists(command: str) -> None:
     # the CLI names its commands' modules as strings, which an import walk cannot see
     from streaming.cli import COMMANDS
 
-    module = COMMANDS[command][0]
+    module = COMMANDS[command].module
     assert module in MODULES
     names = {
         node.name

@@ -217,7 +217,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT",
         help="the Kafka cluster to produce to (as Kafka's tools take it)",
     )
-    parser.add_argument("--topic", required=True)
+    parser.add_argument("--topic", required=True, help="the topic the events go to")
     parser.add_argument(
         "--command-config",
         "--kafka-config",
@@ -229,14 +229,26 @@ def configure(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--scenario", type=Path, metavar="FILE|DIR", help="JSON-lines events")
     source.add_argument("--chaos", action="store_true", help="seeded random faults")
-    parser.add_argument("--rate", type=_positive_float, metavar="EVENTS_PER_S")
-    parser.add_argument("--count", type=positive_int, metavar="N", help="stop after N events")
-    parser.add_argument("--duration", type=_positive_float, metavar="S", help="stop after S s")
+    parser.add_argument(
+        "--rate",
+        type=_positive_float,
+        metavar="EVENTS_PER_S",
+        help="events a second (default: as fast as Kafka takes them)",
+    )
+    parser.add_argument(
+        "--count", type=positive_int, metavar="N", help="stop after N events (default: no limit)"
+    )
+    parser.add_argument(
+        "--duration",
+        type=_positive_float,
+        metavar="S",
+        help="stop after S seconds (default: no limit)",
+    )
     parser.add_argument("--seed", type=int, default=1, help="chaos: random seed (default 1)")
     spec = ClusterSpec()
     parser.add_argument("--cluster", default=spec.name, help="chaos: cluster name")
-    parser.add_argument("--brokers", type=positive_int, default=spec.brokers)
-    parser.add_argument("--topics", type=positive_int, default=spec.topics)
+    parser.add_argument("--brokers", type=positive_int, default=spec.brokers, help="chaos: brokers")
+    parser.add_argument("--topics", type=positive_int, default=spec.topics, help="chaos: topics")
     parser.add_argument("--partitions", type=positive_int, default=spec.partitions,
                         help="chaos: partitions per topic")  # fmt: skip
     parser.add_argument("--rf", type=positive_int, default=spec.rf, help="chaos: replication")

@@ -1,5 +1,16 @@
 """`kcsim history --lake DIR --topic T --partition P [--cluster C]`: a partition's
-leader/ISR/epoch changes, from the Change Data Feed of `partition_state`.
+changes, event by event.
+
+By default one line per state transition the controller made to the partition or to one
+of its replicas (`state_changes`) and per answer it gave about it (`event_results`), in
+`seq` order: the event's time (`ts`, ISO-8601 UTC; `-` for an event without one), its
+`seq`, type and id, what changed (the partition, or `replica B`), the states from and to,
+the leader, leader epoch and ISR after it, and a note (an error, an unclean election).
+`--json` prints the same as JSON lines. With one cluster in the lake `--cluster` may be
+left out; with several the error names them.
+
+`--commits` gives the older view, one line per Delta commit of `partition_state` (from
+its Change Data Feed):
 
 One line per change the lake recorded (a micro-batch that changed the partition): its
 Delta version and time, the new state, leader, leader epoch, ISR and partition epoch, the
@@ -61,14 +72,46 @@ class BrokerFeed(NamedTuple):
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lake", required=True, help="Delta lake directory")
-    parser.add_argument("--topic", required=True)
-    parser.add_argument("--partition", type=int, required=True)
-    parser.add_argument("--cluster", default="default", help='default: "default"')
-    parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    parser.add_argument("--topic", required=True, help="the partition's topic")
+    parser.add_argument("--partition", type=int, required=True, help="the partition's number")
+    parser.add_argument(
+        "--cluster", help="the partition's cluster (default: the lake's one cluster)"
+    )
+    parser.add_argument(
+        "--since",
+        metavar="TIME",
+        help="only events at or after TIME: ISO-8601 or epoch ms (default: from the first)",
+    )
+    parser.add_argument(
+        "--until", metavar="TIME", help="only events before TIME (default: to the last)"
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="JSON lines (default: an aligned table)"
+    )
+    parser.add_argument(
+        "--commits",
+        action="store_true",
+        help="one line per Delta commit of partition_state instead of one per event",
+    )
+    parser.add_argument("--master", default="local[2]", help="Spark master, for a lake elsewhere")
 
 
 def main(args: argparse.Namespace) -> int:
-    key = (args.cluster, args.topic, args.partition)
+    from streaming.insight.events_history import event_history, write_events
+    from streaming.insight.lake_tables import lake_cluster
+
+    try:
+        cluster = args.cluster or lake_cluster(args.lake, args.master)
+        if not args.commits:
+            lines = event_history(
+                args.lake, cluster, args.topic, args.partition, args.since, args.until, args.master
+            )
+            write_events(lines, args.json, sys.stdout)
+            return 0 if lines else 1
+    except ValueError as error:
+        print(f"kcsim history: {error}", file=sys.stderr)
+        return 2
+    key = (cluster, args.topic, args.partition)
     try:
         changes = native_history(args.lake, *key)
     except ValueError as error:

@@ -10,6 +10,12 @@ the ELR, the last known ELR and the leader recovery state (SPEC-KRAFT §4). The 
 columns are left out when no cluster shown ran the KRaft engine (they are always empty
 under the ZooKeeper engine).
 
+Below the state, the counts of `divergences`, `violations` and `rejected_events` as of the
+same cut: what a user checks first ("did the shadow find anything?").
+
+`--topic T`, `--under-replicated`, `--unavailable` and `--under-min-isr` print Kafka's
+describe view instead (`describe`), in the layout `kafka-topics --describe` prints.
+
 A local lake is read without Spark (`streaming.lake.local_reader`), in about a second instead of
 Spark's start-up; a lake elsewhere, or a table that reader does not handle, through Spark.
 Both print the same text.
@@ -39,13 +45,45 @@ SHOWN: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 # the clusters row's columns shown (the rest is the engines' own restart state)
 CLUSTER_COLUMNS = ("cluster", "engine", "controller", "controller_epoch", "cluster_configs")
 KRAFT_COLUMNS = ("elr", "last_known_elr")
+# the result tables counted below the state
+COUNTED = ("divergences", "violations", "rejected_events")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lake", required=True, help="Delta lake directory")
-    parser.add_argument("--as-of", help="a partition_state version, or an ISO-8601 time")
-    parser.add_argument("--cluster", help="only this cluster")
+    parser.add_argument(
+        "--as-of",
+        help="a partition_state version, or an ISO-8601 time (default: the latest state)",
+    )
+    parser.add_argument("--cluster", help="only this cluster (default: every cluster)")
     parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    describe = parser.add_argument_group(
+        "Kafka's describe views (kafka-topics --describe); the latest state"
+    )
+    describe.add_argument("--topic", help="this topic's partitions, after its topic line")
+    describe.add_argument(
+        "--under-replicated",
+        action="store_true",
+        help="partitions whose ISR is smaller than their replicas",
+    )
+    describe.add_argument(
+        "--unavailable",
+        action="store_true",
+        help="partitions without a leader, or whose leader is not a live broker",
+    )
+    describe.add_argument(
+        "--under-min-isr",
+        action="store_true",
+        help="partitions whose ISR is smaller than their min.insync.replicas",
+    )
+    describe.add_argument(
+        "--min-isr",
+        type=int,
+        default=1,
+        metavar="N",
+        help="the brokers' min.insync.replicas where neither the topic nor the cluster "
+        "configs set one (Kafka's default: 1)",
+    )
 
 
 Rows = tuple[list[dict[str, Any]], list[str]]  # a table's rows, and its columns in order
@@ -55,6 +93,17 @@ TableRead = Callable[[str, int | None, str | None, Sequence[str] | None], Rows]
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.topic or args.under_replicated or args.unavailable or args.under_min_isr:
+        from streaming.insight.describe import describe
+
+        try:
+            if args.as_of:
+                raise ValueError("the describe views show the latest state: drop --as-of")
+            describe(args, sys.stdout)
+        except ValueError as error:
+            print(f"kcsim state: {error}", file=sys.stderr)
+            return 2
+        return 0
     try:
         if native_state(args.lake, args.as_of, args.cluster, sys.stdout):
             return 0
@@ -97,7 +146,8 @@ def show_state_native(
 
     versions: dict[str, int] = {}
     if as_of:
-        histories = {table: reader.history(table) for _, table, _ in SHOWN}
+        tables = [table for _, table, _ in SHOWN] + list(COUNTED)
+        histories = {table: reader.history(table) for table in tables}
         versions = consistent_cut(as_of, histories["partition_state"], histories)
 
     def read(
@@ -111,7 +161,12 @@ def show_state_native(
             data = matching(data, cluster=cluster)
         return arrow_to_rows(data, table, partial=True), names
 
-    write_state(read, versions, as_of, cluster, out)
+    counts = {}
+    for table in COUNTED:
+        data = reader.read(table, versions.get(table), columns=["cluster"])
+        counts[table] = (data if cluster is None else matching(data, cluster=cluster)).num_rows
+    write_state(read, {t: v for t, v in versions.items() if t not in COUNTED}, as_of, cluster, out)
+    write_counts(counts, out)
 
 
 def show_state(
@@ -123,7 +178,8 @@ def show_state(
     from streaming.lake.tables import Lake
 
     lake = Lake(spark, lake_dir)
-    versions = lake.versions_as_of(as_of, [table for _, table, _ in SHOWN]) if as_of else {}
+    tables = [table for _, table, _ in SHOWN] + list(COUNTED)
+    versions = lake.versions_as_of(as_of, tables) if as_of else {}
 
     def read(
         table: str, version: int | None, cluster: str | None, columns: Sequence[str] | None
@@ -135,7 +191,20 @@ def show_state(
             frame = frame.where(F.col("cluster") == cluster)
         return arrow_to_rows(frame.toArrow(), table, partial=True), list(frame.columns)
 
-    write_state(read, versions, as_of, cluster, out)
+    counts = {}
+    for table in COUNTED:
+        frame = lake.read(table, versions.get(table))
+        if cluster is not None:
+            frame = frame.where(F.col("cluster") == cluster)
+        counts[table] = frame.count()
+    write_state(read, {t: v for t, v in versions.items() if t not in COUNTED}, as_of, cluster, out)
+    write_counts(counts, out)
+
+
+def write_counts(counts: dict[str, int], out: TextIO) -> None:
+    """The result tables' counts, one line (see `kcsim show TABLE` for their rows)."""
+    text = ", ".join(f"{table} {count}" for table, count in counts.items())
+    out.write(f"\nresults: {text} (rows: kcsim show TABLE)\n")
 
 
 def write_state(

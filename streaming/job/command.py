@@ -36,6 +36,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from streaming.clients.kafka_address import kafka_target
 from streaming.clients.kafka_config import KafkaClientConfig
 from streaming.job.file_source import is_remote
 from streaming.job.options import DEFAULT_TRIGGER_SECONDS, Options
@@ -49,9 +50,18 @@ from streaming.metrics import Metrics
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--source",
-        required=True,
         metavar="file:DIR|kafka:HOST:PORT/TOPIC",
-        help="where events come from",
+        help="where events come from (or --bootstrap-server with --topic)",
+    )
+    parser.add_argument(
+        "--bootstrap-server",
+        "--bootstrap",
+        dest="bootstrap",
+        metavar="HOST:PORT",
+        help="the Kafka cluster of --topic and --sink-topic (as Kafka's tools take it)",
+    )
+    parser.add_argument(
+        "--topic", help="the events' topic: the same as --source kafka:BOOTSTRAP/TOPIC"
     )
     parser.add_argument("--lake", required=True, help="Delta lake directory")
     parser.add_argument("--once", action="store_true", help="process what is there and stop")
@@ -64,7 +74,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_TRIGGER_SECONDS,
         help=f"processing-time trigger interval (default {DEFAULT_TRIGGER_SECONDS})",
     )
-    parser.add_argument("--max-files-per-trigger", type=int, help="file source: files per batch")
+    parser.add_argument(
+        "--max-files-per-trigger",
+        type=int,
+        help="file source: files per batch (default: every new file)",
+    )
     parser.add_argument(
         "--starting-offsets",
         default="earliest",
@@ -72,13 +86,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="Kafka source: where a new query starts (default earliest)",
     )
     parser.add_argument(
-        "--max-offsets-per-trigger", type=int, help="Kafka source: records per batch"
+        "--max-offsets-per-trigger",
+        type=int,
+        help="Kafka source: records per batch (default: every new record)",
     )
     parser.add_argument(
         "--sink",
         metavar="kafka:HOST:PORT/TOPIC",
         help="also produce the controller's output to Kafka: its requests (zk), or its "
-        "metadata records (kraft)",
+        "metadata records (kraft) (default: none)",
+    )
+    parser.add_argument(
+        "--sink-topic",
+        metavar="TOPIC",
+        help="the same as --sink kafka:BOOTSTRAP/TOPIC, with --bootstrap-server",
     )
     parser.add_argument(
         "--command-config",
@@ -90,7 +111,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "ssl.*), passed to Spark as kafka.* options",
     )
     parser.add_argument(
-        "--fleet", action="store_true", help="apply clusters in parallel on executors"
+        "--fleet",
+        action="store_true",
+        help="apply clusters in parallel on executors (default: one cluster after another "
+        "on the driver)",
     )
     parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     parser.add_argument(
@@ -104,8 +128,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def kafka_endpoints(args: argparse.Namespace) -> None:
+    """--bootstrap-server with --topic / --sink-topic written into --source / --sink."""
+    args.source = kafka_target(args.source, args.bootstrap, args.topic, "--source", "--topic")
+    args.sink = kafka_target(args.sink, args.bootstrap, args.sink_topic, "--sink", "--sink-topic")
+    if args.source is None:
+        raise ValueError("give --source file:DIR|kafka:HOST:PORT/TOPIC, or --bootstrap-server "
+                         "with --topic")  # fmt: skip
+    if args.bootstrap is not None and args.topic is None and args.sink_topic is None:
+        raise ValueError("--bootstrap-server is used with --topic or --sink-topic")
+
+
 def main(args: argparse.Namespace) -> int:
     try:
+        kafka_endpoints(args)
         options = Options.from_args(args)
     except ValueError as error:
         print(f"kcsim run: {error}", file=sys.stderr)

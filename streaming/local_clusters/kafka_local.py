@@ -1,8 +1,10 @@
-"""`kcsim kafka-local start|stop`: a single-node Apache Kafka broker in KRaft mode.
+"""`kcsim kafka-local start|stop|status`: a single-node Apache Kafka broker in KRaft mode.
 
-With `--zk` (or `--broker ID`, `kill`, `shutdown`, `status`) the command runs the
-ZooKeeper-mode cluster of `zk_cluster` instead; with `--nodes N` (or a directory holding
-one) the KRaft cluster of N combined nodes of `kraft_cluster`.
+With `--zk` (or `--broker ID`, `kill`, `shutdown`) the command runs the ZooKeeper-mode
+cluster of `zk_cluster` instead; with `--nodes N` (or a directory holding one) the KRaft
+cluster of N combined nodes of `kraft_cluster`. `status` and `topic create` act on
+whichever kind the directory holds. `topic create NAME --assignment ...` creates a topic
+with its replicas placed as given (`topics`), on any of the three.
 
 One JVM plays both roles (process.roles=broker,controller) and listens on 127.0.0.1
 only, on free ports. Everything lives under the data directory: server.properties,
@@ -52,6 +54,11 @@ from streaming.local_clusters.processes import (
     terminate,
 )
 from streaming.local_clusters.tls import TlsFiles, ensure_tls, write_private
+from streaming.local_clusters.topics import (
+    create_topic,
+    parse_assignment,
+    parse_replica_assignment,
+)
 
 DEFAULT_DIR = Path(".kcsim/kafka")
 HEAP = "-Xmx384m"
@@ -371,8 +378,19 @@ def stop(data_dir: Path = DEFAULT_DIR, *, timeout_s: float = STOP_TIMEOUT_S) -> 
         (data_dir / name).unlink(missing_ok=True)
 
 
+ACTIONS = ("start", "stop", "kill", "shutdown", "status", "topic")
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=("start", "stop", "kill", "shutdown", "status"))
+    parser.add_argument(
+        "action",
+        choices=ACTIONS,
+        help="start, stop, kill/shutdown one broker (--broker ID), status of every process, "
+        "or `topic create NAME --assignment ...`",
+    )
+    parser.add_argument(
+        "words", nargs="*", metavar="create NAME", help="topic: `create` and the topic's name"
+    )
     parser.add_argument(
         "--dir",
         type=Path,
@@ -405,9 +423,36 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="with --nodes N: the N nodes are brokers only and C more nodes (ids N+1..N+C) "
         "are controllers only, the quorum's voters (default: none, combined nodes)",
     )
+    topic = parser.add_argument_group("topic create (any kind of local cluster)")
+    placed = topic.add_mutually_exclusive_group()
+    placed.add_argument(
+        "--assignment",
+        metavar="P:B,B,.../P:B,B,...",
+        help="each partition's replicas, the first its preferred leader (e.g. 0:1,2,3/1:2,3,1)",
+    )
+    placed.add_argument(
+        "--replica-assignment",
+        metavar="B:B:...,B:B:...",
+        help="the same in Kafka's kafka-topics form: the partitions in order, each one's "
+        "replicas separated by colons (e.g. 1:2:3,2:3:1)",
+    )
+    topic.add_argument(
+        "--config",
+        dest="topic_configs",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a topic setting, e.g. min.insync.replicas=2 (repeatable)",
+    )
     zk = parser.add_argument_group("ZooKeeper-mode cluster (Kafka 3.7.1)")
     zk.add_argument("--zk", action="store_true", help="one ZooKeeper and --brokers brokers")
-    zk.add_argument("--brokers", type=int, default=zk_cluster.DEFAULT_BROKERS, metavar="N")
+    zk.add_argument(
+        "--brokers",
+        type=int,
+        default=zk_cluster.DEFAULT_BROKERS,
+        metavar="N",
+        help="start --zk: the number of brokers",
+    )
     zk.add_argument("--broker", type=int, metavar="ID", help="start/kill/shutdown this broker only")
     zk.add_argument(
         "--zk-sasl",
@@ -455,8 +500,86 @@ def _kraft_cluster_mode(args: argparse.Namespace) -> bool:
     )
 
 
+def _is_node_dir(data_dir: Path) -> bool:
+    """The directory holds the single-node broker (of `start` without --zk/--nodes)."""
+    return (data_dir / "server.properties").is_file() and not (
+        zk_cluster.is_cluster_dir(data_dir) or kraft_cluster.is_cluster_dir(data_dir)
+    )
+
+
+def _node_mode(args: argparse.Namespace) -> bool:
+    """`status` or `topic` on the single-node broker: its directory given, or without --dir
+    the default one when no cluster is in the default directories."""
+    if args.action not in ("status", "topic") or args.zk or args.nodes is not None:
+        return False
+    if args.dir is not None:
+        return _is_node_dir(args.dir)
+    return (
+        _is_node_dir(DEFAULT_DIR)
+        and not zk_cluster.is_cluster_dir(zk_cluster.DEFAULT_DIR)
+        and not kraft_cluster.is_cluster_dir(kraft_cluster.DEFAULT_DIR)
+    )
+
+
+def node_status(data_dir: Path) -> str:
+    """The single-node broker's status line: its pid, address and whether it answers."""
+    pid = _read_pid(data_dir)
+    port = read_properties_file(data_dir / "ports.properties").get("broker")
+    if pid is None or not _is_broker(pid):
+        return f"broker (KRaft, single node): not running, 127.0.0.1:{port}"
+    return f"broker (KRaft, single node): pid {pid}, 127.0.0.1:{port}"
+
+
+def _bootstrap_of(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    """The bootstrap address and client settings of the local cluster `args` names."""
+    if _node_mode(args):
+        data_dir = args.dir or DEFAULT_DIR
+        port = read_properties_file(data_dir / "ports.properties").get("broker")
+        return f"127.0.0.1:{port}", _client_config(data_dir)
+    if _kraft_cluster_mode(args):
+        return kraft_cluster.load_layout(args.dir or kraft_cluster.DEFAULT_DIR).bootstrap, {}
+    data_dir = args.dir or zk_cluster.DEFAULT_DIR
+    if not zk_cluster.is_cluster_dir(data_dir):
+        raise LocalClusterError(f"{data_dir} holds no local cluster (start one first)")
+    return zk_cluster.load_layout(data_dir).bootstrap, {}
+
+
+def topic_command(args: argparse.Namespace) -> int:
+    """`kafka-local topic create NAME --assignment ...`."""
+    if len(args.words) != 2 or args.words[0] != "create":
+        raise LocalClusterError("topic: give `topic create NAME --assignment ...`")
+    if args.assignment is not None:
+        assignment = parse_assignment(args.assignment)
+    elif args.replica_assignment is not None:
+        assignment = parse_replica_assignment(args.replica_assignment)
+    else:
+        raise LocalClusterError(
+            "topic create needs --assignment P:B,B,.../P:B,B,... or --replica-assignment "
+            "B:B,B:B (Kafka's form)"
+        )
+    configs: dict[str, str] = {}
+    for item in args.topic_configs:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise LocalClusterError(f"topic create: --config wants KEY=VALUE, not {item!r}")
+        configs[key] = value
+    bootstrap, client_config = _bootstrap_of(args)
+    name = args.words[1]
+    create_topic(bootstrap, name, assignment, configs, client_config)
+    placed = "/".join(f"{p}:{','.join(map(str, r))}" for p, r in sorted(assignment.items()))
+    print(f"topic {name} created at {bootstrap}: {placed}")
+    return 0
+
+
 def main(args: argparse.Namespace) -> int:
     try:
+        if args.words and args.action != "topic":
+            raise LocalClusterError(f"unexpected words after {args.action}: {' '.join(args.words)}")
+        if args.action == "topic":
+            return topic_command(args)
+        if _node_mode(args):
+            print(node_status(args.dir or DEFAULT_DIR))
+            return 0
         if _kraft_cluster_mode(args):
             if (
                 args.zk

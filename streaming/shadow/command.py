@@ -54,6 +54,7 @@ from kazoo.exceptions import (
 from kazoo.protocol.states import KeeperState
 
 from controller.config import ConfigError
+from streaming.clients.kafka_address import kafka_target
 from streaming.clients.kafka_config import ClientFailures, KafkaClientConfig
 from streaming.clients.zookeeper_config import ZooKeeperClientConfig
 from streaming.metrics import Metrics
@@ -95,19 +96,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "needs --bootstrap-server",
     )
     parser.add_argument(
-        "--bootstrap-server",
-        metavar="HOST:PORT",
-        help="with --metadata-log: the cluster, asked for the quorum's high watermark "
-        "(DescribeMetadataQuorum) about once a second",
+        "--out",
+        metavar="file:DIR|kafka:HOST:PORT/TOPIC",
+        help="where the events go (or --bootstrap-server with --topic)",
     )
-    parser.add_argument("--out", required=True, help="file:DIR or kafka:BOOTSTRAP/TOPIC")
-    parser.add_argument("--cluster", default="default", help="cluster name (default 'default')")
+    parser.add_argument(
+        "--bootstrap-server",
+        dest="bootstrap",
+        metavar="HOST:PORT",
+        help="with --metadata-log: the KRaft cluster, asked for the quorum's high watermark "
+        "(DescribeMetadataQuorum) about once a second; with --topic: the cluster written to",
+    )
+    parser.add_argument("--topic", help="the same as --out kafka:BOOTSTRAP/TOPIC")
+    parser.add_argument("--cluster", default="default", help="the events' cluster name")
     parser.add_argument("--once", action="store_true", help="write the present state and stop")
     parser.add_argument(
         "--settle-ms",
         type=int,
         default=DEFAULT_SETTLE_MS,
-        help="a cause is written once no partition state changed for this long "
+        help="a cause is written once no partition state changed for this long, in ms "
         f"(default {DEFAULT_SETTLE_MS})",
     )
     parser.add_argument(
@@ -342,6 +349,15 @@ class Shadow:
 
 def main(args: argparse.Namespace) -> int:
     try:
+        args.out = kafka_target(args.out, args.bootstrap, args.topic, "--out", "--topic")
+    except ValueError as error:
+        print(f"kcsim shadow: {error}", file=sys.stderr)
+        return 2
+    if args.out is None:
+        print("kcsim shadow: give --out file:DIR|kafka:HOST:PORT/TOPIC, or --bootstrap-server "
+              "with --topic", file=sys.stderr)  # fmt: skip
+        return 2
+    try:
         kafka_client = KafkaClientConfig.load(args.kafka_config)
         zookeeper_client = ZooKeeperClientConfig.load(args.zookeeper_config)
     except ConfigError as error:
@@ -350,12 +366,13 @@ def main(args: argparse.Namespace) -> int:
     if args.settle_ms < 0:
         print("kcsim shadow: --settle-ms must not be negative", file=sys.stderr)
         return 2
-    if (args.metadata_log is None) != (args.bootstrap_server is None):
-        print(
-            "kcsim shadow: --bootstrap-server goes with --metadata-log (a KRaft cluster), "
-            "and --metadata-log needs it",
-            file=sys.stderr,
-        )
+    if args.metadata_log is not None and args.bootstrap is None:
+        print("kcsim shadow: --metadata-log needs --bootstrap-server HOST:PORT (the KRaft "
+              "cluster, asked for its committed offset)", file=sys.stderr)  # fmt: skip
+        return 2
+    if args.metadata_log is None and args.bootstrap is not None and args.topic is None:
+        print("kcsim shadow: --bootstrap-server goes with --metadata-log (a KRaft cluster) "
+              "or with --topic (the output)", file=sys.stderr)  # fmt: skip
         return 2
     if args.metadata_log is not None:
         try:

@@ -493,7 +493,7 @@ def run_kraft(
         stopped.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    quorum = QuorumWatch(args.bootstrap_server, config)
+    quorum = QuorumWatch(args.bootstrap, config)
     try:
         with LogTail() as tail:
             shadow = KraftShadow(

@@ -56,10 +56,13 @@ def core_state(simulator: Simulator) -> str:
 
 
 def state_text(lake: Path, as_of: str | None = None) -> str:
+    """The state as `kcsim state` prints it, less the "as of" line and the result counts
+    (tests/streaming/insight/test_show.py checks those)."""
     out = io.StringIO()
     assert native_state(str(lake), as_of, None, out)
-    text = out.getvalue()
-    return text.split("\n", 1)[1] if as_of else text  # (less the "as of" line)
+    text, counts = out.getvalue().rsplit("\nresults: ", 1)
+    assert counts.startswith("divergences ")
+    return text.split("\n", 1)[1] if as_of else text
 
 
 def test_state_shows_the_engine_broker_statuses_and_the_elr_beside_the_isr(lake: Path) -> None:

@@ -173,7 +173,10 @@ def test_the_commands_print_spark_s_text_and_exit_0_without_spark(
     assert state.stderr == ""
     expected = io.StringIO()
     show_history(partition_history(spark, str(lake), "default", "orders", 0), expected)
-    history = _kcsim("history", "--lake", str(lake), "--topic", "orders", "--partition", "0")
+    history = _kcsim(
+        "history", "--lake", str(lake), "--topic", "orders", "--partition", "0",
+        "--cluster", "default", "--commits",
+    )  # fmt: skip
     assert history.returncode == 0, history.stderr
     assert history.stdout == expected.getvalue() and history.stderr == ""
     # both commands in one process: Spark never imported (nor pyarrow's dataset engine and
@@ -182,8 +185,10 @@ def test_the_commands_print_spark_s_text_and_exit_0_without_spark(
         "import sys\n"
         "from streaming.cli import main\n"
         "assert main(['state', '--lake', sys.argv[1], '--as-of', '2']) == 0\n"
-        "assert main(['history', '--lake', sys.argv[1], '--topic', 'orders', '--partition',"
-        " '0']) == 0\n"
+        "for view in (['--commits'], ['--json'], []):\n"
+        "    assert main(['history', '--lake', sys.argv[1], '--topic', 'orders', '--partition',"
+        " '0', '--cluster', 'default', *view]) == 0\n"
+        "assert main(['show', 'state_changes', '--lake', sys.argv[1], '--json']) == 0\n"
         "heavy = ('pyspark', 'py4j', 'pandas', 'pyarrow.dataset', 'pyarrow.acero')\n"
         "loaded = sorted(m for m in sys.modules if m.startswith(heavy))\n"
         "assert not loaded, loaded\n"
