@@ -99,7 +99,7 @@ COMMANDS: dict[str, Command] = {
     ),
     "shadow": Command(
         "streaming.shadow.command",
-        "watch a ZooKeeper-mode Kafka cluster, write its events",
+        "watch a Kafka cluster (ZooKeeper mode or KRaft), write its events",
         "  0  stopped cleanly (--once: the present state was written; else SIGTERM/SIGINT)\n"
         "  1  the cluster or the output was lost for good (the error is printed)\n"
         "  2  bad usage or configuration (a bad --zookeeper-config or --command-config)\n",

@@ -1,4 +1,5 @@
-"""`kcsim shadow`: watch a ZooKeeper-mode Kafka cluster and write its changes as events.
+"""`kcsim shadow`: watch a Kafka cluster (ZooKeeper mode, or KRaft through `kraft_shadow`)
+and write its changes as events.
 
 The znodes are read with kazoo (sessions, reconnects, watches) and never written: this
 module calls only get, get_children and exists. `streaming/shadow/model.py` turns what
