@@ -214,7 +214,8 @@ class KraftLogModel:
     # ------------------------------------------------------------ saved form
 
     def to_json(self) -> dict[str, Any]:
-        """The model as plain JSON (`from_json` gives it back equal, dict orders kept),
+        """The model as JSON-ready values (`from_json` gives it back equal, dict orders
+        kept; tuples stand for JSON arrays),
         for a shadow's saved state. Only between batches: after `finish()`, when no batch
         is being read and no event is held (a ValueError otherwise)."""
         if self._records or self._causes or self._pending or self._after or self._snapshot:
@@ -230,11 +231,9 @@ class KraftLogModel:
                 for b, r in self.brokers.items()
             ],
             "topics": self.topics,
-            # one row per partition, in the dict's order (an order events follow)
-            "partitions": [
-                [tp[0], tp[1], *(list(v) if isinstance(v, tuple) else v for v in state)]
-                for tp, state in self.partitions.items()
-            ],
+            # one row per partition, in the dict's order (an order events follow): topic,
+            # partition, then PartitionState's fields (its tuples are JSON arrays)
+            "partitions": [(*tp, *state) for tp, state in self.partitions.items()],
             "by_topic": {topic: list(numbers) for topic, numbers in self.by_topic.items()},
             "configs": self.configs,
             "features": self.features,

@@ -20,8 +20,9 @@ so that a replay shows what the lost records changed as divergences.
 
 Restart, exactly once: the shadow saves its position (segment, byte position, next
 offset) and its model (`KraftLogModel.to_json`, versioned JSON, beside the output by
-default) after the events they follow from are out: at most every 10 s while events are
-written, every 60 s otherwise, and at a clean stop. A restarted shadow loads them and
+default) after the events they follow from are out: while events are written at most
+every 10 s (or 20 times the last save's duration, for a large cluster), every 60 s
+otherwise, and at a clean stop. A restarted shadow loads them and
 reads on from there; the output already holds the events the re-read makes again (a
 kill after writes the state does not cover yet), with the same `seq`, and those are
 skipped. The first start saves its starting point before anything is written, so a stop
@@ -61,10 +62,12 @@ POLL_S = 1.0
 # the position alone (NoOps, no event) is saved at most this often: a restart re-reads
 # at most this much, and a large cluster's model is not written every second
 SAVE_EVERY_S = 60.0
-# after a poll that wrote events, the state is saved if the last save is this old: a
-# restart re-reads (and skips, by `seq`) what came after it. 100k partitions make a
-# 13 MB state that takes ~1 s to write (docs/shadow.md), too much for every second.
+# after a poll that wrote events, the state is saved if the last save is this old, and
+# at least 20 times as old as that save took (a save costs at most 5 % of the time): a
+# restart re-reads (and skips, by `seq`) what came after it. 100k partitions make a 6 MB
+# state, 0.5-3.6 s to write (docs/shadow.md): too much for every second's poll.
 SAVE_EVENTS_EVERY_S = 10.0
+SAVE_SHARE = 20
 BACKOFF_MAX_S = 30.0
 # a bootstrap that does not answer is said (and retried) after 5 s, not the clients' 15 s
 QUORUM_TIMEOUTS = {"bootstrap_timeout_ms": 5_000, "request_timeout_ms": 5_000}
@@ -221,6 +224,7 @@ class KraftShadow:
         self.features: dict[str, int] = {}
         self.reported: dict[str, int] = {}
         self.saved_at = time.monotonic()
+        self.save_s = 0.0  # how long the last save took
         self.model, self.at = self._load()
 
     def _load(self) -> tuple[KraftLogModel, Position]:
@@ -258,7 +262,7 @@ class KraftShadow:
     def _save(self, model: KraftLogModel, at: Position) -> None:
         """The position and the model, written whole (atomically: a stop mid-write leaves
         the previous state). Only after the events they follow from are out."""
-        self.saved_at = time.monotonic()
+        began = time.monotonic()
         write_state(
             self.state_path,
             {
@@ -271,6 +275,8 @@ class KraftShadow:
                 "model": model.to_json(),
             },
         )
+        self.saved_at = time.monotonic()
+        self.save_s = self.saved_at - began
 
     # ------------------------------------------------------------ reading
 
@@ -404,7 +410,8 @@ class KraftShadow:
             self.written_seq = max(self.written_seq, *(e.get("seq", 0) for e in fresh))
             self.emitted += len(fresh)
         since = time.monotonic() - self.saved_at
-        if since >= SAVE_EVERY_S or (events and since >= SAVE_EVENTS_EVERY_S):
+        due = max(SAVE_EVENTS_EVERY_S, SAVE_SHARE * self.save_s)
+        if since >= max(SAVE_EVERY_S, due) or (events and since >= due):
             self._save(self.model, self.at)
         return len(fresh)
 
