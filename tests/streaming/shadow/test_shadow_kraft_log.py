@@ -24,6 +24,7 @@ from controller.config import Settings
 from streaming.cli import main
 from streaming.importers.kraft_log_decoder import Decoded, log_files
 from streaming.importers.kraft_log_model import KraftLogModel
+from streaming.jars import metadata_log_tail_build
 from streaming.shadow import kraft_shadow as shadow_module
 from streaming.shadow.kraft_shadow import (
     KraftShadow,
@@ -77,6 +78,16 @@ def whole(tail: LogTail, tmp_path_factory: pytest.TempPathFactory) -> list[dict]
     out = directory / "out"
     shadow(directory, out, tail).poll(ALL)
     return written(out)
+
+
+def test_the_install_built_the_reader_beside_the_kafka_jars():
+    """`scripts/install.sh` (`python -m streaming.jars`) compiled the reader, current with
+    its source: neither a shadow's start nor this suite compiles it."""
+    build = metadata_log_tail_build()
+    assert build.is_current(), "run `python -m streaming.jars --only kafka`"
+    assert build.classes == ROOT / ".metadata-log-tail" / "classes"
+    assert build.jar_set.target == ROOT / ".kafka" / "libs"
+    assert build.source_files() == [ROOT / "streaming/shadow/java/MetadataLogTail.java"]
 
 
 def test_the_tail_decodes_as_kafkas_dump_tool(tail):
