@@ -943,9 +943,9 @@ def _partition_row(row: list[Any]) -> PartitionState:
     (replicas, isr, leader, leader_epoch, partition_epoch, adding, removing, elr, lke,
      recovery, controller_epoch) = row  # fmt: skip
     return PartitionState(
-        _ints(replicas), _ints(isr), int(leader), int(leader_epoch), int(partition_epoch),
-        _ints(adding), _ints(removing), _ints(elr), _ints(lke), str(recovery),
-        int(controller_epoch),
+        tuple(map(int, replicas)), tuple(map(int, isr)), int(leader), int(leader_epoch),
+        int(partition_epoch), tuple(map(int, adding)), tuple(map(int, removing)),
+        tuple(map(int, elr)), tuple(map(int, lke)), str(recovery), int(controller_epoch),
     )  # fmt: skip
 
 
