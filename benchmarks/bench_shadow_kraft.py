@@ -14,13 +14,24 @@ save costs), the state file's size, and the load (`json` + `from_json`) of a res
 
     python benchmarks/bench_shadow_kraft.py --partitions 10000 --dir /tmp/kcsim-bench-shadow
     python benchmarks/bench_shadow_kraft.py --partitions 100000 --dir /tmp/kcsim-bench-shadow
+
+`--real`: the log of a real single-node KRaft cluster (`kcsim kafka-local start --nodes 1`
+in --dir, started if not up, stopped at the end) whose topics of 100 partitions (one
+replica) are created in bulk through kafka-python's admin client up to --partitions; then
+`kcsim shadow --metadata-log ... --once` itself runs against it, DescribeMetadataQuorum
+included, timed with its children's CPU and peak RSS (the largest of the shadow and its
+JVM, as getrusage reports children).
+
+    python benchmarks/bench_shadow_kraft.py --real --partitions 100000 --dir /tmp/kcsim-bench-real
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,12 +84,66 @@ def generate(directory: Path, records: int, partitions: int) -> None:
     )  # fmt: skip
 
 
+def real(args: argparse.Namespace) -> None:
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+
+    from streaming.cli import main as kcsim
+
+    cluster = ["kafka-local", "--nodes", "1", "--dir", str(args.dir)]
+    log_dir = args.dir / "node-1" / "data" / "__cluster_metadata-0"
+    began = time.perf_counter()
+    assert kcsim([*cluster[:1], "start", *cluster[1:]]) == 0
+    properties = (args.dir / "kraft-cluster.properties").read_text()
+    port = next(x.split("=", 1)[1] for x in properties.splitlines() if x.startswith("node.1.port="))
+    bootstrap = f"127.0.0.1:{port}"
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=120_000)
+        have = {t for t in admin.list_topics() if t.startswith("bench-")}
+        wanted = [f"bench-{i}" for i in range(args.partitions // 100)]
+        topics = [NewTopic(t, 100, 1) for t in wanted if t not in have]
+        for i in range(0, len(topics), 20):
+            admin.create_topics(topics[i : i + 20], timeout_ms=120_000)
+        admin.close()
+        size_mb = sum(p.stat().st_size for p in log_dir.glob("*.log")) / 2**20
+        print(
+            f"cluster started and {len(wanted) * 100:,} partitions created "
+            f"in {time.perf_counter() - began:.0f} s; "
+            f"metadata log {size_mb:.1f} MiB"
+        )
+        out = args.dir / "shadow-out"
+        subprocess.run(["rm", "-rf", str(out)], check=True)
+        wall = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "streaming.cli", "shadow", "--metadata-log", str(log_dir),
+             "--bootstrap-server", bootstrap, "--out", f"file:{out}", "--cluster", "bench",
+             "--once"],
+            cwd=ROOT, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        wall = time.perf_counter() - wall
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        state = out / ".shadow-state-bench.json"
+        print(
+            f"--once: {wall:.1f} s wall, {usage.ru_utime + usage.ru_stime:.1f} s CPU (shadow "
+            f"+ JVM), peak RSS {usage.ru_maxrss / 1024:.0f} MiB; {done.stderr.strip()}; "
+            f"state {state.stat().st_size / 2**20:.1f} MiB"
+        )
+    finally:
+        if not args.keep:
+            kcsim([*cluster[:1], "stop", *cluster[1:]])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--partitions", type=int, default=10_000)
     parser.add_argument("--changes", type=int, default=10_000)
     parser.add_argument("--dir", type=Path, default=Path("/tmp/kcsim-bench-shadow"))
+    parser.add_argument("--real", action="store_true", help="a real single-node cluster's log")
+    parser.add_argument("--keep", action="store_true", help="--real: leave the cluster up")
     args = parser.parse_args()
+    if args.real:
+        real(args)
+        return
     base = args.dir / f"p{args.partitions}-c{args.changes}"
     log_dir = base / "__cluster_metadata-0"
     segment = log_dir / "00000000000000000000.log"
