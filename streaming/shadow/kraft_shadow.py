@@ -65,7 +65,8 @@ SAVE_EVERY_S = 60.0
 # after a poll that wrote events, the state is saved if the last save is this old, and
 # at least 20 times as old as that save took (a save costs at most 5 % of the time): a
 # restart re-reads (and skips, by `seq`) what came after it. 100k partitions make a 6 MB
-# state, 0.5-3.6 s to write (docs/shadow.md): too much for every second's poll.
+# state, 0.3-0.5 s of CPU to write (0.8-3.6 s of wall time on a loaded machine;
+# docs/performance.md): too much for every second's poll.
 SAVE_EVENTS_EVERY_S = 10.0
 SAVE_SHARE = 20
 BACKOFF_MAX_S = 30.0
@@ -398,6 +399,9 @@ class KraftShadow:
             "the lost records changed as divergences)"
         )
         events = self.model.resync()
+        # a kill between saves: the output holds events past the saved state's; they
+        # happened, and the resync comes after them, under new `seq`s
+        self.model.seq = max(self.model.seq, self.written_seq)
         self.at = Position(path.name, _segment_of(self.directory, end), 0, end)
         return True, events
 
