@@ -6,10 +6,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1
 
-# procps: Spark's launcher scripts call `ps`. Maven only fetches the jars at build time.
+# procps: Spark's launcher scripts call `ps`. Maven only fetches the jars at build time;
+# the JDK's javac compiles the metadata log reader (and the test oracle) at install.
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        openjdk-17-jre-headless maven procps \
+        openjdk-17-jdk-headless maven procps \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app

@@ -5,8 +5,10 @@
 #   2. the Python package with its dev extra (editable);
 #   3. the JVM jars: .jars/spark (Delta + Spark's Kafka connector) and .kafka/libs
 #      (an Apache Kafka broker for `kcsim kafka-local`), via Maven; skipped when the
-#      directories already match jars/pom.xml and jars/kafka/pom.xml; and the test
-#      suite's KRaft oracle (.kraft-oracle: jars/kraft-oracle/pom.xml, tests/oracle/src).
+#      directories already match jars/pom.xml and jars/kafka/pom.xml; the test
+#      suite's KRaft oracle (.kraft-oracle: jars/kraft-oracle/pom.xml, tests/oracle/src);
+#      and `kcsim shadow --metadata-log`'s reader, compiled against .kafka/libs into
+#      .metadata-log-tail/classes (so that a shadow's start compiles nothing).
 # Env: PYTHON (default python3), KCSIM_EXTRAS (default "dev"; empty for none),
 #      KCSIM_M2_REPO (a Maven local repository other than ~/.m2/repository).
 set -euo pipefail
@@ -47,7 +49,7 @@ step "pip install -e .${EXTRAS:+[$EXTRAS]}"
 # pyenv serves console scripts through shims: make `kcsim` one
 if command -v pyenv >/dev/null; then pyenv rehash || true; fi
 
-step "JVM jars (Maven)"
+step "JVM jars (Maven) and the Java sources (javac)"
 "$PYTHON" -m streaming.jars ${KCSIM_M2_REPO:+--repo-local "$KCSIM_M2_REPO"}
 
 step "done"

@@ -9,10 +9,15 @@ Two Maven poms under `jars/` describe them:
   the ZooKeeper-mode cluster of `kcsim kafka-local start --zk`;
 * `jars/kraft-oracle/pom.xml` -> `.kraft-oracle/libs/`: Kafka 4.1.1's KRaft control managers
   (kafka-metadata and its dependencies) for the test suite's differential oracle, whose
-  source `tests/oracle/src` is compiled into `.kraft-oracle/classes/` (test code only).
+  source `tests/oracle/src` is compiled into `.kraft-oracle/classes/` (test code only);
+* the metadata log reader of `kcsim shadow --metadata-log`
+  (`streaming/shadow/java/MetadataLogTail.java`) is compiled against `.kafka/libs` into
+  `.metadata-log-tail/classes/`, beside the jars it runs with: installed once, so a
+  shadow's start and the test suite compile nothing.
 
-`python -m streaming.jars` resolves both with `mvn` when a directory is missing or was
-built from another version of its pom (a stamp file holds the pom's hash).
+`python -m streaming.jars` resolves them with `mvn` when a directory is missing or was
+built from another version of its pom (a stamp file holds the pom's hash), and compiles
+the Java sources when they or their jars changed (a stamp holds their hash).
 """
 
 from __future__ import annotations
@@ -91,11 +96,13 @@ def jar_sets(root: Path | None = None) -> tuple[JarSet, ...]:
 
 @dataclass(frozen=True)
 class OracleBuild:
-    """The KRaft oracle's classes: `tests/oracle/src` compiled against its jar set."""
+    """Java sources compiled against a jar set: the KRaft oracle's (`tests/oracle/src`),
+    the metadata log reader's."""
 
     source: Path
     classes: Path
     jar_set: JarSet
+    what: str = "the KRaft oracle"
 
     def source_files(self) -> list[Path]:
         return sorted(self.source.rglob("*.java")) if self.source.is_dir() else []
@@ -114,9 +121,7 @@ class OracleBuild:
     def classpath(self) -> str:
         """The `java -cp` value; raises JarsMissingError when not built or stale."""
         if not self.jar_set.is_current() or not self.is_current():
-            raise JarsMissingError(
-                f"the KRaft oracle is not built in {self.classes.parent}: {INSTALL_HINT}"
-            )
+            raise JarsMissingError(f"{self.what} is not built in {self.classes}: {INSTALL_HINT}")
         return os.pathsep.join([str(self.classes), str(self.jar_set.target / "*")])
 
 
@@ -129,8 +134,19 @@ def kraft_oracle_build(root: Path | None = None) -> OracleBuild:
     )
 
 
+def metadata_log_tail_build(root: Path | None = None) -> OracleBuild:
+    """`kcsim shadow --metadata-log`'s reader, compiled against the Kafka broker's jars."""
+    root = root or project_root()
+    return OracleBuild(
+        root / "streaming" / "shadow" / "java",
+        root / ".metadata-log-tail" / "classes",
+        kafka_jar_set(root),
+        "the metadata log reader",
+    )
+
+
 def compile_oracle(build: OracleBuild) -> None:
-    """javac the oracle into a fresh directory, then swap it in (never half-built)."""
+    """javac the sources into a fresh directory, then swap it in (never half-built)."""
     javac = shutil.which("javac")
     if javac is None:
         raise JarsMissingError("`javac` (JDK 17+) is not on PATH; install it first")
@@ -150,7 +166,7 @@ def compile_oracle(build: OracleBuild) -> None:
     ]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise JarsMissingError(f"javac of the KRaft oracle failed:\n{done.stdout}{done.stderr}")
+        raise JarsMissingError(f"javac of {build.what} failed:\n{done.stdout}{done.stderr}")
     (staging / STAMP).write_text(build.source_hash() + "\n")
     shutil.rmtree(build.classes, ignore_errors=True)
     staging.rename(build.classes)
@@ -228,9 +244,10 @@ def ensure(
     repo_local: Path | None = None,
     only: str | None = None,
 ) -> list[Path]:
-    """Resolve every jar set that is missing or stale, then compile the KRaft oracle if its
-    sources or jars changed; returns the directories touched. `only` names one directory
-    (`spark`, `kafka`, `kafka-zk`, `kraft-oracle`) to do alone."""
+    """Resolve every jar set that is missing or stale, then compile the KRaft oracle and
+    the metadata log reader if their sources or jars changed; returns the directories
+    touched. `only` names one directory (`spark`, `kafka`, `kafka-zk`, `kraft-oracle`) to
+    do alone (`kafka` with the metadata log reader)."""
     touched = []
     for jar_set in jar_sets(root):
         if only is not None and jar_set_name(jar_set) != only:
@@ -242,6 +259,12 @@ def ensure(
     if only in (None, "kraft-oracle") and (force or not build.is_current()):
         compile_oracle(build)
         touched.append(build.classes)
+    tail = metadata_log_tail_build(root)
+    # no source: a Docker layer that copied this module alone, before the package
+    wanted = only in (None, "kafka") and tail.source_files()
+    if wanted and (force or not tail.is_current()):
+        compile_oracle(tail)
+        touched.append(tail.classes)
     return touched
 
 
@@ -276,6 +299,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.only in (None, "kraft-oracle"):
         state = "compiled" if build.classes in touched else "up to date"
         print(f"{build.classes}: {len(build.source_files())} sources, {state}")
+    tail = metadata_log_tail_build()
+    if args.only in (None, "kafka") and tail.source_files():
+        state = "compiled" if tail.classes in touched else "up to date"
+        print(f"{tail.classes}: {len(tail.source_files())} sources, {state}")
     return 0
 
 

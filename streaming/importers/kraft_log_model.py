@@ -69,6 +69,8 @@ TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
 ELR_FEATURE = "eligible.leader.replicas.version"
 MIN_ISR = "min.insync.replicas"
+# the form of `KraftLogModel.to_json`: a saved model of another form is refused
+MODEL_VERSION = 1
 
 
 class PartitionState(NamedTuple):
@@ -161,6 +163,8 @@ class KraftLogModel:
     _after: _Cause | None = None  # the cause that owns the changes after it
     _ts_text: tuple[int, str] = (-1, "")
     _snapshot_configs: list[Record] = field(default_factory=list)
+    # set by `resync`: the topics and brokers known before the snapshot that replaces them
+    _resync: tuple[frozenset[str], frozenset[int]] | None = None
 
     # ------------------------------------------------------------ input
 
@@ -196,6 +200,93 @@ class KraftLogModel:
     def finish(self) -> list[Event]:
         out = self.end_batch()
         return out + (self._end_snapshot() if self._snapshot else [])
+
+    def resync(self) -> list[Event]:
+        """The reader lost its place (the records after it were deleted): the next
+        snapshot fed replaces the whole state, and its end writes a resync instead of the
+        start's inputs (module docstring). Returns the events of the batch being read."""
+        out = self.finish()
+        self._resync = (frozenset(self.by_topic), frozenset(self.brokers))
+        self.brokers, self.topics, self.partitions = {}, {}, {}
+        self.by_topic, self.configs = {}, {}
+        return out
+
+    # ------------------------------------------------------------ saved form
+
+    def to_json(self) -> dict[str, Any]:
+        """The model as JSON-ready values (`from_json` gives it back equal, dict orders
+        kept; tuples stand for JSON arrays),
+        for a shadow's saved state. Only between batches: after `finish()`, when no batch
+        is being read and no event is held (a ValueError otherwise)."""
+        if self._records or self._causes or self._pending or self._after or self._snapshot:
+            raise ValueError("the model is inside a batch: save it after finish()")
+        if self._snapshot_configs or self._resync is not None:
+            raise ValueError("the model is inside a snapshot: save it after finish()")
+        return {
+            "version": MODEL_VERSION,
+            "cluster": self.cluster,
+            "epoch": self.epoch,
+            "brokers": [
+                [b, r.epoch, r.fenced, r.rack, r.incarnation, r.shutting_down]
+                for b, r in self.brokers.items()
+            ],
+            "topics": self.topics,
+            # one row per partition, in the dict's order (an order events follow): topic,
+            # partition, then PartitionState's fields (its tuples are JSON arrays)
+            "partitions": [(*tp, *state) for tp, state in self.partitions.items()],
+            "by_topic": {topic: list(numbers) for topic, numbers in self.by_topic.items()},
+            "configs": self.configs,
+            "features": self.features,
+            "notes": self.notes,
+            "seq": self.seq,
+            "counts": [
+                self.counts.records,
+                self.counts.batches,
+                self.counts.unexplained,
+                self.counts.configs_dropped,
+            ],
+            "registered_once": self._registered_once,
+            "batch": list(self._batch) if self._batch is not None else None,
+            "batch_offset": self._batch_offset,
+            "batch_ts": self._batch_ts,
+            "ts_text": list(self._ts_text),
+        }
+
+    @classmethod
+    def from_json(cls, saved: dict[str, Any]) -> KraftLogModel:
+        """The model `to_json` saved; a ValueError for another version's form."""
+        if saved.get("version") != MODEL_VERSION:
+            raise ValueError(
+                f"a saved model of version {saved.get('version')!r}, not {MODEL_VERSION}"
+            )
+        batch = saved["batch"]
+        model = cls(
+            cluster=str(saved["cluster"]),
+            epoch=int(saved["epoch"]),
+            brokers={
+                int(b): Broker(int(epoch), bool(fenced), rack, incarnation, bool(shutting))
+                for b, epoch, fenced, rack, incarnation, shutting in saved["brokers"]
+            },
+            topics=dict(saved["topics"]),
+            partitions={
+                (str(row[0]), int(row[1])): _partition_row(row[2:]) for row in saved["partitions"]
+            },
+            by_topic={
+                topic: dict.fromkeys(int(p) for p in numbers)
+                for topic, numbers in saved["by_topic"].items()
+            },
+            configs={topic: dict(values) for topic, values in saved["configs"].items()},
+            features={str(k): int(v) for k, v in saved["features"].items()},
+            notes=list(saved["notes"]),
+            seq=int(saved["seq"]),
+            counts=Counts(*(int(n) for n in saved["counts"])),
+        )
+        model._registered_once = bool(saved["registered_once"])
+        model._batch = (str(batch[0]), int(batch[1])) if batch is not None else None
+        model._batch_offset = int(saved["batch_offset"])
+        model._batch_ts = int(saved["batch_ts"])
+        model._ts_text = (int(saved["ts_text"][0]), str(saved["ts_text"][1]))
+        return model
 
     # ------------------------------------------------------------ brokers
 
@@ -558,6 +649,8 @@ class KraftLogModel:
         """The snapshot's cluster as inputs (module docstring)."""
         self._snapshot = False
         configs, self._snapshot_configs = self._snapshot_configs, []
+        if self._resync is not None:
+            return self._end_resync(configs)
         events: list[Event] = []
         for broker in sorted(self.brokers):
             b = self.brokers[broker]
@@ -610,13 +703,63 @@ class KraftLogModel:
                         f"{topic}-{p} is reassigning in the snapshot: loaded with its "
                         "full replica set, without the reassignment"
                     )
+        events.append(self._whole_state())
+        where = f"snapshot-{self._batch_offset}"
+        return [self._stamp(event, where, i) for i, event in enumerate(events)]
+
+    def _whole_state(self) -> Event:
+        """A `controller_failover` observing every partition and broker: a replay
+        compares its whole state with the cluster's."""
         observed = [_observed(tp, self.partitions[tp]) for tp in sorted(self.partitions)]
         statuses = [{"broker": b, "status": self.brokers[b].status()} for b in sorted(self.brokers)]
-        events.append(
-            {"type": "controller_failover"}
-            | {"observed": {"partitions": observed, "brokers": statuses}}
+        return {"type": "controller_failover"} | {
+            "observed": {"partitions": observed, "brokers": statuses}
+        }
+
+    def _end_resync(self, configs: list[Record]) -> list[Event]:
+        """A snapshot loaded after the records since the last one applied were lost: what
+        the replay cannot follow without (brokers registered or gone, topics created or
+        deleted meanwhile) as inputs, then the whole state observed, so that a replay
+        finds whatever else the lost records changed as divergences (SPEC-KRAFT §23.5)."""
+        assert self._resync is not None
+        topics, brokers = self._resync
+        self._resync = None
+        for record in configs:
+            data = record.data
+            resource, value = str(data["resourceName"]), data.get("value")
+            of_topic = int(data["resourceType"]) == TOPIC_RESOURCE and resource in self.by_topic
+            if value is not None and of_topic:
+                self._carried(resource, str(data["name"]), str(value))
+        events: list[Event] = []
+        for broker in sorted(brokers - set(self.brokers)):
+            events.append({"type": "broker_unregistration", "broker": broker})
+        for broker in sorted(set(self.brokers) - brokers):
+            b = self.brokers[broker]
+            event: Event = {"type": "broker_registration", "broker": broker}
+            if b.rack is not None:
+                event["rack"] = b.rack
+            event["broker_epoch"] = b.epoch
+            if b.incarnation is not None:
+                event["incarnation"] = str(b.incarnation)
+            events.append(event)
+            if not b.fenced:
+                events.append({"type": "broker_unfence", "broker": broker})
+        for topic in sorted(topics - set(self.by_topic)):
+            events.append({"type": "topic_deletion", "topic": topic})
+        for topic in sorted(set(self.by_topic) - topics):
+            numbers = sorted(self.by_topic[topic])
+            assignment = {str(p): list(self.partitions[topic, p].replicas) for p in numbers}
+            state = {str(p): _stored(self.partitions[topic, p]) for p in numbers}
+            event = {"type": "topic_creation", "topic": topic, "assignment": assignment}
+            if self.configs.get(topic):
+                event["configs"] = dict(self.configs[topic])
+            events.append(event | {"state": state})
+        events.append(self._whole_state())
+        self.notes.append(
+            f"resync at snapshot {self._batch_offset}: the records before it since the "
+            "last one read were deleted unread; config changes among them are not known"
         )
-        where = f"snapshot-{self._batch_offset}"
+        where = f"resync-{self._batch_offset}"
         return [self._stamp(event, where, i) for i, event in enumerate(events)]
 
     # ------------------------------------------------------------ output
@@ -793,6 +936,17 @@ def _iso(ts: int) -> str:
 
 def _ints(value: Any) -> tuple[int, ...]:
     return tuple(int(b) for b in value or ())
+
+
+def _partition_row(row: list[Any]) -> PartitionState:
+    """A partition of `to_json`'s rows (the fields after topic and partition)."""
+    (replicas, isr, leader, leader_epoch, partition_epoch, adding, removing, elr, lke,
+     recovery, controller_epoch) = row  # fmt: skip
+    return PartitionState(
+        tuple(map(int, replicas)), tuple(map(int, isr)), int(leader), int(leader_epoch),
+        int(partition_epoch), tuple(map(int, adding)), tuple(map(int, removing)),
+        tuple(map(int, elr)), tuple(map(int, lke)), str(recovery), int(controller_epoch),
+    )  # fmt: skip
 
 
 def _partition_state(data: dict[str, Any], epoch: int) -> PartitionState:

@@ -13,23 +13,26 @@ shadow writes its own (`outputs`: a file directory or a Kafka topic).
 Start: the newest snapshot and the segments after it (or the whole log when it starts at
 offset 0 and has no snapshot). Segments roll (the next `<base offset>.log`, read from its
 start) and old ones are deleted after a snapshot (a deleted segment the shadow has
-passed is nothing to it; one it still needed is an error naming the offset).
+passed is nothing to it). One it still needed (the shadow was away longer than the log's
+retention) loses it its place: it restarts from the newest snapshot and compares
+(SPEC-KRAFT §23.5), the model's resync: a `controller_failover` observing the whole state,
+so that a replay shows what the lost records changed as divergences.
 
-Restart, exactly once: after every poll that wrote events the shadow saves its position
-(segment, byte position, next offset) and its model (pickled: it is kcsim's own file,
-beside the output by default) after the events are out. A restarted shadow loads them
-and reads on from there; an output that got ahead of the saved state (a stop between the
-write and the save) already holds the events the re-read makes again, with the same
-`seq`, and those are skipped. The first start saves its starting point before anything
-is written, so a stop during the first write restarts from the same snapshot.
+Restart, exactly once: the shadow saves its position (segment, byte position, next
+offset) and its model (`KraftLogModel.to_json`, versioned JSON, beside the output by
+default) after the events they follow from are out: while events are written at most
+every 10 s (or 20 times the last save's duration, for a large cluster), every 60 s
+otherwise, and at a clean stop. A restarted shadow loads them and
+reads on from there; the output already holds the events the re-read makes again (a
+kill after writes the state does not cover yet), with the same `seq`, and those are
+skipped. The first start saves its starting point before anything is written, so a stop
+during the first write restarts from the same snapshot.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
 import json
-import pickle
 import signal
 import sys
 import threading
@@ -59,10 +62,17 @@ POLL_S = 1.0
 # the position alone (NoOps, no event) is saved at most this often: a restart re-reads
 # at most this much, and a large cluster's model is not written every second
 SAVE_EVERY_S = 60.0
+# after a poll that wrote events, the state is saved if the last save is this old, and
+# at least 20 times as old as that save took (a save costs at most 5 % of the time): a
+# restart re-reads (and skips, by `seq`) what came after it. 100k partitions make a 6 MB
+# state, 0.3-0.5 s of CPU to write (0.8-3.6 s of wall time on a loaded machine;
+# docs/performance.md): too much for every second's poll.
+SAVE_EVENTS_EVERY_S = 10.0
+SAVE_SHARE = 20
 BACKOFF_MAX_S = 30.0
 # a bootstrap that does not answer is said (and retried) after 5 s, not the clients' 15 s
 QUORUM_TIMEOUTS = {"bootstrap_timeout_ms": 5_000, "request_timeout_ms": 5_000}
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: the model as `KraftLogModel.to_json` (1 pickled it)
 KAFKA_RELEASE = (4, 1)
 METADATA_VERSION_KEY = "metadata.version"
 _LEVEL_NAMES = {level: name for name, level in METADATA_VERSIONS.items()}
@@ -215,22 +225,29 @@ class KraftShadow:
         self.features: dict[str, int] = {}
         self.reported: dict[str, int] = {}
         self.saved_at = time.monotonic()
+        self.save_s = 0.0  # how long the last save took
         self.model, self.at = self._load()
 
     def _load(self) -> tuple[KraftLogModel, Position]:
         if self.state_path.exists():
             saved = json.loads(self.state_path.read_text(encoding="utf-8"))
-            if saved.get("kind") != "kraft" or saved.get("version") != STATE_VERSION:
+            if saved.get("kind") != "kraft":
                 raise TailError(
                     f"{self.state_path}: not a saved KRaft shadow state (give another --state)"
                 )
+            if saved.get("version") != STATE_VERSION:
+                raise TailError(
+                    f"{self.state_path}: a KRaft shadow state of version "
+                    f"{saved.get('version')!r}, which this kcsim (version {STATE_VERSION}) "
+                    "cannot read: start again with a fresh --state and output"
+                )
             self.features = dict(saved.get("features", {}))
             try:
-                model = pickle.loads(base64.b64decode(saved["model"]))  # kcsim's own file
-            except (pickle.UnpicklingError, AttributeError, ImportError, TypeError) as error:
+                model = KraftLogModel.from_json(saved["model"])
+            except (ValueError, KeyError, TypeError, IndexError) as error:
                 raise TailError(
                     f"{self.state_path}: the saved model cannot be loaded by this kcsim "
-                    f"({error}): start again with a fresh --state and output"
+                    f"({error!r}): start again with a fresh --state and output"
                 ) from None
             return model, Position(**saved["at"])
         if self.written_seq:
@@ -244,7 +261,9 @@ class KraftShadow:
         return model, at
 
     def _save(self, model: KraftLogModel, at: Position) -> None:
-        self.saved_at = time.monotonic()
+        """The position and the model, written whole (atomically: a stop mid-write leaves
+        the previous state). Only after the events they follow from are out."""
+        began = time.monotonic()
         write_state(
             self.state_path,
             {
@@ -254,9 +273,11 @@ class KraftShadow:
                 "directory": str(self.directory),
                 "at": at.to_json(),
                 "features": self.features,
-                "model": base64.b64encode(pickle.dumps(model)).decode("ascii"),
+                "model": model.to_json(),
             },
         )
+        self.saved_at = time.monotonic()
+        self.save_s = self.saved_at - began
 
     # ------------------------------------------------------------ reading
 
@@ -264,9 +285,9 @@ class KraftShadow:
         """Apply every committed record not yet applied; write their events. Returns the
         number of events written."""
         events: list[Event] = []
-        if self.at.snapshot is not None:
-            events += self._load_snapshot(self.at.snapshot)
         while True:
+            if self.at.snapshot is not None:
+                events += self._load_snapshot(self.at.snapshot)
             path = self.directory / f"{self.at.segment:020d}.log"
             batches, end = self.tail.read(
                 path, self.at.position, below=high_watermark, start=self.at.offset
@@ -279,7 +300,9 @@ class KraftShadow:
             if end.stop == "corrupt":
                 raise TailError(f"{path}: position {end.position}: {end.detail}")
             if end.stop == "missing":
-                if not self._find_segment(path):
+                found, resync = self._find_segment(path)
+                events += resync
+                if not found:
                     break
                 continue
             if end.stop in ("eof", "partial") and self._next_segment():
@@ -347,21 +370,40 @@ class KraftShadow:
         self.at = Position(None, later[0], 0, self.at.offset)
         return True
 
-    def _find_segment(self, missing: Path) -> bool:
+    def _find_segment(self, missing: Path) -> tuple[bool, list[Event]]:
         """The segment being read is gone (deleted after a snapshot, or renamed to
-        `.deleted` for deletion): read on from the segment holding the next offset."""
+        `.deleted` for deletion): read on from the segment holding the next offset. When
+        the log now starts past it (the shadow was away longer than the log's retention),
+        restart from the newest snapshot and compare (SPEC-KRAFT §23.5): the model's
+        resync. Returns whether to read on, and the events of the batch being read."""
         bases = [base for base, _ in segments(self.directory)]
         holding = [base for base in bases if base <= self.at.offset]
         if holding:
             self.at = Position(None, holding[-1], 0, self.at.offset)
-            return True
-        if bases:
+            return True, []
+        if not bases:
+            return False, []  # no segment at all right now (a node being re-formatted): wait
+        covering = [(end, path) for end, path in snapshots(self.directory) if end >= bases[0]]
+        if not covering:
             raise TailError(
                 f"{missing}: deleted before the shadow read it; the log now starts at offset "
-                f"{bases[0]}, past the next offset to apply ({self.at.offset}): the records "
-                "between are lost to the shadow; start again with a fresh --state and output"
+                f"{bases[0]}, past the next offset to apply ({self.at.offset}), and no "
+                "snapshot covers the records between: start again with a fresh --state "
+                "and output"
             )
-        return False  # no segment at all right now (a node being re-formatted): wait
+        end, path = covering[-1]
+        self.say(
+            f"warning: {missing.name} was deleted before the shadow read it: offsets "
+            f"{self.at.offset} to {bases[0] - 1} are lost to it; resuming from snapshot "
+            f"{path.name}, whose whole state is written as observed (a replay shows what "
+            "the lost records changed as divergences)"
+        )
+        events = self.model.resync()
+        # a kill between saves: the output holds events past the saved state's; they
+        # happened, and the resync comes after them, under new `seq`s
+        self.model.seq = max(self.model.seq, self.written_seq)
+        self.at = Position(path.name, _segment_of(self.directory, end), 0, end)
+        return True, events
 
     # ------------------------------------------------------------ writing
 
@@ -371,9 +413,15 @@ class KraftShadow:
             self.sink.write(fresh)
             self.written_seq = max(self.written_seq, *(e.get("seq", 0) for e in fresh))
             self.emitted += len(fresh)
-        if events or time.monotonic() - self.saved_at >= SAVE_EVERY_S:
+        since = time.monotonic() - self.saved_at
+        due = max(SAVE_EVENTS_EVERY_S, SAVE_SHARE * self.save_s)
+        if since >= max(SAVE_EVERY_S, due) or (events and since >= due):
             self._save(self.model, self.at)
         return len(fresh)
+
+    def close(self) -> None:
+        """A clean stop (SIGTERM, SIGINT, `--once`): the state saved where the shadow is."""
+        self._save(self.model, self.at)
 
     def _check_features(self) -> None:
         """metadata.version and the ELR level against the settings (`--set`, `--config`;
@@ -506,6 +554,7 @@ def run_kraft(
                 getattr(args, "settings", None),
             )
             follow(shadow, quorum, once=args.once, stop=stopped.is_set, say=say, explain=explain)
+            shadow.close()
     except TailError as error:
         say(str(error))
         return 2

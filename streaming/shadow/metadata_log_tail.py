@@ -6,9 +6,10 @@ byte position and below an offset (the quorum's high watermark).
 Why a long-lived JVM: `kafka-dump-log` (what `kcsim import kraft-log` runs) starts a JVM
 per call and reads whole files, about 1 s of CPU per start on this kind of machine, and a
 metadata log grows every 500 ms (the quorum leader's NoOps); the tail's JVM starts once,
-and a poll then costs a read of the new bytes. Its classes are compiled on first use
-(javac, a few seconds) into `.kcsim/metadata-log-tail/` of the checkout, against
-`.kafka/libs`, and compiled again when its source changes.
+and a poll then costs a read of the new bytes. Its classes are compiled by the install
+(`scripts/install.sh`, `python -m streaming.jars`) into `.metadata-log-tail/classes/`,
+beside `.kafka/libs` which they run with; a checkout whose reader is missing or older
+than its source compiles it at the first start (javac, a few seconds), saying so.
 
 The files are only read: the JVM opens each one read only, per request, and takes no lock,
 so a segment Kafka deletes or renames meanwhile is simply missing at the next request.
@@ -22,6 +23,7 @@ import fcntl
 import json
 import re
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,8 +36,7 @@ from streaming.jars import (
     JarsMissingError,
     OracleBuild,
     compile_oracle,
-    kafka_jar_set,
-    project_root,
+    metadata_log_tail_build,
 )
 from streaming.local_clusters.processes import LocalClusterError, java
 
@@ -49,15 +50,6 @@ MAX_BATCHES = 2000  # per request: memory holds this many decoded batches at mos
 
 class TailError(RuntimeError):
     """The directory cannot be read as a KRaft metadata log (exit status 2)."""
-
-
-def tail_build(root: Path | None = None) -> OracleBuild:
-    root = root or project_root()
-    return OracleBuild(
-        Path(__file__).resolve().parent / "java",
-        root / ".kcsim" / "metadata-log-tail" / "classes",
-        kafka_jar_set(root),
-    )
 
 
 @contextmanager
@@ -127,11 +119,18 @@ class LogTail:
     """The JVM reading the log. Use as a context manager; `read` is one request."""
 
     def __init__(self) -> None:
-        build = tail_build()
+        build = metadata_log_tail_build()
         try:
-            with _compile_lock(build):  # two shadows starting at once compile it once
-                if not build.is_current():
-                    compile_oracle(build)
+            if not build.is_current():
+                with _compile_lock(build):  # two shadows starting at once compile it once
+                    if not build.is_current():
+                        print(
+                            f"kcsim: compiling the metadata log reader into {build.classes} "
+                            "(`python -m streaming.jars` builds it at install)",
+                            file=sys.stderr,
+                            flush=True,
+                        )
+                        compile_oracle(build)
             classpath = build.classpath()
             java_bin = java()
         except (JarsMissingError, LocalClusterError) as error:

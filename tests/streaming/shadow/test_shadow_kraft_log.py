@@ -23,6 +23,9 @@ import pytest
 from controller.config import Settings
 from streaming.cli import main
 from streaming.importers.kraft_log_decoder import Decoded, log_files
+from streaming.importers.kraft_log_model import KraftLogModel
+from streaming.jars import metadata_log_tail_build
+from streaming.shadow import kraft_shadow as shadow_module
 from streaming.shadow.kraft_shadow import (
     KraftShadow,
     Quorum,
@@ -75,6 +78,16 @@ def whole(tail: LogTail, tmp_path_factory: pytest.TempPathFactory) -> list[dict]
     out = directory / "out"
     shadow(directory, out, tail).poll(ALL)
     return written(out)
+
+
+def test_the_install_built_the_reader_beside_the_kafka_jars():
+    """`scripts/install.sh` (`python -m streaming.jars`) compiled the reader, current with
+    its source: neither a shadow's start nor this suite compiles it."""
+    build = metadata_log_tail_build()
+    assert build.is_current(), "run `python -m streaming.jars --only kafka`"
+    assert build.classes == ROOT / ".metadata-log-tail" / "classes"
+    assert build.jar_set.target == ROOT / ".kafka" / "libs"
+    assert build.source_files() == [ROOT / "streaming/shadow/java/MetadataLogTail.java"]
 
 
 def test_the_tail_decodes_as_kafkas_dump_tool(tail):
@@ -201,19 +214,175 @@ def test_an_uncommitted_tail_replaced_after_a_leader_change(whole, tail, tmp_pat
 
 
 def test_a_restart_resumes_exactly_once(whole, tail, tmp_path):
-    """A restarted shadow reads on from its saved position; one stopped after writing
-    but before saving (its state older than its output) writes nothing twice."""
+    """A shadow stopped cleanly saves where it is and a restarted one reads on from
+    there; one stopped after writing but before saving (its state older than its output)
+    writes nothing twice."""
     shutil.copy(SEGMENT, tmp_path)
     out = tmp_path / "out"
-    shadow(tmp_path, out, tail).poll(60)
+    first = shadow(tmp_path, out, tail)
+    first.poll(60)
+    first.close()
     state = out / ".shadow-state-c.json"
     older = state.read_bytes()
-    shadow(tmp_path, out, tail).poll(110)
+    second = shadow(tmp_path, out, tail)
+    assert second.at.offset == 60
+    second.poll(110)
+    second.close()
     state.write_bytes(older)  # the save after the 60-110 write never happened
     again = shadow(tmp_path, out, tail)
     assert again.at.offset == 60
     again.poll(ALL)
     assert written(out) == whole
+
+
+def test_a_killed_shadow_between_saves_writes_each_event_once(whole, tail, tmp_path, monkeypatch):
+    """While events are written the state is saved at most every SAVE_EVENTS_EVERY_S: a
+    shadow killed between saves (no clean stop) restarts from the last one, re-reads
+    what came after it and skips the events the output holds (by `seq`)."""
+    shutil.copy(SEGMENT, tmp_path)
+    out = tmp_path / "out"
+    state = out / ".shadow-state-c.json"
+    monkeypatch.setattr(shadow_module, "SAVE_EVENTS_EVERY_S", 3600.0)
+    killed = shadow(tmp_path, out, tail)
+    for hw in (20, 60, 110):
+        killed.poll(hw)
+    assert json.loads(state.read_text())["at"]["offset"] == 0  # only the start was saved
+    assert written(out) == [e for e in whole if e["seq"] <= killed.written_seq]
+    monkeypatch.setattr(shadow_module, "SAVE_EVENTS_EVERY_S", 0.0)
+    monkeypatch.setattr(shadow_module, "SAVE_SHARE", 0)
+    restarted = shadow(tmp_path, out, tail)
+    assert restarted.at.offset == 0
+    restarted.poll(60)
+    assert json.loads(state.read_text())["at"]["offset"] == 60  # due: saved after the poll
+    restarted.poll(ALL)
+    assert written(out) == whole
+
+
+def test_the_model_saved_as_json_resumes_as_if_never_stopped(tail):
+    """`KraftLogModel.to_json`/`from_json` between every two batches of the real log, as
+    the shadow saves it (after `finish()`), for a read from offset 0 and for a snapshot
+    start with the segment after it: the model read back is equal, and the events it goes
+    on with are those of an uninterrupted read."""
+    snapshot = [r for b in tail.read(SNAPSHOT, 0, snapshot_end=138)[0] for r in b.records]
+    segment = [r for b in tail.read(SEGMENT, 0)[0] for r in b.records]
+    saved: dict = {}
+    for records in (segment, snapshot + [r for r in segment if r.offset >= 138]):
+        reference = KraftLogModel("c")
+        expected = [e for r in records for e in reference.feed(r)] + reference.finish()
+        heads = [i for i, r in enumerate(records) if i and (r.path, r.position) != (
+            records[i - 1].path, records[i - 1].position)]  # fmt: skip
+        model = KraftLogModel("c")
+        events: list[dict] = []
+        at = 0
+        for cut in [*heads, len(records)]:
+            for record in records[at:cut]:
+                events += model.feed(record)
+            events += model.finish()
+            saved = json.loads(json.dumps(model.to_json()))
+            restored = KraftLogModel.from_json(saved)
+            assert restored == model
+            assert json.loads(json.dumps(restored.to_json())) == saved
+            model, at = restored, cut
+        assert len(heads) > 10  # cuts after the snapshot and after each batch
+        assert events == expected
+        assert model == reference
+    with pytest.raises(ValueError, match="version 0, not 1"):
+        KraftLogModel.from_json(saved | {"version": 0})
+    inside = KraftLogModel("c")
+    inside.feed(segment[0])
+    with pytest.raises(ValueError, match="inside a batch"):
+        inside.to_json()
+
+
+def test_a_state_of_another_version_is_refused_naming_the_file(tail, tmp_path):
+    shutil.copy(SEGMENT, tmp_path)
+    out = tmp_path / "out"
+    shadow(tmp_path, out, tail).poll(60)
+    state = out / ".shadow-state-c.json"
+    saved = json.loads(state.read_text())
+    state.write_text(json.dumps(saved | {"version": 1, "model": "gASV..."}))
+    with pytest.raises(TailError, match=rf"{state}: a KRaft shadow state of version 1, which"):
+        shadow(tmp_path, out, tail)
+
+
+@pytest.mark.parametrize("stop", ["clean", "killed between saves"])
+def test_a_position_lost_to_retention_resyncs_from_the_newest_snapshot(
+    whole, tail, tmp_path, monkeypatch, stop
+):
+    """SPEC-KRAFT §23.5: the shadow stopped at offset 47; meanwhile the log took a
+    snapshot (138) and deleted the segments before 105, so 47-104 are gone. The restarted
+    shadow says which offsets it lost, loads the snapshot and writes the resync: the
+    topics created and deleted meanwhile as inputs, then a `controller_failover` observing
+    the whole state (the reference start's own), then reads on from 138 as a shadow that
+    started at the snapshot does. A replay compares the observed state with its own: what
+    the lost records changed shows as divergences at the resync (SPEC-KRAFT §23.7). A
+    shadow killed between saves restarts further back, from a segment also gone: the
+    resync comes after the events already out, under new `seq`s."""
+    data = SEGMENT.read_bytes()
+    (tmp_path / name(0)).write_bytes(data[:AT_47])
+    out = tmp_path / "out"
+    if stop != "clean":  # the state stays the start's: the restart re-reads from 0
+        monkeypatch.setattr(shadow_module, "SAVE_EVENTS_EVERY_S", 3600.0)
+    first = shadow(tmp_path, out, tail)
+    first.poll(ALL)
+    if stop == "clean":
+        first.close()
+    before = written(out)
+    assert before == whole[: len(before)] and before[-1]["event_id"].startswith("c:kraft:")
+    (tmp_path / name(0)).unlink()
+    (tmp_path / name(105)).write_bytes(data[AT_105:])
+    shutil.copy(SNAPSHOT, tmp_path)
+    said: list[str] = []
+    lost = 47 if stop == "clean" else 0  # killed: the state saved is the start's
+    sink, state = open_output(f"file:{out}", "c")
+    restarted = KraftShadow(tmp_path, tail, sink, state, "c", said.append)
+    restarted.poll(ALL)
+    assert said == [
+        f"warning: {name(0)} was deleted before the shadow read it: offsets {lost} to 104 are "
+        "lost to it; resuming from snapshot 00000000000000000138-0000000002.checkpoint, "
+        "whose whole state is written as observed (a replay shows what the lost records "
+        "changed as divergences)"
+    ]
+    events = written(out)
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    resync = [e for e in events if e["event_id"].startswith("c:kraft:resync-138:")]
+    assert resync == events[len(before) : len(before) + len(resync)]
+    reference = tmp_path / "reference"
+    shadow(LOG, reference, tail).poll(ALL)
+    started = written(reference)
+    start = [e for e in started if e["event_id"].startswith("c:kraft:snapshot-138:")]
+    assert resync[-1]["type"] == "controller_failover"
+    assert resync[-1]["observed"] == start[-1]["observed"]
+
+    def bare(e: dict) -> dict:
+        return {k: v for k, v in e.items() if k not in ("seq", "event_id")}
+
+    after = events[len(before) + len(resync) :]
+    assert [bare(e) for e in after] == [bare(e) for e in started[len(start) :]]
+    if stop != "clean":
+        # the restarted model knew none of the brokers and topics already out: the
+        # resync registers and creates them again, which a replay rejects as repeats
+        return
+    known = {e["topic"] for e in before if e["type"] == "topic_creation"}
+    now = {e["topic"] for e in start if e["type"] == "topic_creation"}
+    assert [(e["type"], e.get("topic")) for e in resync[:-1]] == [
+        *(("topic_deletion", t) for t in sorted(known - now)),
+        *(("topic_creation", t) for t in sorted(now - known)),
+    ]
+    tables = tmp_path / "tables"
+    assert main(["replay", str(out), "--out", str(tables), "--quiet",
+                 "--set", "kcsim.engine=kraft"]) == 0  # fmt: skip
+    assert (tables / "rejected_events.jsonl").read_text() == ""
+    drift = [json.loads(x) for x in (tables / "divergences.jsonl").read_text().splitlines()]
+    # the first divergences are the resync's: the lost records fenced broker 3 and moved
+    # leaders, ISRs and replicas; the replay keeps its own state, so the later events on
+    # those partitions diverge too
+    at_resync = {(d["topic"], d["partition"], d["field"]) for d in drift
+                 if d["event_id"] == resync[-1]["event_id"]}  # fmt: skip
+    assert drift[0]["event_id"] == resync[-1]["event_id"]
+    assert {("orders", 0, "replicas"), ("orders", 2, "leader"), (None, None, "broker")} <= at_resync
+    assert {(t, p) for t, p, _ in at_resync} == {("orders", 0), ("orders", 1), ("orders", 2),
+                                                 (None, None)}  # fmt: skip
 
 
 def test_a_corrupt_committed_batch_is_an_error_naming_it(tail, tmp_path):
