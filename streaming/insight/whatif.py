@@ -13,6 +13,7 @@ with the runs' timelines.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -26,6 +27,7 @@ import pyarrow as pa
 
 from controller.config import ConfigError, Settings
 from controller.replay.command import replay
+from controller.replay.event_files import event_files, split_lines
 from controller.replay.table_files import table_file
 from streaming.insight.impact import IMPACT_TABLES, Impacts, impact_rows, impacts
 from streaming.insight.report_data import (
@@ -176,19 +178,62 @@ def build_runs(
     return runs
 
 
+# Numbers one controller counts in its own way: a ZooKeeper-mode broker epoch is the czxid
+# of its registration znode, a KRaft one the offset of its RegisterBrokerRecord. An event
+# log recorded under one engine carries that engine's numbers, which the other would
+# compare with its own and refuse (a KRaft heartbeat with another epoch is
+# STALE_BROKER_EPOCH: a migration preview's controlled shutdowns would all fail).
+ENGINE_NUMBERED = {"controlled_shutdown": ("broker_epoch",), "isr_change": ("broker_epochs",)}
+
+
 def run_all(runs: Sequence[Run], events: Path, root: Path) -> list[Path]:
     """Replay the events once per run, in parallel processes; each run's tables in
-    root/run-N."""
+    root/run-N. A run under another engine than run 0's (the engine the events were
+    recorded for) replays them without ENGINE_NUMBERED's fields (root/run-N-events)."""
     directories = [root / f"run-{n}" for n in range(len(runs))]
+    sources = [
+        events
+        if run.settings.engine == runs[0].settings.engine
+        else without_engine_numbers(events, root / f"run-{n}-events")
+        for n, run in enumerate(runs)
+    ]
     workers = max(1, min(len(runs), os.cpu_count() or 1))
     with ProcessPoolExecutor(max_workers=workers) as pool:
         jobs = [
-            pool.submit(replay, run.settings, events, out)
-            for run, out in zip(runs, directories, strict=True)
+            pool.submit(replay, run.settings, source, out)
+            for run, source, out in zip(runs, sources, directories, strict=True)
         ]
         for job in jobs:
             job.result()
     return directories
+
+
+def without_engine_numbers(events: Path, directory: Path) -> Path:
+    """A copy of the event files in `directory`, file by file (names and line order kept),
+    each event without the fields ENGINE_NUMBERED names for its type; a line that is not a
+    JSON object is copied as it is (the replay rejects it as it would have)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for file in event_files(events):
+        lines = []
+        for raw in split_lines(file.read_bytes(), file.name):
+            lines.append(_without_numbers(raw.raw))
+        target = directory / (file.relative_to(events) if events.is_dir() else Path(file.name))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("".join(line + "\n" for line in lines), "utf-8", "surrogateescape")
+    return directory
+
+
+def _without_numbers(line: str) -> str:
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return line
+    if not isinstance(event, dict):
+        return line
+    dropped = ENGINE_NUMBERED.get(event.get("type"), ())  # type: ignore[arg-type]
+    if not any(name in event for name in dropped):
+        return line
+    return json.dumps({k: v for k, v in event.items() if k not in dropped})
 
 
 def totals_of(tables: Mapping[str, pa.Table]) -> Totals:

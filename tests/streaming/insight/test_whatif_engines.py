@@ -3,6 +3,7 @@ both controllers, side by side: totals, differing leaders and the classes of dif
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -110,3 +111,31 @@ def test_impacts_charge_offline_partition_seconds_until_the_next_event() -> None
     result = impacts({"impact_health": table("impact_health", health),
                       "impact_events": table("impact_events", untimed)})  # fmt: skip
     assert not result.timed and result.by_type["broker_failure"].offline == 2
+
+
+def test_a_zookeeper_recording_s_broker_epochs_are_not_kraft_s(tmp_path: Path) -> None:
+    """A ZooKeeper-mode shadow writes each controlled shutdown with the broker's epoch,
+    the czxid of its registration znode (58 here). Under kraft a heartbeat with another
+    epoch than the registration's is STALE_BROKER_EPOCH (SPEC-KRAFT §9 step 1), so a
+    migration preview would refuse every controlled shutdown of the day: the kraft run
+    replays the events without those numbers, and the shutdown moves the leadership."""
+    events = tmp_path / "events.jsonl"
+    lines = [
+        *({"type": "broker_startup", "broker": b} for b in (1, 2, 3)),
+        {"type": "topic_creation", "topic": "t", "assignment": {"0": [1, 2, 3]}},
+        {"type": "controlled_shutdown", "broker": 1, "broker_epoch": 58},
+    ]
+    events.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    keep = tmp_path / "runs"
+    args = ["whatif", str(events), "--vs", "kcsim.engine=kraft", "--keep", str(keep)]
+    assert main(args) == 0
+    results = [json.loads(x) for x in (keep / "run-1" / "event_results.jsonl").open()]
+    assert [r["error"] for r in results] == [None]
+    assert results[0]["message"] == "CONTROLLED_SHUTDOWN"
+    (state,) = [json.loads(x) for x in (keep / "run-1" / "partition_state.jsonl").open()]
+    assert (state["leader"], state["isr"]) == (2, [2, 3])
+    # run 0, the engine the events were recorded for, reads them as they are
+    assert not (keep / "run-0-events").exists()
+    copied = [json.loads(x) for x in (keep / "run-1-events" / "events.jsonl").open()]
+    assert copied[-1] == {"type": "controlled_shutdown", "broker": 1}
+    assert copied[:-1] == lines[:-1]
