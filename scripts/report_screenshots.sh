@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The report screenshots of docs/report-and-whatif.md, taken by headless Chromium:
 #   scripts/report_screenshots.sh [SHADOW_EVENTS_DIR]
-# docs/report.png: the report of examples/events. With SHADOW_EVENTS_DIR (a `kcsim shadow
+# docs/whatif-migration.png: the migration preview of examples/migration (a recorded
+# ZooKeeper-mode chaos day under both engines). docs/report.png: the report of
+# examples/events. With SHADOW_EVENTS_DIR (a `kcsim shadow
 # --out file:DIR` directory), docs/report-shadow.png: the report of those events.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +18,8 @@ shoot() {  # shoot PAGE PNG HEIGHT
     --window-size=1280,"$3" --screenshot="$2" "file://$1" 2>/dev/null
 }
 
+kcsim whatif examples/migration --vs kcsim.engine=kraft --report "$work/migration.html" >/dev/null
+shoot "$work/migration.html" docs/whatif-migration.png 1500
 kcsim replay examples/events --out "$work/examples" --quiet
 kcsim report --replay "$work/examples" --out "$work/examples.html" --quiet
 shoot "$work/examples.html" docs/report.png 4000

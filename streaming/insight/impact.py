@@ -79,23 +79,25 @@ def impacts(tables: Mapping[str, pa.Table]) -> Impacts:
 
 
 def impact_rows(runs: Sequence[Impacts]) -> tuple[list[str], list[list[object]]]:
-    """One row per event type: its count, then each run's offline time, leader changes,
-    unclean and ELR elections; a type whose charges differ between runs first."""
+    """One row per event type: its count, then its offline time, leader changes, unclean
+    and ELR elections, each cell every run's value in run order ("a / b"); the types
+    whose charges differ between runs first."""
     unit = "partition-s" if all(run.timed for run in runs) else "partition-events"
-    header = ["event type", "events"]
-    for n in range(len(runs)):
-        header += [f"offline {unit} run {n}", f"leader changes run {n}",
-                   f"unclean run {n}", f"ELR elections run {n}"]  # fmt: skip
+    header = ["event type", "events", f"offline {unit}", "leader changes", "unclean",
+              "ELR/LKL elections"]  # fmt: skip
     types = sorted(set().union(*(run.by_type for run in runs)))
     rows: list[tuple[bool, list[object]]] = []
     for name in types:
         charges = [run.by_type.get(name, Impact()) for run in runs]
+        columns = [
+            [_number(c.offline) for c in charges],
+            [str(c.leader_changes) for c in charges],
+            [str(c.unclean_elections) for c in charges],
+            [str(c.elr_elections) for c in charges],
+        ]
         row: list[object] = [name, max(c.events for c in charges)]
-        for c in charges:
-            row += [_number(c.offline), c.leader_changes, c.unclean_elections, c.elr_elections]
-        values = {(round(c.offline, 3), c.leader_changes, c.unclean_elections, c.elr_elections)
-                  for c in charges}  # fmt: skip
-        rows.append((len(values) > 1, row))
+        row += [" / ".join(values) for values in columns]
+        rows.append((any(len(set(values)) > 1 for values in columns), row))
     rows.sort(key=lambda item: not item[0])  # stable: by name within each half
     return header, [row for _, row in rows]
 

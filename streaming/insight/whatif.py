@@ -425,7 +425,9 @@ def impact_text(runs: Sequence[Impacts]) -> str:
     header, rows = impact_rows(runs)
     if not rows:
         return "by event type: no events applied"
-    return "by event type (what followed each event until the next):\n" + text_table(header, rows)
+    order = " / ".join(f"run {n}" for n in range(len(runs)))
+    title = f"by event type (what followed each event until the next; each cell {order}):"
+    return title + "\n" + text_table(header, rows)
 
 
 def differences_text(runs: Sequence[Run], differing: Sequence[tuple[Key, list[str]]]) -> str:
