@@ -144,3 +144,21 @@ def test_a_zookeeper_recording_s_broker_epochs_are_not_kraft_s(tmp_path: Path) -
     copied = [json.loads(x) for x in (keep / "run-1-events" / "events.jsonl").open()]
     assert copied[-1] == {"type": "controlled_shutdown", "broker": 1}
     assert copied[:-1] == lines[:-1]
+
+
+def test_the_documented_migration_preview(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/report-and-whatif.md's preview of the recorded ZooKeeper-mode chaos day
+    (examples/migration): the totals and the classes it names, as the page shows them."""
+    migration = EXAMPLES.parent / "migration"
+    assert main(["whatif", str(migration), "--vs", "kcsim.engine=kraft"]) == 0
+    out = capsys.readouterr().out
+    totals = [line.split() for line in out.splitlines()[1:3]]
+    assert [t[2:5] for t in totals] == [["48", "0", "201"], ["85", "4", "133"]]
+    assert "final leaders: the same in every run" in out
+    rows = {line.split()[0]: re.findall(r"\S+ / \S+", line) for line in out.splitlines() if line}
+    # SPEC-KRAFT §9: a sole-ISR leader loses its leadership when its shutdown starts
+    assert rows["controlled_shutdown"][:2] == ["0 / 12.9", "21 / 33"]
+    # SPEC-KRAFT §7: returning brokers lead again from the ELR or as last known leaders
+    assert rows["broker_startup"][2:] == ["0 / 4", "0 / 23"]
+    # SPEC-KRAFT §24 D3: a deletion moves no leader under KRaft
+    assert rows["topic_deletion"][1] == "61 / 0"
