@@ -49,6 +49,7 @@ from controller.config import KRAFT, Settings
 from controller.kraft.settings import ELR_VERSION_KEY, METADATA_VERSIONS
 from streaming.clients.kafka_config import KafkaClientConfig
 from streaming.importers.kraft_log_model import Event, KraftLogModel
+from streaming.metrics import Metrics
 from streaming.shadow.metadata_log_tail import (
     Batch,
     LogTail,
@@ -222,6 +223,7 @@ class KraftShadow:
         self.state_path, self.cluster, self.say = state_path, cluster, say
         self.written_seq = sink.last_seq(cluster)
         self.emitted = 0
+        self.last_ts: int | None = None  # the append time (ms) of the last record applied
         self.features: dict[str, int] = {}
         self.reported: dict[str, int] = {}
         self.saved_at = time.monotonic()
@@ -325,6 +327,7 @@ class KraftShadow:
             if record.type == "FEATURE_LEVEL_RECORD":
                 self.features[str(record.data["name"])] = int(record.data["featureLevel"])
             out += self.model.feed(record)
+            self.last_ts = record.ts
         self.at.position = batch.position + batch.size
         self.at.offset = batch.last + 1
         return out
@@ -463,6 +466,39 @@ def check_release(release: tuple[int, ...] | None, say: Callable[[str], None]) -
         )
 
 
+def report(
+    shadow: KraftShadow,
+    metrics: Metrics | None,
+    written: int,
+    committed: int,
+    seconds: float,
+    say: Callable[[str], None] | None,
+) -> None:
+    """One poll's progress: a line when it wrote events (unless quiet), and the metrics
+    (events written, lag behind the committed offset in records and in seconds since the
+    last record applied, the poll's duration, the offline and at-min-ISR partitions)."""
+    if say is not None and written:
+        say(f"{written} events written ({shadow.emitted} so far), at offset "
+            f"{shadow.at.offset} of {committed} committed")  # fmt: skip
+    if metrics is None:
+        return
+    cluster = shadow.cluster
+    behind = max(0, committed - shadow.at.offset)
+    lag_s = 0.0
+    if behind and shadow.last_ts is not None:
+        lag_s = max(0.0, time.time() - shadow.last_ts / 1000)
+    metrics.events(cluster, applied=written)
+    metrics.lag(cluster, lag_s, behind)
+    metrics.batch(seconds)
+    model = shadow.model
+    offline = at_min = 0
+    for (topic, _), state in model.partitions.items():
+        offline += state.leader < 0
+        configured = model.configs.get(topic, {}).get("min.insync.replicas")
+        at_min += len(state.isr) <= int(configured or 1)
+    metrics.partitions(cluster, offline=offline, at_min_isr=at_min)
+
+
 def follow(
     shadow: KraftShadow,
     quorum: QuorumWatch,
@@ -472,6 +508,8 @@ def follow(
     say: Callable[[str], None],
     explain: Callable[[Exception], str] = str,
     poll_s: float = POLL_S,
+    metrics: Metrics | None = None,
+    progress: bool = False,
 ) -> None:
     """Poll until `stop()` (or once). A quorum that does not answer is said and waited
     for, backing off up to 30 s between tries."""
@@ -510,7 +548,9 @@ def follow(
                 "(its log may hold records the quorum did not keep): waiting for it"
             )
         waiting = readable < 0
-        shadow.poll(readable)
+        written = shadow.poll(readable)
+        report(shadow, metrics, written, described.high_watermark,
+               time.monotonic() - started, say if progress else None)  # fmt: skip
         if once:
             return
         _wait(poll_s - (time.monotonic() - started), stop)
@@ -540,28 +580,44 @@ def run_kraft(
     def on_signal(signum: int, frame: object) -> None:
         stopped.set()
 
+    metrics = Metrics("shadow") if getattr(args, "metrics_port", None) is not None else None
+    try:
+        port = metrics.serve(args.metrics_port) if metrics is not None else None
+    except OSError as error:
+        say(f"--metrics-port {args.metrics_port}: {error}")
+        return 2
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     quorum = QuorumWatch(args.bootstrap, config)
+    state = args.state or default_state
+    if not args.quiet:
+        where = f"; metrics on http://127.0.0.1:{port}/metrics" if port is not None else ""
+        say(
+            f"following the KRaft metadata log {args.metadata_log} of {args.bootstrap} as "
+            f"cluster {args.cluster!r}; writing to {args.out}; state in {state}{where}"
+        )
     try:
         with LogTail() as tail:
             shadow = KraftShadow(
                 args.metadata_log,
                 tail,
                 sink,
-                args.state or default_state,
+                state,
                 args.cluster,
                 say,
                 getattr(args, "settings", None),
             )
-            follow(shadow, quorum, once=args.once, stop=stopped.is_set, say=say, explain=explain)
+            follow(shadow, quorum, once=args.once, stop=stopped.is_set, say=say,
+                   explain=explain, metrics=metrics, progress=not args.quiet)  # fmt: skip
             shadow.close()
     except TailError as error:
         say(str(error))
         return 2
     finally:
         quorum.close()
+        if metrics is not None:
+            metrics.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if not args.quiet:
-        say(f"{shadow.emitted} events written")
+        say(f"stopped: {shadow.emitted} events written, at offset {shadow.at.offset}")
     return 0

@@ -432,9 +432,12 @@ def test_a_bootstrap_that_does_not_answer_is_said_and_retried(tmp_path):
     process = kraft_shadow(LOG, f"127.0.0.1:{port}", tmp_path / "out")
     assert process.stderr is not None
     try:
-        said = [process.stderr.readline() for _ in range(3)]
-        assert "warning: no meta.properties beside" in said[0]  # a copied log
-        lines = said[1:]
+        said = [process.stderr.readline() for _ in range(4)]
+        # what it follows, where it writes and its state file, said first
+        assert f"following the KRaft metadata log {LOG} of 127.0.0.1:{port}" in said[0]
+        assert f"writing to file:{tmp_path / 'out'}; state in " in said[0]
+        assert "warning: no meta.properties beside" in said[1]  # a copied log
+        lines = said[2:]
     finally:
         process.send_signal(signal.SIGTERM)
         process.communicate(timeout=60)

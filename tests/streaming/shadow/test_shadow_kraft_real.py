@@ -11,8 +11,10 @@ same events.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -64,8 +66,13 @@ def test_the_shadow_follows_a_kraft_cluster(kraft_cluster: KraftCluster, tmp_pat
         # the shadow killed mid-run and started again while the broker comes back
         process.send_signal(signal.SIGKILL)
         process.wait()
+        restarted_after = last_seq(out)
         kraft.start(victim)
-        process = kraft_shadow(log, kraft.bootstrap, out)
+        process = kraft_shadow(log, kraft.bootstrap, out, "--metrics-port", "0")
+        assert process.stderr is not None
+        start_line = process.stderr.readline()
+        served = re.search(r"metrics on (http://127\.0\.0\.1:\d+/metrics)", start_line)
+        assert served is not None, start_line
         kraft.wait_isr_full(TOPIC)
         # a controlled shutdown (SIGTERM) and a restart
         down = next(n for n in (2, 3, 1) if n not in (followed, victim))
@@ -88,6 +95,28 @@ def test_the_shadow_follows_a_kraft_cluster(kraft_cluster: KraftCluster, tmp_pat
         kraft.wait_fenced(leader)
         kraft.start(leader)
         kraft.wait_isr_full(TOPIC)
+
+        # the restarted shadow's Prometheus metrics: every event it wrote, and the
+        # partitions as its last poll saw them (none offline once the ISRs are full)
+        def scraped() -> dict[str, float]:
+            with urllib.request.urlopen(served.group(1), timeout=5) as page:
+                text = page.read().decode()
+            return {
+                line.split("{")[0]: float(line.rsplit(" ", 1)[1])
+                for line in text.splitlines()
+                if line.startswith("kcsim_") and 'cluster="real"' in line
+            }
+
+        def metrics_match() -> bool:
+            metrics = scraped()
+            fresh = sum(1 for e in events(out) if e["seq"] > restarted_after)
+            return (
+                metrics.get("kcsim_events_applied_total") == fresh
+                and metrics.get("kcsim_offline_partitions") == 0
+                and metrics.get("kcsim_lag_position") == 0
+            )
+
+        wait_for(metrics_match, "the shadow's metrics to match its output")
     finally:
         kraft.ensure_all_up()
         process.send_signal(signal.SIGTERM)
