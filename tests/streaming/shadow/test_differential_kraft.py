@@ -9,10 +9,11 @@ records or 10 s, retention 32 KiB or 30 s, files deleted 1 s after), so that dur
 run the log really rolls segments, takes snapshots and deletes the old segments under the
 shadow; each test checks that every segment there at its start was gone by its end.
 
-1. Scenarios (SPEC-KRAFT §15.1 a preferred election, §15.3 an unclean one once
-   `unclean.leader.election.enable` is turned on cluster-wide, after a partition's whole
-   ISR died; §13 a `min.insync.replicas` change; §18 the active controller killed and
-   restarted; §8 a broker killed and back; §9 a controlled shutdown; §12 a reassignment).
+1. Scenarios (SPEC-KRAFT §15.1 a preferred election; §15.3 an unclean one: a partition's
+   whole ISR dies, `unclean.leader.election.enable` is turned on cluster-wide and the
+   controller's periodic unclean-election task elects a replica from outside the ISR;
+   §13 a `min.insync.replicas` change; §18 the active controller killed and restarted;
+   §8 a broker killed and back; §9 a controlled shutdown; §12 a reassignment).
 2. A seeded chaos run of 100 operations (`tests/support/kraft_chaos.py`).
 """
 
@@ -49,6 +50,9 @@ METADATA_LOG = {
     "metadata.max.retention.bytes": "32768",
     "metadata.max.retention.ms": "30000",
     "internal.metadata.delete.delay.millis": "1000",
+    # the controller's periodic unclean-election task (Kafka's default: every 5 min); a
+    # config turning unclean.leader.election.enable on elects nothing by itself
+    "unclean.leader.election.interval.ms": "2000",
     # a killed broker is fenced 3 s after its last heartbeat
     "broker.session.timeout.ms": "3000",
     "broker.heartbeat.interval.ms": "500",
@@ -180,7 +184,7 @@ def test_scenarios_replay_with_zero_divergences(separate_kraft: KraftCluster, tm
         wait_for(lambda: kraft.quorum_leader() not in (None, leader), "a new quorum leader")
         kraft.start(leader)
         # §15.3: "lonely"'s whole ISR dies; one replica comes back, outside the ISR; the
-        # cluster-wide unclean.leader.election.enable turned on elects it
+        # cluster-wide unclean.leader.election.enable turned on lets the periodic task elect it
         kraft.kill(3)
         kraft.wait_fenced(3)
         kraft.wait_partitions("lonely", lambda ps: ps[0].isr == {2}, "ISR {2}")
