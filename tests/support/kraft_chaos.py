@@ -105,8 +105,9 @@ class KraftChaos:
                 answer = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
             finally:
                 admin.close()
-            entries = answer[0].resources[0][4]
-            return any(e[0] == key and e[1] == value for e in entries)
+            # {resource type: {resource name: {key: {"value": ..., ...}}}}
+            entries = [by_name.get(topic, {}).get(key) for by_name in answer.values()]
+            return any(isinstance(e, dict) and e.get("value") == value for e in entries)
 
         wait_for(visible, f"{topic}: {key}={value}")
 
