@@ -14,7 +14,8 @@ shadow; each test checks that every segment there at its start was gone by its e
    controller's periodic unclean-election task elects a replica from outside the ISR;
    §13 a `min.insync.replicas` change; §18 the active controller killed and restarted;
    §8 a broker killed and back; §9 a controlled shutdown; §12 a reassignment).
-2. A seeded chaos run of 100 operations (`tests/support/kraft_chaos.py`).
+2. A seeded chaos run of 100 operations (`tests/support/kraft_chaos.py`;
+   `KCSIM_KRAFT_CHAOS_SEED=N` runs another seed).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from tests.support.shadow_process import events, kraft_shadow
 pytestmark = [pytest.mark.kraft, pytest.mark.slow]
 
 FOLLOWED = 4  # the first controller: its log is the quorum's, read by the shadow
-CHAOS_SEED = 20261129
+CHAOS_SEED = int(os.environ.get("KCSIM_KRAFT_CHAOS_SEED", "20261129"))
 CHAOS_OPS = 100
 METADATA_LOG = {
     # the test-only segment size (metadata.log.segment.bytes is at least 8 MiB)
@@ -72,7 +73,9 @@ def separate_kraft(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KraftCl
         yield KraftCluster(data_dir, bootstrap, cluster.load_layout(data_dir).node_ids)
     finally:
         if not external:
-            cluster.stop(data_dir)
+            # SIGTERM to all, SIGKILL after 10 s: the brokers' controlled shutdowns would
+            # wait for the controllers stopping beside them
+            cluster.stop(data_dir, timeout_s=10)
 
 
 class Recording:
