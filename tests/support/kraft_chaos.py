@@ -41,15 +41,15 @@ class KraftChaos:
             ops = self._choices(n)
             names = list(ops)
             name = self.random.choices(names, weights=[ops[k][0] for k in names])[0]
-            ops[name][1]()
-            self.done[name] += 1
+            # an operation with nothing to do here does another, and says which
+            self.done[ops[name][1]() or name] += 1
         return self.done
 
-    def _choices(self, n: int) -> dict[str, tuple[float, Callable[[], None]]]:
+    def _choices(self, n: int) -> dict[str, tuple[float, Callable[[], str | None]]]:
         layout = self.kraft.layout()
         brokers_down = [b for b in self.down if b in layout.node_ids]
         controllers_down = [c for c in self.down if c in layout.controller_ids]
-        ops: dict[str, tuple[float, Callable[[], None]]] = {
+        ops: dict[str, tuple[float, Callable[[], str | None]]] = {
             "preferred_election": (3, self.preferred_election),
             "min_isr_change": (2, self.min_isr_change),
             "unclean_toggle": (1, self.unclean_toggle),
@@ -118,14 +118,15 @@ class KraftChaos:
         value = self.random.choice(("true", "false"))
         self._set_topic_config(self._topic(), "unclean.leader.election.enable", value)
 
-    def reassignment(self) -> None:
+    def reassignment(self) -> str | None:
         topic = self._topic()
         parts = self.kraft.partitions(topic)
         partition = self.random.choice(sorted(parts))
         rf = len(parts[partition].replicas)
         up = self._up_brokers()
         if len(up) < rf:
-            return self.preferred_election()
+            self.preferred_election()
+            return "preferred_election"
         target = self.random.sample(up, rf)
         self.kraft.reassign({(topic, partition): target})
 
@@ -136,11 +137,12 @@ class KraftChaos:
         self.kraft.wait_partitions(topic, complete, f"partition {partition} moved to {target}")
         return None
 
-    def partition_addition(self) -> None:
+    def partition_addition(self) -> str | None:
         topic = self._topic()
         count = len(self.kraft.partitions(topic))
         if count >= MAX_PARTITIONS:
-            return self.min_isr_change()
+            self.min_isr_change()
+            return "min_isr_change"
         admin = self.kraft.admin()
         try:
             admin.create_partitions({topic: NewPartitions(count + 1)})
