@@ -14,12 +14,14 @@ import random
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions
 
 from tests.support.kraft_cluster import KraftCluster, Partition, wait_for
 
 MAX_PARTITIONS = 6
+_T = TypeVar("_T")
 
 
 @dataclass(slots=True)
@@ -76,6 +78,16 @@ class KraftChaos:
 
     # ------------------------------------------------------------ operations
 
+    def _retry(self, ask: Callable[[], _T], what: str) -> _T:
+        """`ask()` until it answers: with a broker down, the admin client may first try
+        that broker (a KafkaError, counted as "not yet")."""
+        got: list[_T] = []
+        wait_for(lambda: bool(got.append(ask()) or True), what)
+        return got[0]
+
+    def _partitions(self, topic: str) -> dict[int, Partition]:
+        return self._retry(lambda: self.kraft.partitions(topic), f"{topic} described")
+
     def _topic(self) -> str:
         return self.random.choice(self.topics)
 
@@ -84,8 +96,8 @@ class KraftChaos:
 
     def preferred_election(self) -> None:
         topic = self._topic()
-        parts = self.kraft.partitions(topic)
-        self.kraft.elect_preferred(topic, sorted(parts))
+        parts = self._partitions(topic)
+        self._retry(lambda: self.kraft.elect_preferred(topic, sorted(parts)), "ElectLeaders")
 
         def preferred(ps: dict[int, Partition]) -> bool:
             return all(
@@ -97,7 +109,7 @@ class KraftChaos:
         self.kraft.wait_partitions(topic, preferred, "preferred leaders")
 
     def _set_topic_config(self, topic: str, key: str, value: str) -> None:
-        self.kraft.alter_topic_configs(topic, {key: value})
+        self._retry(lambda: self.kraft.alter_topic_configs(topic, {key: value}), "AlterConfigs")
 
         def visible() -> bool:
             admin = self.kraft.admin()
@@ -120,7 +132,7 @@ class KraftChaos:
 
     def reassignment(self) -> str | None:
         topic = self._topic()
-        parts = self.kraft.partitions(topic)
+        parts = self._partitions(topic)
         partition = self.random.choice(sorted(parts))
         rf = len(parts[partition].replicas)
         up = self._up_brokers()
@@ -128,7 +140,7 @@ class KraftChaos:
             self.preferred_election()
             return "preferred_election"
         target = self.random.sample(up, rf)
-        self.kraft.reassign({(topic, partition): target})
+        self._retry(lambda: self.kraft.reassign({(topic, partition): target}), "reassignment")
 
         def complete(ps: dict[int, Partition]) -> bool:
             p = ps[partition]
@@ -139,7 +151,7 @@ class KraftChaos:
 
     def partition_addition(self) -> str | None:
         topic = self._topic()
-        count = len(self.kraft.partitions(topic))
+        count = len(self._partitions(topic))
         if count >= MAX_PARTITIONS:
             self.min_isr_change()
             return "min_isr_change"
@@ -168,7 +180,7 @@ class KraftChaos:
         self.down[broker] = sum(self.done.values())
 
     def controller_kill(self) -> None:
-        leader = self.kraft.quorum_leader()
+        leader = self._retry(self.kraft.quorum_leader, "the quorum leader")
         assert leader is not None
         self.kraft.kill(leader)
         wait_for(lambda: self.kraft.quorum_leader() not in (None, leader), "a new quorum leader")
