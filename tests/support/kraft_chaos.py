@@ -97,7 +97,6 @@ class KraftChaos:
     def preferred_election(self) -> None:
         topic = self._topic()
         parts = self._partitions(topic)
-        self._retry(lambda: self.kraft.elect_preferred(topic, sorted(parts)), "ElectLeaders")
 
         def preferred(ps: dict[int, Partition]) -> bool:
             return all(
@@ -106,7 +105,14 @@ class KraftChaos:
                 if p.replicas[0] in p.isr and p.replicas[0] not in self.down
             )
 
-        self.kraft.wait_partitions(topic, preferred, "preferred leaders")
+        def elected() -> bool:
+            # ElectLeaders' errors are answers, not raised (a controller failing over,
+            # a broker just back): asked again until the leaders are the preferred ones;
+            # a partition already led by its preferred replica writes nothing
+            self.kraft.elect_preferred(topic, sorted(parts))
+            return preferred(self.kraft.partitions(topic))
+
+        wait_for(elected, f"{topic}: preferred leaders")
 
     def _set_topic_config(self, topic: str, key: str, value: str) -> None:
         self._retry(lambda: self.kraft.alter_topic_configs(topic, {key: value}), "AlterConfigs")
