@@ -229,6 +229,7 @@ class KraftShadow:
         self.saved_at = time.monotonic()
         self.save_s = 0.0  # how long the last save took
         self.model, self.at = self._load()
+        self.unexplained = self.model.counts.unexplained  # said so far
 
     def _load(self) -> tuple[KraftLogModel, Position]:
         if self.state_path.exists():
@@ -312,7 +313,18 @@ class KraftShadow:
             break  # "limit": the rest is not committed yet; or the end of the log
         events += self.model.finish()
         self._check_features()
+        self._say_unexplained()
         return self._write(events)
+
+    def _say_unexplained(self) -> None:
+        """Partition changes no event could be named for are never dropped unsaid."""
+        count = self.model.counts.unexplained
+        if count > self.unexplained:
+            self.say(
+                f"{count - self.unexplained} partition changes no event explains "
+                f"(up to offset {self.at.offset}; {count} in all): they are not in the output"
+            )
+            self.unexplained = count
 
     def _feed(self, batch: Batch) -> list[Event]:
         if batch.base > self.at.offset:

@@ -476,6 +476,23 @@ def test_versions_other_than_the_engines_are_said(tail, tmp_path):
     assert "the cluster runs Kafka 4.0, not 4.1.x" in said[-1]
 
 
+def test_changes_no_event_explains_are_said(tail, tmp_path):
+    """The real log holds none; a count that grows (a change of a partition the model does
+    not know, say) is said once, with the offset reached, never dropped unsaid."""
+    said: list[str] = []
+    sink, state = open_output(f"file:{tmp_path / 'out'}", "c")
+    follower = KraftShadow(LOG, tail, sink, state, "c", said.append)
+    follower.poll(ALL)
+    assert said == []
+    follower.model.counts.unexplained += 2
+    follower.poll(ALL)
+    assert len(said) == 1
+    assert said[0].startswith("2 partition changes no event explains (up to offset ")
+    assert said[0].endswith("; 2 in all): they are not in the output")
+    follower.poll(ALL)
+    assert len(said) == 1
+
+
 def test_a_node_cut_off_from_the_quorum_is_not_read_past_what_it_fetched(tmp_path):
     """SPEC-KRAFT §23.4: an old quorum leader's log may hold records the new leader never
     kept, at offsets it has since committed others at. The node's log is read only below
