@@ -436,7 +436,9 @@ class KRaftClusterRunner:
         replicas = view.replicas
         size = len(view.isr)
         preferred = replicas[0] if replicas else -1
-        min_isr = self._min_isr.get(view.topic, self._cluster_min_isr())
+        min_isr = self._min_isr.get(view.topic)
+        if min_isr is None:  # (the default only when needed: this runs per changed partition)
+            min_isr = self._cluster_min_isr()
         return Vitals(
             leader,
             view.leader_epoch,
