@@ -116,6 +116,8 @@ def _field_defaults(kind: type) -> tuple[tuple[str, Any], ...]:
 
 
 def _plain(value: Any) -> Any:
+    if type(value) in _SCALARS:  # (first: an ISR's members come here one by one)
+        return value
     if isinstance(value, TopicPartition):
         return {"topic": value.topic, "partition": value.partition}
     if is_dataclass(value) and not isinstance(value, type):
