@@ -9,9 +9,17 @@ runs a test needing it. On the 2-core machine the clusters' waits (session timeo
 fencing, elections) overlap with the CPU-bound core tests. `-n 0` runs everything in one
 process (pdb, a single test)."""
 
+from hypothesis import HealthCheck, settings
+
 from tests.support.kafka_broker import kafka_bootstrap  # noqa: F401
 from tests.support.kraft_cluster import kraft_cluster  # noqa: F401
 from tests.support.zk_cluster import zk_cluster, zk_processes  # noqa: F401
 
 # helpers, not tests: never collected (their files are not test_*.py either)
 collect_ignore = ["support"]
+
+# Hypothesis's wall-clock checks (a 200 ms deadline per example, "input generation is
+# slow") measure the machine, not the code, when two test processes share two cores with
+# the clusters' JVMs: they are off for the whole suite. Examples and shrinking are as set.
+settings.register_profile("kcsim", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("kcsim")

@@ -35,7 +35,9 @@ def test_a_normal_run_prints_no_warnings(tmp_path: Path) -> None:
     # the JVM's own note on the module Spark adds (--add-modules) is printed before any
     # configuration is read; everything after it is kcsim's
     lines = [line for line in lines if "Using incubator modules" not in line]
-    assert lines and all(line.startswith("batch ") for line in lines), lines
+    # a line per batch, then the run's summary
+    assert lines[-1].startswith("kcsim run: done: 1 batches, 4 files, 32 events applied"), lines
+    assert lines[:-1] and all(line.startswith("batch ") for line in lines[:-1]), lines
     assert "WARN" not in done.stdout + "\n".join(lines)
 
 

@@ -39,7 +39,8 @@ def test_imported_run_matches_the_znodes_and_the_shadow(zk_cluster, tmp_path):
             zk_cluster.ensure_all_up()
     finally:
         watcher.send_signal(signal.SIGINT)
-        watcher.wait(timeout=30)
+        # its stderr read while it stops: a line per flush must never fill the pipe
+        watcher.communicate(timeout=120)
     logs = copy_logs(zk_cluster.dir, tmp_path / "logs")
     out = tmp_path / "events.jsonl"
     assert main(["import", "zk-logs", str(logs), "--out", str(out), "--cluster", "real"]) == 0

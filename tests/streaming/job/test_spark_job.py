@@ -144,7 +144,7 @@ def test_parity_many_batches_and_lake_inspection(spark, tmp_path: Path) -> None:
     assert_same_tables(lake_rows(spark, lake), expected)
 
     # time travel: partition_state's first tagged version is the state after batch 0
-    from streaming.insight.state import show_state, write_state
+    from streaming.insight.state import COUNTED, show_state, write_counts, write_state
     from streaming.job.sources import split_lines
 
     first = source / sorted(os.listdir(source))[0]
@@ -160,6 +160,8 @@ def test_parity_many_batches_and_lake_inspection(spark, tmp_path: Path) -> None:
 
     first_state = io.StringIO()
     write_state(first_batch_rows, {}, None, None, first_state)
+    # then the result tables' counts after batch 0
+    write_counts({t: len(after_first[t]) for t in COUNTED}, first_state)
     assert text == first_state.getvalue()  # exactly the state after batch 0
     now = io.StringIO()
     show_state(spark, str(lake), None, None, now)
