@@ -654,15 +654,7 @@ class KraftLogModel:
         events: list[Event] = []
         for broker in sorted(self.brokers):
             b = self.brokers[broker]
-            event: Event = {"type": "broker_registration", "broker": broker}
-            if b.rack is not None:
-                event["rack"] = b.rack
-            event["broker_epoch"] = b.epoch
-            if b.incarnation is not None:
-                event["incarnation"] = str(b.incarnation)
-            events.append(event)
-            if not b.fenced:
-                events.append({"type": "broker_unfence", "broker": broker})
+            events += self._loaded_broker(broker)
             if b.shutting_down and not b.fenced:
                 self.notes.append(
                     f"broker {broker} is in a controlled shutdown in the snapshot: "
@@ -685,19 +677,13 @@ class KraftLogModel:
             elif int(data["resourceType"]) == TOPIC_RESOURCE and resource in self.by_topic:
                 self._carried(resource, key, str(value))
         for resource in sorted(broker_configs):
-            event = {"type": "cluster_config_change", "configs": broker_configs[resource]}
+            event: Event = {"type": "cluster_config_change", "configs": broker_configs[resource]}
             if resource != "":
                 event["broker"] = int(resource)
             events.append(event)
         for topic in sorted(set(self.topics.values())):
-            numbers = sorted(self.by_topic.get(topic, {}))
-            assignment = {str(p): list(self.partitions[topic, p].replicas) for p in numbers}
-            state = {str(p): _stored(self.partitions[topic, p]) for p in numbers}
-            event = {"type": "topic_creation", "topic": topic, "assignment": assignment}
-            if self.configs.get(topic):
-                event["configs"] = dict(self.configs[topic])
-            events.append(event | {"state": state})
-            for p in numbers:
+            events.append(self._loaded_topic(topic))
+            for p in sorted(self.by_topic.get(topic, {})):
                 if self.partitions[topic, p].adding or self.partitions[topic, p].removing:
                     self.notes.append(
                         f"{topic}-{p} is reassigning in the snapshot: loaded with its "
@@ -706,6 +692,29 @@ class KraftLogModel:
         events.append(self._whole_state())
         where = f"snapshot-{self._batch_offset}"
         return [self._stamp(event, where, i) for i, event in enumerate(events)]
+
+    def _loaded_broker(self, broker: int) -> list[Event]:
+        """A loaded broker as the engine takes it: its registration with the stored
+        epoch, rack and incarnation, then its unfence unless it is fenced."""
+        b = self.brokers[broker]
+        event: Event = {"type": "broker_registration", "broker": broker}
+        if b.rack is not None:
+            event["rack"] = b.rack
+        event["broker_epoch"] = b.epoch
+        if b.incarnation is not None:
+            event["incarnation"] = str(b.incarnation)
+        return [event] if b.fenced else [event, {"type": "broker_unfence", "broker": broker}]
+
+    def _loaded_topic(self, topic: str) -> Event:
+        """A loaded topic's creation: its assignment, configs and each partition's stored
+        state."""
+        numbers = sorted(self.by_topic.get(topic, {}))
+        assignment = {str(p): list(self.partitions[topic, p].replicas) for p in numbers}
+        state = {str(p): _stored(self.partitions[topic, p]) for p in numbers}
+        event: Event = {"type": "topic_creation", "topic": topic, "assignment": assignment}
+        if self.configs.get(topic):
+            event["configs"] = dict(self.configs[topic])
+        return event | {"state": state}
 
     def _whole_state(self) -> Event:
         """A `controller_failover` observing every partition and broker: a replay
@@ -734,26 +743,11 @@ class KraftLogModel:
         for broker in sorted(brokers - set(self.brokers)):
             events.append({"type": "broker_unregistration", "broker": broker})
         for broker in sorted(set(self.brokers) - brokers):
-            b = self.brokers[broker]
-            event: Event = {"type": "broker_registration", "broker": broker}
-            if b.rack is not None:
-                event["rack"] = b.rack
-            event["broker_epoch"] = b.epoch
-            if b.incarnation is not None:
-                event["incarnation"] = str(b.incarnation)
-            events.append(event)
-            if not b.fenced:
-                events.append({"type": "broker_unfence", "broker": broker})
+            events += self._loaded_broker(broker)
         for topic in sorted(topics - set(self.by_topic)):
             events.append({"type": "topic_deletion", "topic": topic})
         for topic in sorted(set(self.by_topic) - topics):
-            numbers = sorted(self.by_topic[topic])
-            assignment = {str(p): list(self.partitions[topic, p].replicas) for p in numbers}
-            state = {str(p): _stored(self.partitions[topic, p]) for p in numbers}
-            event = {"type": "topic_creation", "topic": topic, "assignment": assignment}
-            if self.configs.get(topic):
-                event["configs"] = dict(self.configs[topic])
-            events.append(event | {"state": state})
+            events.append(self._loaded_topic(topic))
         events.append(self._whole_state())
         self.notes.append(
             f"resync at snapshot {self._batch_offset}: the records before it since the "
