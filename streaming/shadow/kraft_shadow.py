@@ -224,6 +224,7 @@ class KraftShadow:
         self.written_seq = sink.last_seq(cluster)
         self.emitted = 0
         self.last_ts: int | None = None  # the append time (ms) of the last record applied
+        self.counted_at = -1  # the offset at which the metrics last counted the partitions
         self.features: dict[str, int] = {}
         self.reported: dict[str, int] = {}
         self.saved_at = time.monotonic()
@@ -502,6 +503,9 @@ def report(
     metrics.events(cluster, applied=written)
     metrics.lag(cluster, lag_s, behind)
     metrics.batch(seconds)
+    if shadow.at.offset == shadow.counted_at:
+        return  # no record applied since the last count: the partitions are as counted
+    shadow.counted_at = shadow.at.offset
     model = shadow.model
     offline = at_min = 0
     for (topic, _), state in model.partitions.items():
