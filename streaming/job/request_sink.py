@@ -33,18 +33,31 @@ ones of each partition, as long as this job is the topic's only producer. The pr
 is idempotent, so what an interrupted send left is a prefix of each partition's share,
 and the rest follows it in order. So is what a refused record leaves: the batch fails,
 and the producer refuses every record after it.
+
+Brokers that go away mid-run (a rolling restart of the sink's cluster) are waited for.
+The first contact gives up after the clients' bootstrap timeout (15 s, so a wrong address
+or password is an error, not a hang); once the sink has reached the brokers, a client
+that cannot bootstrap is opened again until `OUTAGE_SECONDS` (the producer's own delivery
+timeout) have passed, with a line on stderr for each retry.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.errors import KafkaError, MessageSizeTooLargeError, RecordListTooLargeError
+from kafka.errors import (
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    MessageSizeTooLargeError,
+    RecordListTooLargeError,
+)
 from kafka.producer.future import FutureRecordMetadata
 
 from streaming.clients.kafka_config import KafkaClientConfig
@@ -63,12 +76,17 @@ BATCH_BYTES = 256 * 1024
 # How long the records may take to be acknowledged after the last is handed over (the
 # producer itself gives up on a record after its delivery timeout, 2 minutes).
 ACK_SECONDS = 180.0
+# How long a sink that has reached its brokers waits for them to come back (Kafka's
+# producer waits as long for a record's acknowledgement: delivery.timeout.ms).
+OUTAGE_SECONDS = 120.0
 # Room for what Kafka adds around a value: a record batch's header (61 bytes) and the
 # record's framing (lengths, offsets, timestamp: under 30 bytes), with some to spare.
 RECORD_OVERHEAD = 512
 
 Row = dict[str, Any]
 RecordKey = tuple[object, object, object, object]
+_UNREACHABLE = (KafkaTimeoutError, KafkaConnectionError)
+_T = TypeVar("_T")
 
 
 class SinkRecord(NamedTuple):
@@ -253,6 +271,8 @@ class RequestSink:
     _limit: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
     # the producer, opened by the first batch with records and closed by `close`
     _producer: dict[str, KafkaProducer] = field(default_factory=dict, compare=False, repr=False)
+    # set once a client of the sink has reached the brokers (so an outage is waited for)
+    _reached: set[str] = field(default_factory=set, compare=False, repr=False)
 
     def send(self, requests: Sequence[Row], payloads: Sequence[Row], may_be_rerun: bool) -> int:
         """Produce the records of a batch's `requests` and their `payloads` (in order); with
@@ -297,9 +317,11 @@ class RequestSink:
         """The topic's `max.message.bytes`; while the topic does not exist, the brokers'
         `message.max.bytes`, which a topic created by the first record takes."""
         if "topic" not in self._limit:
-            found = topic_max_message_bytes(self.bootstrap, self.topic, self.client)
+            found = self._reaching(
+                lambda: topic_max_message_bytes(self.bootstrap, self.topic, self.client)
+            )
             if found is None:
-                return broker_message_max_bytes(self.bootstrap, self.client)
+                return self._reaching(lambda: broker_message_max_bytes(self.bootstrap, self.client))
             self._limit["topic"] = found
         return self._limit["topic"]
 
@@ -340,17 +362,42 @@ class RequestSink:
 
     def _open_producer(self) -> KafkaProducer:
         if "producer" not in self._producer:
-            self._producer["producer"] = KafkaProducer(
-                bootstrap_servers=self.bootstrap,
-                client_id="kcsim-sink",
-                acks="all",
-                enable_idempotence=True,
-                max_in_flight_requests_per_connection=MAX_IN_FLIGHT,
-                max_request_size=PRODUCER_MAX_REQUEST_SIZE,
-                batch_size=min(BATCH_BYTES, self.message_max_bytes() - RECORD_OVERHEAD),
-                **self.client.kafka_python(),
+            batch_size = min(BATCH_BYTES, self.message_max_bytes() - RECORD_OVERHEAD)
+            self._producer["producer"] = self._reaching(
+                lambda: KafkaProducer(
+                    bootstrap_servers=self.bootstrap,
+                    client_id="kcsim-sink",
+                    acks="all",
+                    enable_idempotence=True,
+                    max_in_flight_requests_per_connection=MAX_IN_FLIGHT,
+                    max_request_size=PRODUCER_MAX_REQUEST_SIZE,
+                    batch_size=batch_size,
+                    **self.client.kafka_python(),
+                )
             )
         return self._producer["producer"]
+
+    def _reaching(self, connect: Callable[[], _T]) -> _T:
+        """`connect()` (which opens a client, bootstrapping it); once the sink has
+        reached the brokers, opened again while they are unreachable, for up to
+        `OUTAGE_SECONDS`."""
+        deadline = time.monotonic() + OUTAGE_SECONDS
+        while True:
+            try:
+                opened = connect()
+            except _UNREACHABLE as error:
+                if "brokers" not in self._reached or time.monotonic() >= deadline:
+                    raise
+                left = deadline - time.monotonic()
+                print(
+                    f"kcsim run: sink {self.bootstrap}: brokers unreachable ({error}); "
+                    f"trying again for {left:.0f} s more",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                continue
+            self._reached.add("brokers")
+            return opened
 
     def _failure(
         self, failed: list[tuple[SinkRecord, KafkaError]], unsent: int, total: int
@@ -382,12 +429,14 @@ class RequestSink:
     def produced_keys(self, window: int) -> set[RecordKey]:
         """The records among the last `window` records of every partition of the
         topic (none if the topic does not exist yet)."""
-        consumer = KafkaConsumer(
-            bootstrap_servers=self.bootstrap,
-            enable_auto_commit=False,
-            group_id=None,
-            client_id="kcsim-sink-read-back",
-            **self.client.kafka_python(),
+        consumer = self._reaching(
+            lambda: KafkaConsumer(
+                bootstrap_servers=self.bootstrap,
+                enable_auto_commit=False,
+                group_id=None,
+                client_id="kcsim-sink-read-back",
+                **self.client.kafka_python(),
+            )
         )
         try:
             if self.topic not in consumer.topics():

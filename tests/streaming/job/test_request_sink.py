@@ -20,6 +20,7 @@ import json
 import re
 import subprocess
 import sys
+import threading
 import time
 import traceback
 import uuid
@@ -35,6 +36,7 @@ from kafka.admin import (
     KafkaAdminClient,
     NewTopic,
 )
+from kafka.errors import KafkaConnectionError, KafkaTimeoutError
 
 from controller.config import Settings
 from controller.simulator import RawEvent, Simulator
@@ -43,6 +45,7 @@ from streaming.clients.message_size import broker_message_max_bytes, topic_max_m
 from streaming.job.command import query_failure
 from streaming.job.request_sink import (
     METADATA_COLUMNS,
+    OUTAGE_SECONDS,
     RECORD_OVERHEAD,
     RequestSink,
     SinkError,
@@ -50,6 +53,7 @@ from streaming.job.request_sink import (
     payload_records,
     rebuild_requests,
 )
+from streaming.local_clusters import kafka_local
 from tests.support.job_process import ROOT, JobProcess, job_env
 from tests.support.kafka_broker import alter_configs, create_topic
 from tests.support.lake_tables import canonical, lake_rows
@@ -468,3 +472,60 @@ def test_sink_records_fit_a_small_topic_and_rebuild_every_request(
     }
     replay_requests = joined(replayed["controller_requests"], replayed["request_payloads"])
     assert canonical(replay_requests) == canonical(lake_requests)
+
+
+@pytest.mark.kafka
+def test_a_sink_that_reached_its_broker_waits_out_an_outage(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A broker restarted mid-run (longer than a client's bootstrap timeout) costs the
+    job nothing: a sink that has reached its brokers opens its clients again until they
+    are back, then sends the batch once."""
+    data_dir = tmp_path / "kafka"
+    bootstrap = kafka_local.start(data_dir)
+    sink = RequestSink(bootstrap, "kcsim-outage")
+    try:
+        requests, payloads = core_output(20)
+        first = payload_records(requests, payloads, sink.max_record_bytes())
+        assert sink.send(requests, payloads, may_be_rerun=False) == 0
+        sink.close()  # the next batch opens its clients while the broker is away
+        kafka_local.stop(data_dir)
+
+        outcome: list[int | BaseException] = []
+
+        def rerun() -> None:
+            try:
+                outcome.append(sink.send(requests, payloads, may_be_rerun=True))
+            except BaseException as error:  # reported by the assertion below
+                outcome.append(error)
+
+        sender = threading.Thread(target=rerun)
+        sender.start()
+        seen = ""
+        deadline = time.monotonic() + 90
+        while "brokers unreachable" not in seen and time.monotonic() < deadline:
+            sender.join(0.5)
+            seen += capfd.readouterr().err
+        assert "brokers unreachable" in seen and "trying again for" in seen, seen
+        assert kafka_local.start(data_dir) == bootstrap
+        sender.join(300)
+        assert not sender.is_alive()
+        # the re-run found every record of the first send and wrote none twice
+        assert outcome == [len(first)]
+        written = partition_values(bootstrap, "kcsim-outage")
+        assert sum(len(v) for v in written.values()) == len(first)
+    finally:
+        sink.close()
+        kafka_local.stop(data_dir)
+
+
+@pytest.mark.kafka
+def test_a_sink_that_never_reached_a_broker_fails_within_the_bootstrap_timeout() -> None:
+    """A wrong address is an error, not a wait: the outage wait is only for brokers the
+    sink has reached."""
+    sink = RequestSink("127.0.0.1:1", "kcsim-nowhere")
+    requests, payloads = core_output(5)
+    began = time.monotonic()
+    with pytest.raises((KafkaTimeoutError, KafkaConnectionError)):
+        sink.send(requests, payloads, may_be_rerun=False)
+    assert time.monotonic() - began < OUTAGE_SECONDS
