@@ -11,6 +11,7 @@ batch already produced and sends only the rest.
 
 from __future__ import annotations
 
+import signal
 import sys
 import threading
 import time
@@ -34,6 +35,11 @@ from streaming.job.options import Options
 from streaming.job.os_memory import release_freed_memory
 from streaming.lake.tables import RESTORE_TABLES, Lake, LakeSchemaError
 from streaming.metrics import Metrics
+
+# The signals that stop a running job cleanly, and how often the wait for the query looks
+# whether one came.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+STOP_POLL_SECONDS = 1
 
 
 def run(
@@ -70,11 +76,26 @@ def run(
         writer = writer.trigger(processingTime=f"{options.trigger_seconds} seconds")
     query = writer.start()
     batcher.started(str(query.id))
+    # SIGTERM (a service manager's stop, `kill`) and SIGINT (Ctrl-C) stop the query: the
+    # batch under way is finished or left to be re-run, and the summary is printed. The
+    # handlers only note the signal, so no Spark call is interrupted half-way.
+    stopping = threading.Event()
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = (
+        {sig: signal.signal(sig, lambda *_: stopping.set()) for sig in STOP_SIGNALS}
+        if main_thread
+        else {}
+    )
     try:
-        query.awaitTermination()
+        while not stopping.is_set() and not query.awaitTermination(STOP_POLL_SECONDS):
+            pass
+        if stopping.is_set():
+            query.stop()
     except KeyboardInterrupt:
         query.stop()
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         if options.sink is not None:
             options.sink.close()
         if metrics is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -72,6 +73,10 @@ def default_conf() -> dict[str, str]:
         # job of its own, which costs more than it saves at this size.
         "spark.sql.adaptive.enabled": "false",
         "spark.sql.catalogImplementation": "in-memory",
+        # kcsim names no table (every Delta table is read and written by path), but Spark
+        # makes its warehouse directory at start: in the temporary directory, not as a
+        # `spark-warehouse` left in whatever directory the user ran a command from.
+        "spark.sql.warehouse.dir": str(Path(tempfile.gettempdir()) / "kcsim-spark-warehouse"),
         "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
         # Redaction (Spark conf in the event log and UI, data source options in plans):
         # Spark's default pattern plus Kafka's secret-bearing options (`--kafka-config`:

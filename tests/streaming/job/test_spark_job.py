@@ -14,6 +14,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -303,7 +304,7 @@ def test_fleet_equals_per_cluster_replays(spark, tmp_path: Path) -> None:  # noq
 # ------------------------------------------------------------------------ exactly once
 
 
-def test_kill_9_mid_stream_then_restart_writes_everything_once(
+def test_kill_9_or_sigterm_mid_stream_then_restart_writes_everything_once(
     spark,  # noqa: F811
     tmp_path: Path,
 ) -> None:
@@ -325,6 +326,14 @@ def test_kill_9_mid_stream_then_restart_writes_everything_once(
         job.wait_batches(batches)
         time.sleep(delay)
         job.kill()
+    # a service manager's SIGTERM (or Ctrl-C's SIGINT: the same handler) is a clean stop:
+    # status 0, the run's summary, no traceback
+    job = JobProcess(args)
+    job.wait_batches(1)
+    job.proc.send_signal(signal.SIGTERM)
+    assert job.finish(timeout=240) == 0, job.tail()
+    assert any(line.startswith("kcsim run: stopped: ") for line in job.lines), job.tail()
+    assert not any("Traceback" in line for line in job.lines), job.tail()
     final = JobProcess([*args, "--once"])
     assert final.finish(timeout=900) == 0, final.tail()
     assert_same_tables(lake_rows(spark, lake), replay_rows(source))
