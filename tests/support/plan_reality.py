@@ -180,6 +180,37 @@ def compare(
     return out
 
 
+Topics = Mapping[str, tuple[Mapping[int, Sequence[int]], int]]  # topic: (assignment, min ISR)
+
+
+def checked(
+    doc: Mapping[str, Any],
+    events: Sequence[Mapping[str, Any]],
+    marks: Sequence[int],
+    topics: Topics,
+) -> tuple[str, list[tuple[str, list[str], list[str]]], list[StepView]]:
+    """The prediction against the recording, for the partitions of `topics`: the
+    differences (`report`); per step the partitions seen without a leader and under min
+    ISR beyond the prediction (those `carried_over` allows); the steps as they happened."""
+
+    def keep(name: str) -> bool:
+        return name.rsplit("-", 1)[0] in topics
+
+    def min_isr(name: str) -> int:
+        return topics[name.rsplit("-", 1)[0]][1]
+
+    labels = ["before", *(s["label"] for s in doc["steps"])]
+    mine = predicted(doc, keep)
+    real = observed(events, marks, labels, keep, min_isr)
+    differences = report(compare(mine, real, carried_over(mine, min_isr)))
+    beyond = [
+        (r.label, sorted(r.offline - p.offline), sorted(r.under_min_isr - p.under_min_isr))
+        for p, r in zip(mine, real, strict=True)
+        if r.offline - p.offline or r.under_min_isr - p.under_min_isr
+    ]
+    return differences, beyond, real
+
+
 def report(differences: Iterable[Difference]) -> str:
     return "\n".join(map(str, differences)) or "no difference"
 

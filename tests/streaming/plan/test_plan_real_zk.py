@@ -28,15 +28,7 @@ from tests.support.differential import (
     wait_left,
     wait_settled,
 )
-from tests.support.plan_reality import (
-    StepView,
-    carried_over,
-    compare,
-    observed,
-    predicted,
-    reassignment_file,
-    report,
-)
+from tests.support.plan_reality import checked, reassignment_file
 from tests.support.zk_cluster import ZkCluster, create_topic, unique_topic, wait_for
 
 pytestmark = [pytest.mark.zk, pytest.mark.slow]
@@ -67,33 +59,6 @@ def plan(tmp_path: Path, zk: ZkCluster, steps: str) -> dict[str, Any]:
     return json.loads(out.read_text())
 
 
-def checked(
-    doc: dict[str, Any],
-    shadow: ShadowRecording,
-    marks: list[int],
-    topics: dict[str, tuple[dict[int, list[int]], int]],
-) -> tuple[str, list[tuple[str, list[str], list[str]]], list[StepView]]:
-    """The differences; per step the partitions seen without a leader and under min ISR
-    beyond the prediction (those `carried_over` allows); the steps as they happened."""
-
-    def keep(name: str) -> bool:
-        return name.rsplit("-", 1)[0] in topics
-
-    def min_isr(name: str) -> int:
-        return topics[name.rsplit("-", 1)[0]][1]
-
-    labels = ["before", *(s["label"] for s in doc["steps"])]
-    mine = predicted(doc, keep)
-    real = observed(shadow.events(), marks, labels, keep, min_isr)
-    differences = report(compare(mine, real, carried_over(mine, min_isr)))
-    beyond = [
-        (r.label, sorted(r.offline - p.offline), sorted(r.under_min_isr - p.under_min_isr))
-        for p, r in zip(mine, real, strict=True)
-        if r.offline - p.offline or r.under_min_isr - p.under_min_isr
-    ]
-    return differences, beyond, real
-
-
 def test_a_roll_as_planned_and_as_it_happened(zk_cluster: ZkCluster, tmp_path: Path) -> None:
     zk = zk_cluster
     topics = make_topics(zk)
@@ -113,7 +78,7 @@ def test_a_roll_as_planned_and_as_it_happened(zk_cluster: ZkCluster, tmp_path: P
                 wait_settled(zk)
                 shadow.wait_caught_up()
                 marks.append(len(shadow.events()))
-        differences, beyond, _ = checked(doc, shadow, marks, topics)
+        differences, beyond, _ = checked(doc, shadow.events(), marks, topics)
         assert differences == "no difference"
         # The one thing the plan folds: a restarted broker rejoins an ISR only once it has
         # caught up with the leader (docs/plan.md), so the RF 2 partition stays under min
@@ -172,7 +137,7 @@ def test_a_reassignment_as_planned_and_as_it_happened(
                 wait_settled(zk)
                 shadow.wait_caught_up()
                 marks.append(len(shadow.events()))
-        differences, beyond, real = checked(doc, shadow, marks, topics)
+        differences, beyond, real = checked(doc, shadow.events(), marks, topics)
         assert (differences, beyond) == ("no difference", [])
         # what was compared: each move, its replicas and its leader, as it happened
         assert [
