@@ -80,18 +80,18 @@ def test_a_roll_as_planned_and_as_it_happened(zk_cluster: ZkCluster, tmp_path: P
                 marks.append(len(shadow.events()))
         differences, beyond, _ = checked(doc, shadow.events(), marks, topics)
         assert differences == "no difference"
-        # The one thing the plan folds: a restarted broker rejoins an ISR only once it has
-        # caught up with the leader (docs/plan.md), so the RF 2 partition stays under min
-        # ISR into the start of the broker that left it, which the plan shows as one moment
-        # after the catch-up. (The RF 1 partition's leader is elected as its broker
-        # registers: seen offline into "start 2" only when the shadow wrote the
-        # registration before the election.)
+        # The one thing the plan folds (docs/plan.md): a restarted broker rejoins an ISR
+        # only once it has caught up with the leader, so the RF 2 partition stays under
+        # min ISR into the start of the broker that left it; and the RF 1 partition is
+        # elected as its broker registers. Whether the recording shows those moments
+        # apart from the return depends on how fast the catch-up and the election are
+        # (the shadow writes changes within its quiet window as one event); never more.
         rf1, rf2 = (f"{t}-0" for t in list(topics)[1:])
-        assert [(label, under) for label, _, under in beyond] == [
-            ("start 1", [rf2]),
-            ("start 3", [rf2]),
-        ]
-        assert all(offline in ([], [rf1]) for _, offline, _ in beyond)
+        allowed = {"start 1": ([], [rf2]), "start 2": ([rf1], []), "start 3": ([], [rf2])}
+        for label, offline, under in beyond:
+            assert label in allowed, beyond
+            assert set(offline) <= set(allowed[label][0]), beyond
+            assert set(under) <= set(allowed[label][1]), beyond
         # the prediction is not empty: the RF 1 partition is offline while 2 is down,
         # the RF 2 one under min ISR while 3 or 1 is
         assert [s["label"] for s in doc["steps"] if rf1 in s["offline_partitions"]] == ["stop 2"]
