@@ -8,6 +8,10 @@ are read, never changed, and nothing is written anywhere. Each event goes throug
   events (the worst moment of the step, named);
 * `under_replicated`, `not_preferred`: counts after the step;
 * `leader_moves`: partitions whose leader changed, summed over the step's events;
+* `states` (when asked, `run_plan(states=True)`): the state after the step (leader, ISR,
+  replicas) of every partition the step changed; the state before the first step holds
+  every partition. With it the leaders and ISRs at every step can be checked against
+  what a real cluster did (`--json`);
 * `output`: what the controller sent: under `zk` the requests delivered
   (`controller_requests` rows to registered brokers) and the bytes of their bodies
   (`request_payloads`' partitions and live brokers as compact JSON, once per recipient);
@@ -40,7 +44,16 @@ from controller.plan.steps import (
     PlanInputError,
     Step,
 )
-from controller.plan.view import DEAD, FENCED, LIVE, ClusterView, Key, names
+from controller.plan.view import (
+    DEAD,
+    FENCED,
+    LIVE,
+    ClusterView,
+    Key,
+    PartitionView,
+    key_name,
+    names,
+)
 from controller.simulator import BatchOutput, RawEvent, Simulator
 from controller.zk.metadata_entries import FullBody
 from controller.zk.request_log import RequestLog
@@ -81,6 +94,8 @@ class StepResult:
     output_count: int
     output_bytes: int
     notes: list[str] = field(default_factory=list)
+    # partition -> its state after the step (None: deleted), when the run records states
+    states: dict[Key, PartitionView | None] | None = None
 
     @property
     def unsafe(self) -> bool:
@@ -94,8 +109,10 @@ class StepResult:
             -self.index,
         )
 
-    def as_json(self) -> dict[str, Any]:
-        return {
+    def as_json(self, states: bool = True) -> dict[str, Any]:
+        """The step as `--json` writes it; `states`: with its partitions' states, where
+        recorded."""
+        out: dict[str, Any] = {
             "step": self.index,
             "label": self.label,
             "kind": self.kind,
@@ -112,6 +129,25 @@ class StepResult:
             "under_min_isr_partitions": self.under_min_isr,
             "notes": self.notes,
         }
+        if states and self.states is not None:
+            out["states"] = {
+                key_name(key): None if view is None else state_json(view)
+                for key, view in sorted(self.states.items())
+            }
+        return out
+
+
+def state_json(view: PartitionView) -> dict[str, Any]:
+    """A partition's state as `--json` shows it: its leader (-1: none), ISR and replicas
+    (and the replicas a reassignment is adding or removing, while it runs)."""
+    out: dict[str, Any] = {
+        "leader": view.leader,
+        "isr": list(view.isr),
+        "replicas": list(view.replicas),
+    }
+    if view.adding or view.removing:
+        out["adding"], out["removing"] = list(view.adding), list(view.removing)
+    return out
 
 
 @dataclass(slots=True)
@@ -164,9 +200,12 @@ def run_plan(
     cluster: str,
     steps: Sequence[Step],
     view: ClusterView | None = None,
+    states: bool = False,
 ) -> PlanRun:
     """The steps applied in order to a copy of `cluster`'s state in `tables`. `view`: the
-    state's `ClusterView` where the caller has built it already (the plan changes it)."""
+    state's `ClusterView` where the caller has built it already (the plan changes it).
+    `states`: record every step's partition states (`StepResult.states`; a cost in
+    memory of one entry per partition a step changes)."""
     started = time.perf_counter()
     if cluster not in {row["cluster"] for row in tables.get("clusters", ())}:
         raise PlanInputError(f"the state holds no cluster {cluster!r}")
@@ -179,7 +218,7 @@ def run_plan(
         if engine_catches_up(settings)
         else (LEADERS if settings.simulate_brokers else PER_REPLICA)
     )
-    runner = _Runner(simulator, view, cluster, catch_up)
+    runner = _Runner(simulator, view, cluster, catch_up, states)
     before = StepResult(
         0,
         "before",
@@ -193,6 +232,7 @@ def run_plan(
         0,
         0,
         0,
+        states=dict(view.partitions) if states else None,
     )
     leaders_before = view.leaders_per_broker()
     results = [runner.step(step) for step in steps]
@@ -212,12 +252,18 @@ def run_plan(
 
 class _Runner:
     def __init__(
-        self, simulator: Simulator, view: ClusterView, cluster: str, catch_up: str
+        self,
+        simulator: Simulator,
+        view: ClusterView,
+        cluster: str,
+        catch_up: str,
+        states: bool = False,
     ) -> None:
         self.simulator = simulator
         self.view = view
         self.cluster = cluster
         self.catch_up = catch_up  # ENGINE | LEADERS | PER_REPLICA
+        self.states = states
         self.sizer = OutputSizer()
         self.sequence = 0
 
@@ -233,6 +279,7 @@ class _Runner:
         notes: list[str] = []
         shut_down: set[int] = set()  # brokers this step asked to shut down
         changed: list[Key] = []  # since the last measure
+        touched: set[Key] = set()  # by the step (when states are recorded)
         applied = False  # a batch since the last measure
 
         def measure() -> None:
@@ -257,6 +304,8 @@ class _Runner:
                 events += len(batch)
                 keys, moved = view.apply(output.upserts, output.deletes)
                 changed.extend(keys)
+                if self.states:
+                    touched.update(keys)
                 applied = True
                 moves += moved
                 sent, sent_bytes = self.sizer.measure(output)
@@ -281,6 +330,7 @@ class _Runner:
             count,
             size,
             notes,
+            {k: view.partitions.get(k) for k in touched} if self.states else None,
         )
 
     # ---- events of an action -----------------------------------------------------------

@@ -117,7 +117,8 @@ def _main(args: argparse.Namespace) -> int:
     view = ClusterView.of_tables(cluster, tables, default_min_isr(plan_settings))
     steps, kind, subject = _steps(args.steps, args.roll_kind, view, cluster)
     decommission = subject if isinstance(subject, Decommission) else None
-    run = run_plan(plan_settings, tables, cluster, steps, view)  # (the view: consumed)
+    # (the view: consumed; the partitions' states per step only for --json)
+    run = run_plan(plan_settings, tables, cluster, steps, view, states=args.json_out is not None)
     proposal: dict[str, Any] | None = None
     if decommission is not None:
         proposal = _decommission_proposal(decommission)

@@ -36,7 +36,7 @@ def document(
         "summary": verdict_text(run),
         "before": run.before.as_json(),
         "steps": [s.as_json() for s in run.steps],
-        "worst_step": None if worst is None else worst.as_json(),
+        "worst_step": None if worst is None else worst.as_json(states=False),
         "leaders_before": {str(b): n for b, n in run.leaders_before.items()},
         "leaders_after": {str(b): n for b, n in run.leaders_after.items()},
         "replicas_after": {str(b): n for b, n in run.replicas_after.items()},

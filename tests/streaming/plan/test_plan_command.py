@@ -67,6 +67,17 @@ def test_a_safe_roll_exits_0_with_its_table_and_json(tmp_path, capsys) -> None:
     ] * 4
     assert doc["proposal"] is None
     assert doc["leaders_before"] == {"1": 1, "2": 1, "3": 1, "4": 1}
+    # per step, the state after it of every partition it changed (before: all of them)
+    assert doc["before"]["states"]["orders-0"] == {
+        "leader": 1, "isr": [1, 2, 3], "replicas": [1, 2, 3]
+    }  # fmt: skip
+    stop_1, start_1 = doc["steps"][:2]
+    assert sorted(stop_1["states"]) == ["orders-0", "orders-2", "orders-3"]  # 1's replicas
+    assert stop_1["states"]["orders-0"] == {"leader": 2, "isr": [2, 3], "replicas": [1, 2, 3]}
+    assert start_1["states"]["orders-0"] == {
+        "leader": 2, "isr": [2, 3, 1], "replicas": [1, 2, 3]
+    }  # fmt: skip
+    assert "states" not in doc["worst_step"]
 
 
 def test_an_unsafe_roll_exits_4_naming_partitions_and_says_none_is_safe(tmp_path, capsys) -> None:
