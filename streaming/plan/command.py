@@ -52,6 +52,8 @@ from streaming.plan.render import document, terminal_text
 SAFE, UNSAFE, BAD_INPUT = 0, 4, 2
 SIMULATE_KEY = "kcsim.simulate.brokers"
 ENGINE_KEY = "kcsim.engine"
+# The engine a live cluster's state implies when neither --engine nor the settings name one.
+ENGINE_OF_STATE = {"metadata-log:": "kraft", "zookeeper:": "zk"}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -68,7 +70,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="roll:B1,B2,... | reassign:FILE (kafka-reassign-partitions JSON) | "
         "decommission:B | a JSON-lines file of events",
     )
-    parser.add_argument("--engine", choices=("zk", "kraft"), help="the controller to simulate")
+    parser.add_argument(
+        "--engine",
+        choices=("zk", "kraft"),
+        help="the controller to simulate (default: the settings' kcsim.engine; for a "
+        "metadata-log: state kraft, for a zookeeper: state zk)",
+    )
     parser.add_argument("--cluster", help="the cluster, where the state holds several")
     parser.add_argument(
         "--roll-kind",
@@ -109,7 +116,7 @@ def main(args: argparse.Namespace) -> int:
 def _main(args: argparse.Namespace) -> int:
     from streaming.plan.sources import read_state
 
-    settings = _with_engine(args.settings, args.engine)
+    settings = _with_engine(args.settings, args)
     state = read_state(args.state, settings, args.cluster)
     cluster = choose_cluster(state.tables, args.cluster)
     tables = cluster_tables(state.tables, cluster)
@@ -157,30 +164,33 @@ def _write(path: Path, text: str) -> None:
 # ---- settings ------------------------------------------------------------------------------
 
 
-def _with_engine(settings: Settings, engine: str | None) -> Settings:
-    """`--engine` as `--set kcsim.engine=...`."""
+def _with_engine(settings: Settings, args: argparse.Namespace) -> Settings:
+    """`--engine` as `--set kcsim.engine=...`. Without either, a live cluster's state
+    picks the engine of its kind (`metadata-log:` a KRaft cluster, `zookeeper:` a
+    ZooKeeper-mode one); a lake or an event log keeps the settings' engine."""
+    engine = args.engine
+    if engine is None and ENGINE_KEY not in _given_keys(args):
+        kinds = ENGINE_OF_STATE.items()
+        engine = next((e for kind, e in kinds if args.state.startswith(kind)), None)
     if engine is None:
         return settings
-    properties = settings.as_properties()
-    if ENGINE_KEY not in properties:
-        if engine == "zk":
-            return settings  # the only engine this build has
-        raise PlanInputError(
-            "--engine kraft: this build of kcsim has no KRaft engine (kcsim.engine is not a "
-            "setting it knows)"
-        )
-    return Settings.from_properties({**properties, ENGINE_KEY: engine})
+    return Settings.from_properties({**settings.as_properties(), ENGINE_KEY: engine})
+
+
+def _given_keys(args: argparse.Namespace) -> set[str]:
+    """The setting keys the command line gives (`--set`, `--config`)."""
+    given = {item.partition("=")[0].strip() for item in getattr(args, "overrides", ())}
+    config = getattr(args, "config", None)
+    if config is not None:
+        given |= set(read_properties(Path(config).read_bytes().decode("latin-1")))
+    return given
 
 
 def _plan_settings(settings: Settings, args: argparse.Namespace) -> Settings:
     """The run's settings, brokers answering by themselves unless the command line says
     otherwise: a plan assumes brokers that work (a restarted replica catches up, a leader
     batches its partitions into one AlterPartition, a StopReplica is answered)."""
-    given = {item.partition("=")[0].strip() for item in getattr(args, "overrides", ())}
-    config = getattr(args, "config", None)
-    if config is not None:
-        given |= set(read_properties(Path(config).read_bytes().decode("latin-1")))
-    if SIMULATE_KEY in given:
+    if SIMULATE_KEY in _given_keys(args):
         return settings
     return dataclasses.replace(settings, simulate_brokers=True)
 
