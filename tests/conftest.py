@@ -1,6 +1,6 @@
-"""Shared fixtures: a real local Kafka broker (tests/support/kafka_broker.py), a real
-ZooKeeper-mode cluster (tests/support/zk_cluster.py) and a real 3-node KRaft cluster
-(tests/support/kraft_cluster.py).
+"""Shared fixtures: a real local Kafka broker (tests/support/clusters/kafka_broker.py), a real
+ZooKeeper-mode cluster (tests/support/clusters/zk_cluster.py) and a real 3-node KRaft cluster
+(tests/support/clusters/kraft_cluster.py).
 
 pytest runs the suite in two processes (pytest-xdist, `-n 2 --dist loadfile` in
 pyproject.toml): each test file goes whole to one process, so a module's fixtures are
@@ -18,9 +18,9 @@ from collections import defaultdict
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tests.support.kafka_broker import kafka_bootstrap  # noqa: F401
-from tests.support.kraft_cluster import kraft_cluster  # noqa: F401
-from tests.support.zk_cluster import zk_cluster, zk_processes  # noqa: F401
+from tests.support.clusters.kafka_broker import kafka_bootstrap  # noqa: F401
+from tests.support.clusters.kraft_cluster import kraft_cluster  # noqa: F401
+from tests.support.clusters.zk_cluster import zk_cluster, zk_processes  # noqa: F401
 
 # helpers, not tests: never collected (their files are not test_*.py either)
 collect_ignore = ["support"]

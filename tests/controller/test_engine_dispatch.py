@@ -226,7 +226,7 @@ def test_a_restart_anywhere_in_the_kraft_corpus_equals_one_run() -> None:
     """What `kcsim run` does on a restart (Simulator.from_tables), at every event. (A
     batch's rows come cluster by cluster: each cluster's in order, the whole as a set.)"""
     from tests.support.corpus import KRAFT
-    from tests.support.lake_tables import canonical
+    from tests.support.spark.lake_tables import canonical
 
     def by_cluster(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
         grouped: dict[str, list[dict[str, Any]]] = {}
@@ -282,7 +282,7 @@ def test_restart_continues_random_sequences_exactly(seed: int) -> None:
     """SPEC-KRAFT §2.3, §19, §25: the oracle's random legal sequences (ELR, ClearElr's stale
     B2E entries, unclean returns, failovers), restarted from the tables at three points,
     give what one uninterrupted run gives."""
-    from tests.support.kraft_sequences import random_sequence
+    from tests.support.kraft.kraft_sequences import random_sequence
 
     sequence = random_sequence(seed)
     settings = Settings.from_properties({"kcsim.engine": "kraft", **sequence.settings})

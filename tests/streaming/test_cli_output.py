@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from streaming.cli import kcsim_version
-from tests.support.job_process import ROOT, job_env
+from tests.support.spark.job_process import ROOT, job_env
 
 EXAMPLES = ROOT / "examples" / "events"
 

@@ -1,5 +1,12 @@
-"""What the tests share: fixtures of real clusters and sessions (imported by
-tests/conftest.py or by the tests that need them), scenario builders and reference
-computations. Nothing here is a test module, so pytest never collects from it; test
-modules import from here, never from each other.
+"""What the tests share, never collected by pytest; test modules import from here, never
+from each other.
+
+* `clusters/`: real Kafka and ZooKeeper clusters (session fixtures, secured and faulty
+  variants);
+* `spark/`: the Spark session fixture, lake comparisons, `kcsim run` as a subprocess, a
+  Spark standalone cluster;
+* `differential/`: kcsim beside real controllers (shadows, chaos drivers, plan checks);
+* `kraft/`: the KRaft engine's scenarios and its differential oracle;
+* here: the corpora, scenario drivers, event generators and reference computations of
+  the pure core's tests.
 """

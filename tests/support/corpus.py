@@ -12,7 +12,7 @@ from controller.config import Settings
 from controller.replay.event_files import read_events
 from controller.simulator import RawEvent, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES
-from tests.support.lake_tables import Rows
+from tests.support.spark.lake_tables import Rows
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
 # SPEC-KRAFT's paths through the KRaft engine: registrations, unfence, fences (the no-op

@@ -6,7 +6,7 @@ from __future__ import annotations
 from controller.kraft import KRaftSettings, QuorumController
 from controller.kraft.partition_change_builder import PartitionChangeBuilder
 from controller.kraft.partition_registration import PartitionRegistration
-from tests.support.kraft_scenario import (
+from tests.support.kraft.kraft_scenario import (
     PCR,
     create,
     epoch,

@@ -12,7 +12,16 @@ from controller.kraft.java_collections import JavaRandom
 from controller.kraft.partition_change_builder import Election, PartitionChangeBuilder
 from controller.kraft.partition_registration import PartitionRegistration
 from controller.kraft.striped_replica_placer import place
-from tests.support.kraft_scenario import create, epoch, fence, make, pcr, records, state, unfence
+from tests.support.kraft.kraft_scenario import (
+    create,
+    epoch,
+    fence,
+    make,
+    pcr,
+    records,
+    state,
+    unfence,
+)
 
 
 def _p(replicas, isr, leader, elr=(), lke=(), lrs=0, removing=(), adding=()):

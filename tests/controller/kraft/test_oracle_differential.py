@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 
 import controller.kraft as kraft
-from tests.support.kraft_oracle import OracleSequence, OracleStep, iter_oracle
-from tests.support.kraft_scenarios import scenarios
-from tests.support.kraft_sequences import random_sequence
+from tests.support.kraft.kraft_oracle import OracleSequence, OracleStep, iter_oracle
+from tests.support.kraft.kraft_scenarios import scenarios
+from tests.support.kraft.kraft_sequences import random_sequence
 
 pytestmark = pytest.mark.oracle
 
@@ -193,7 +193,7 @@ def run_differential(sequences: list[OracleSequence], limit: int = 5) -> list[st
 
 
 def test_every_kraft_scenario_matches_kafka() -> None:
-    """Every controller of every scenario test (tests/support/kraft_scenarios.py records
+    """Every controller of every scenario test (tests/support/kraft/kraft_scenarios.py records
     them), each naming the SPEC-KRAFT section it follows. `kcsim.simulate.brokers` is kcsim's
     own broker model, with no counterpart in Kafka's controller: such a scenario is not one
     the oracle can answer."""

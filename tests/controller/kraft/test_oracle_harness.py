@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.kraft_oracle import OracleStep, run_one
+from tests.support.kraft.kraft_oracle import OracleStep, run_one
 
 pytestmark = pytest.mark.oracle
 

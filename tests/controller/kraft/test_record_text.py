@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from controller.kraft_runner import record_text
-from tests.support.kraft_scenario import create, make
+from tests.support.kraft.kraft_scenario import create, make
 
 
 def _reference(fields: Any) -> str:

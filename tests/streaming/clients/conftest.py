@@ -1,3 +1,3 @@
-"""The TLS broker fixture the security tests share (tests/support/tls_kafka.py)."""
+"""The TLS broker fixture the security tests share (tests/support/clusters/tls_kafka.py)."""
 
-from tests.support.tls_kafka import tls_kafka  # noqa: F401
+from tests.support.clusters.tls_kafka import tls_kafka  # noqa: F401

@@ -27,8 +27,7 @@ from kazoo.security import make_digest_acl
 from streaming.chaos.produce import scenario_records
 from streaming.clients.kafka_config import KafkaClientConfig
 from streaming.local_clusters import kafka_local
-from tests.support.job_process import ROOT, job_env
-from tests.support.security import (
+from tests.support.clusters.security import (
     CORPUS,
     KAFKA_SCAN,
     REFUSED_WITHIN_S,
@@ -36,6 +35,7 @@ from tests.support.security import (
     kcsim,
     unredacted_jaas,
 )
+from tests.support.spark.job_process import ROOT, job_env
 
 pytestmark = [pytest.mark.kafka]
 

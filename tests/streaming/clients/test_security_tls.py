@@ -21,7 +21,7 @@ from kafka import KafkaConsumer
 from streaming.chaos.produce import scenario_records
 from streaming.clients.kafka_config import KafkaClientConfig
 from streaming.local_clusters import kafka_local
-from tests.support.security import (
+from tests.support.clusters.security import (
     CORPUS,
     KAFKA_SCAN,
     REFUSED_WITHIN_S,
@@ -29,7 +29,7 @@ from tests.support.security import (
     kcsim,
     unredacted_jaas,
 )
-from tests.support.tls_kafka import TlsKafka, start_broker
+from tests.support.clusters.tls_kafka import TlsKafka, start_broker
 
 pytestmark = [pytest.mark.kafka]
 

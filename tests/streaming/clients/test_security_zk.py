@@ -29,9 +29,9 @@ from kazoo.security import Permissions
 from streaming.clients.kafka_config import KafkaClientConfig
 from streaming.clients.zookeeper_config import ZooKeeperClientConfig
 from streaming.local_clusters import zk_cluster
-from tests.support.job_process import ROOT, job_env
-from tests.support.security import REFUSED_WITHIN_S, files_holding, kcsim
-from tests.support.tls_kafka import TlsKafka, tls_kafka  # noqa: F401
+from tests.support.clusters.security import REFUSED_WITHIN_S, files_holding, kcsim
+from tests.support.clusters.tls_kafka import TlsKafka, tls_kafka  # noqa: F401
+from tests.support.spark.job_process import ROOT, job_env
 
 pytestmark = [pytest.mark.kafka, pytest.mark.zk]
 

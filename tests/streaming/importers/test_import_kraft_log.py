@@ -19,7 +19,7 @@ import pytest
 from streaming.cli import main
 from streaming.importers.kraft_log_decoder import DecoderError, decoder_command, log_files
 from streaming.jars import kafka_libs_dir
-from tests.support.divergence_classes import EXPECTED_CLASSES, divergence_classes
+from tests.support.differential.divergence_classes import EXPECTED_CLASSES, divergence_classes
 
 ROOT = Path(__file__).resolve().parents[3]
 LOG = ROOT / "tests/data/kraft-4.1.1/__cluster_metadata-0"

@@ -21,8 +21,8 @@ import pytest
 
 from streaming.cli import main
 from streaming.local_clusters import kraft_cluster as cluster
-from tests.support.divergence_classes import divergence_classes
-from tests.support.kraft_cluster import KraftCluster, wait_for
+from tests.support.clusters.kraft_cluster import KraftCluster, wait_for
+from tests.support.differential.divergence_classes import divergence_classes
 
 pytestmark = pytest.mark.kraft
 

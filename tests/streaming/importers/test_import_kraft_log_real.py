@@ -18,8 +18,12 @@ from pathlib import Path
 import pytest
 
 from streaming.cli import main
-from tests.support.divergence_classes import ELR_CLASSES, EXPECTED_CLASSES, divergence_classes
-from tests.support.kraft_cluster import KraftCluster, wait_for
+from tests.support.clusters.kraft_cluster import KraftCluster, wait_for
+from tests.support.differential.divergence_classes import (
+    ELR_CLASSES,
+    EXPECTED_CLASSES,
+    divergence_classes,
+)
 
 pytestmark = pytest.mark.kraft
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from streaming.cli import main
-from tests.support.shadow_process import events as shadow_events
-from tests.support.shadow_process import shadow, wait_for
-from tests.support.zk_log_scenario import copy_logs, run_scenario
+from tests.support.differential.shadow_process import events as shadow_events
+from tests.support.differential.shadow_process import shadow, wait_for
+from tests.support.differential.zk_log_scenario import copy_logs, run_scenario
 
 pytestmark = pytest.mark.zk
 

@@ -5,7 +5,7 @@ partitions and brokers; the replay of the import reports no divergence.
 
 The logs are the engine's own records (it is checked against Kafka's control managers by
 the oracle, tests/oracle/) for the seeded random sequences of the differential test
-(`tests/support/kraft_sequences.py`: registrations, fences, controlled shutdowns,
+(`tests/support/kraft/kraft_sequences.py`: registrations, fences, controlled shutdowns,
 unfences, AlterPartitions, elections of every kind, reassignments and cancels, config and
 feature changes, ELR and the last known leader), written in Kafka's decoder form: names
 in upper snake case, `topicId` for the topic. Kafka's raft layer packs several operations
@@ -31,7 +31,7 @@ from controller.kraft.settings import KRaftSettings
 from streaming.cli import main
 from streaming.importers.kraft_log_decoder import Record
 from streaming.importers.kraft_log_model import KraftLogModel
-from tests.support.kraft_sequences import random_sequence
+from tests.support.kraft.kraft_sequences import random_sequence
 
 SEEDS = range(40)
 

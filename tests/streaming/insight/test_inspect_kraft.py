@@ -2,7 +2,7 @@
 the broker statuses (live, fenced, shutting_down), and each partition's ELR, last known
 ELR and leader recovery state (SPEC-KRAFT §4), now, as of every batch, and change by
 change. The lake is the KRaft corpus written batch by batch with delta-rs
-(tests/support/native_lake.py), read without Spark; the expected text comes from the core
+(tests/support/spark/native_lake.py), read without Spark; the expected text comes from the core
 driven over the same batches."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from streaming.insight.state import native_state, write_state
 from streaming.lake.local_reader import LakeReader
 from streaming.lake.tables import parse_tag
 from tests.support.corpus import CORPUS, KRAFT, KRAFT_CORPUS
-from tests.support.native_lake import write_lake
+from tests.support.spark.native_lake import write_lake
 
 BATCH = 9  # events a batch
 

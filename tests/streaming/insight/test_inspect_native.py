@@ -16,8 +16,8 @@ import pyarrow as pa
 import pytest
 
 from streaming.lake.local_reader import LakeReader, local_root, matching
-from tests.support.job_process import ROOT, job_env
-from tests.support.spark_session import spark  # noqa: F401  (the session-scoped fixture)
+from tests.support.spark.job_process import ROOT, job_env
+from tests.support.spark.spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
 KEY = ["cluster", "topic", "partition"]
 

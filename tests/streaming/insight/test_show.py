@@ -1,7 +1,7 @@
 """Reading results without Python: `kcsim show TABLE` (every result table, as a table or
 JSON lines, filtered by cluster, topic, partition and event time), `kcsim state`'s result
 counts and Kafka's describe views, and `kcsim history` event by event from
-`state_changes`. The lakes are written without Spark (tests/support/native_lake.py) from
+`state_changes`. The lakes are written without Spark (tests/support/spark/native_lake.py) from
 the README's examples and the KRaft corpus; what the commands print is checked against
 the core's own rows for the same batches."""
 
@@ -19,7 +19,7 @@ from controller.simulator import Simulator
 from schemas import APPEND_TABLES
 from streaming.cli import main
 from tests.support.corpus import KRAFT, KRAFT_CORPUS
-from tests.support.native_lake import write_lake
+from tests.support.spark.native_lake import write_lake
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 Rows = dict[str, list[dict[str, Any]]]
@@ -296,7 +296,7 @@ def test_the_readers_start_no_spark_nor_pandas(lake: Path) -> None:
     import subprocess
     import sys
 
-    from tests.support.job_process import ROOT, job_env
+    from tests.support.spark.job_process import ROOT, job_env
 
     code = (
         "import io, sys, contextlib\n"

@@ -39,9 +39,9 @@ from streaming.chaos.produce import (
 )
 from streaming.job.request_sink import rebuild_requests
 from streaming.local_clusters import kafka_local
-from tests.support.job_process import ROOT, JobProcess, job_env
-from tests.support.lake_tables import Rows, assert_same_tables, canonical, lake_rows
-from tests.support.spark_session import spark  # noqa: F401  (the session-scoped fixture)
+from tests.support.spark.job_process import ROOT, JobProcess, job_env
+from tests.support.spark.lake_tables import Rows, assert_same_tables, canonical, lake_rows
+from tests.support.spark.spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 

@@ -54,10 +54,10 @@ from streaming.job.request_sink import (
     rebuild_requests,
 )
 from streaming.local_clusters import kafka_local
-from tests.support.job_process import ROOT, JobProcess, job_env
-from tests.support.kafka_broker import alter_configs, create_topic
-from tests.support.lake_tables import canonical, lake_rows
-from tests.support.spark_session import spark  # noqa: F401  (the session-scoped fixture)
+from tests.support.clusters.kafka_broker import alter_configs, create_topic
+from tests.support.spark.job_process import ROOT, JobProcess, job_env
+from tests.support.spark.lake_tables import canonical, lake_rows
+from tests.support.spark.spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
 SMALL_MESSAGE_BYTES = 64 * 1024
 PARTITIONS = 1500  # an UpdateMetadata of them all is ~6x SMALL_MESSAGE_BYTES as JSON

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from controller.config import Settings
-from tests.support.job_process import ROOT, job_env
+from tests.support.spark.job_process import ROOT, job_env
 
 
 def kcsim_run(

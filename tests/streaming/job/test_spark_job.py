@@ -36,9 +36,9 @@ from tests.support.corpus import (
     replay_rows,
     simulate,
 )
-from tests.support.job_process import JobProcess
-from tests.support.lake_tables import Rows, assert_same_tables, canonical, lake_rows
-from tests.support.spark_session import spark  # noqa: F401  (the session-scoped fixture)
+from tests.support.spark.job_process import JobProcess
+from tests.support.spark.lake_tables import Rows, assert_same_tables, canonical, lake_rows
+from tests.support.spark.spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
 pytestmark = pytest.mark.spark
 

@@ -1,5 +1,5 @@
-"""`kcsim run --fleet` on a real Spark standalone cluster: a master and
-two workers (tests/support/standalone_cluster.py) whose executors' Python cannot import kcsim, so
+"""`kcsim run --fleet` on a real Spark standalone cluster: a master and two workers
+(tests/support/spark/standalone_cluster.py) whose executors' Python cannot import kcsim, so
 the core reaches them only in the zip the job ships (`streaming.job.ship_core`).
 
 The expected rows are `kcsim replay`'s: the core applying the whole stream in one process
@@ -22,10 +22,10 @@ import pytest
 
 from streaming.local_clusters.processes import free_port
 from tests.support.corpus import copy_corpus, replay_rows
-from tests.support.job_process import ROOT, JobProcess, job_env
-from tests.support.lake_tables import assert_same_tables, lake_rows
-from tests.support.spark_session import spark  # noqa: F401  (the session-scoped fixture)
-from tests.support.standalone_cluster import Standalone, standalone_cluster  # noqa: F401
+from tests.support.spark.job_process import ROOT, JobProcess, job_env
+from tests.support.spark.lake_tables import assert_same_tables, lake_rows
+from tests.support.spark.spark_session import spark  # noqa: F401  (the session-scoped fixture)
+from tests.support.spark.standalone_cluster import Standalone, standalone_cluster  # noqa: F401
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -52,7 +52,7 @@ def test_executors_import_the_core_only_from_the_shipped_zip(
     the zip: what makes the fleet tests below prove the shipping."""
     probe = subprocess.run(
         [
-            sys.executable, str(ROOT / "tests" / "support" / "executor_probe.py"),
+            sys.executable, str(ROOT / "tests" / "support" / "spark" / "executor_probe.py"),
             standalone_cluster.url, str(standalone_cluster.python), str(tmp_path),
         ],
         capture_output=True, text=True, env=job_env(), cwd=ROOT, timeout=JOB_TIMEOUT_S,

@@ -23,7 +23,7 @@ from controller.replay.event_files import read_events
 from controller.simulator import BatchOutput, Simulator
 from schemas import APPEND_TABLES
 from streaming.lake import delta_append
-from tests.support.spark_session import spark  # noqa: F401  (the session-scoped fixture)
+from tests.support.spark.spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
 pytestmark = pytest.mark.spark
 

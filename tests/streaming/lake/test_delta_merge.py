@@ -25,7 +25,7 @@ from controller.simulator import BatchOutput, RawEvent, Simulator
 from schemas import STATE_TABLES
 from streaming.chaos.generator import ChaosGenerator
 from streaming.lake import delta_files, delta_merge
-from tests.support.spark_session import spark  # noqa: F401  (the session-scoped fixture)
+from tests.support.spark.spark_session import spark  # noqa: F401  (the session-scoped fixture)
 
 pytestmark = pytest.mark.spark
 

@@ -19,7 +19,7 @@ import pytest
 from streaming.local_clusters import kafka_local
 from streaming.local_clusters import zk_cluster as cluster
 from streaming.local_clusters.processes import LocalClusterError, is_running, port_free
-from tests.support.zk_cluster import ZkCluster, create_topic, unique_topic, wait_for
+from tests.support.clusters.zk_cluster import ZkCluster, create_topic, unique_topic, wait_for
 
 ROOT = Path(__file__).resolve().parents[3]
 # Kafka's log4j layout, "[%d] %p %m (%c)%n", which the log importer parses

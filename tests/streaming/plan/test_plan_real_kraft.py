@@ -30,10 +30,10 @@ from typing import Any
 import pytest
 
 from streaming.cli import main
-from tests.support.kraft_cluster import KraftCluster, wait_for
-from tests.support.plan_reality import Topics, checked, observed, reassignment_file
-from tests.support.shadow_process import events, kraft_shadow
-from tests.support.zk_cluster import unique_topic
+from tests.support.clusters.kraft_cluster import KraftCluster, wait_for
+from tests.support.clusters.zk_cluster import unique_topic
+from tests.support.differential.plan_reality import Topics, checked, observed, reassignment_file
+from tests.support.differential.shadow_process import events, kraft_shadow
 
 pytestmark = [pytest.mark.kraft, pytest.mark.slow]
 

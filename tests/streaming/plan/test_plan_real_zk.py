@@ -21,15 +21,15 @@ import pytest
 from kafka import TopicPartition
 
 from streaming.cli import main
-from tests.support.differential import (
+from tests.support.clusters.zk_cluster import ZkCluster, create_topic, unique_topic, wait_for
+from tests.support.differential.differential import (
     ShadowRecording,
     admin,
     delete_topics,
     wait_left,
     wait_settled,
 )
-from tests.support.plan_reality import checked, reassignment_file
-from tests.support.zk_cluster import ZkCluster, create_topic, unique_topic, wait_for
+from tests.support.differential.plan_reality import checked, reassignment_file
 
 pytestmark = [pytest.mark.zk, pytest.mark.slow]
 

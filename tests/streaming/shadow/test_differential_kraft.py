@@ -14,7 +14,7 @@ shadow; each test checks that every segment there at its start was gone by its e
    controller's periodic unclean-election task elects a replica from outside the ISR;
    §13 a `min.insync.replicas` change; §18 the active controller killed and restarted;
    §8 a broker killed and back; §9 a controlled shutdown; §12 a reassignment).
-2. A seeded chaos run of 100 operations (`tests/support/kraft_chaos.py`;
+2. A seeded chaos run of 100 operations (`tests/support/differential/kraft_chaos.py`;
    `KCSIM_KRAFT_CHAOS_SEED=N` runs another seed).
 """
 
@@ -34,9 +34,9 @@ import pytest
 from streaming.cli import main
 from streaming.local_clusters import kraft_cluster as cluster
 from streaming.shadow.metadata_log_tail import segments, snapshots
-from tests.support.kraft_chaos import KraftChaos
-from tests.support.kraft_cluster import KraftCluster, wait_for
-from tests.support.shadow_process import events, kraft_shadow
+from tests.support.clusters.kraft_cluster import KraftCluster, wait_for
+from tests.support.differential.kraft_chaos import KraftChaos
+from tests.support.differential.shadow_process import events, kraft_shadow
 
 pytestmark = [pytest.mark.kraft, pytest.mark.slow]
 

@@ -25,7 +25,9 @@ from deltalake import DeltaTable
 from kafka import TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions
 
-from tests.support.differential import (
+from tests.support.clusters.tcp_relay import ZkRelay, expire_session
+from tests.support.clusters.zk_cluster import ZkCluster, create_topic, unique_topic, wait_for
+from tests.support.differential.differential import (
     ShadowRecording,
     admin,
     assignment_of,
@@ -37,10 +39,8 @@ from tests.support.differential import (
     wait_settled,
     write_topic_znode,
 )
-from tests.support.job_process import JobProcess
-from tests.support.lake_tables import canonical
-from tests.support.tcp_relay import ZkRelay, expire_session
-from tests.support.zk_cluster import ZkCluster, create_topic, unique_topic, wait_for
+from tests.support.spark.job_process import JobProcess
+from tests.support.spark.lake_tables import canonical
 
 pytestmark = pytest.mark.zk
 

@@ -29,8 +29,8 @@ from streaming.clients.message_size import broker_message_max_bytes, topic_max_m
 from streaming.local_clusters import kafka_local
 from streaming.local_clusters.processes import read_pid
 from streaming.shadow.kafka_output import KafkaOutput, OutputError, record_bytes
-from tests.support.kafka_broker import alter_configs, create_topic
-from tests.support.planted_cluster import plant_topic, planted
+from tests.support.clusters.kafka_broker import alter_configs, create_topic
+from tests.support.clusters.planted_cluster import plant_topic, planted
 
 pytestmark = pytest.mark.kafka
 ROOT = Path(__file__).resolve().parents[3]

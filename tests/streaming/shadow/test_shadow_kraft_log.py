@@ -35,7 +35,7 @@ from streaming.shadow.kraft_shadow import (
 )
 from streaming.shadow.metadata_log_tail import LogTail, TailError
 from streaming.shadow.outputs import open_output
-from tests.support.shadow_process import kraft_shadow
+from tests.support.differential.shadow_process import kraft_shadow
 
 ROOT = Path(__file__).resolve().parents[3]
 LOG = ROOT / "tests/data/kraft-4.1.1/__cluster_metadata-0"

@@ -22,8 +22,8 @@ import pytest
 from kafka import KafkaConsumer
 
 from streaming.cli import main
-from tests.support.kraft_cluster import KraftCluster, wait_for
-from tests.support.shadow_process import events, kraft_shadow
+from tests.support.clusters.kraft_cluster import KraftCluster, wait_for
+from tests.support.differential.shadow_process import events, kraft_shadow
 
 pytestmark = [pytest.mark.kraft, pytest.mark.slow]
 

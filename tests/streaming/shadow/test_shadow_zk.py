@@ -28,8 +28,8 @@ from controller.replay.command import replay
 from streaming.shadow.command import Shadow
 from streaming.shadow.model import Event
 from streaming.shadow.outputs import FileOutput, open_output
-from tests.support.planted_cluster import plant_topic, planted
-from tests.support.shadow_process import DEADLINE_S, events, shadow, wait_for
+from tests.support.clusters.planted_cluster import plant_topic, planted
+from tests.support.differential.shadow_process import DEADLINE_S, events, shadow, wait_for
 
 pytestmark = pytest.mark.zk
 ROOT = Path(__file__).resolve().parents[3]

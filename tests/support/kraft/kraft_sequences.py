@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.kraft import KRaftRejection, KRaftSettings, QuorumController
-from tests.support.kraft_oracle import OracleSequence
+from tests.support.kraft.kraft_oracle import OracleSequence
 
 Event = dict[str, Any]
 

@@ -27,9 +27,9 @@ from controller.config import Settings
 from controller.replay.command import replay
 from streaming.shadow.model import ShadowModel
 from streaming.shadow.znode_reader import Reader
-from tests.support.zk_cluster import ZkCluster, wait_for
+from tests.support.clusters.zk_cluster import ZkCluster, wait_for
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CLUSTER = "real"
 # The shadow's quiet window before it writes an event. A controller slowed by a loaded
 # machine (the suite runs in two processes on two cores) can take longer than 300 ms

@@ -18,7 +18,7 @@ from types import TracebackType
 
 from kazoo.client import KazooClient
 
-from tests.support.zk_cluster import wait_for
+from tests.support.clusters.zk_cluster import wait_for
 
 Session = tuple[int, bytes]
 

@@ -4,7 +4,7 @@
 Every scenario test under tests/controller/kraft/ (the `test_kraft_*.py` files but the
 stateful property test) drives one or more `QuorumController`s with events and asserts on
 what they write. `scenarios()` runs those test files in a child pytest with this module
-loaded as a plugin (`-p tests.support.kraft_scenarios`); the plugin records, for each
+loaded as a plugin (`-p tests.support.kraft.kraft_scenarios`); the plugin records, for each
 controller a test builds, its settings and every event applied to it, in order, with the
 test's id and the SPEC-KRAFT section its docstring (or name) follows. The differential test
 then replays each recorded list through Kafka's own control managers and compares record by
@@ -31,10 +31,10 @@ from typing import Any
 
 import pytest
 
-from tests.support.kraft_oracle import OracleSequence
+from tests.support.kraft.kraft_oracle import OracleSequence
 
 OUTPUT_ENV = "KCSIM_KRAFT_SCENARIO_RECORD"
-SCENARIO_DIR = Path(__file__).resolve().parents[1] / "controller" / "kraft"
+SCENARIO_DIR = Path(__file__).resolve().parents[2] / "controller" / "kraft"
 # Not scenario tests: random sequences (the generator covers them) and the oracle's own tests.
 NOT_SCENARIOS = frozenset({"test_kraft_stateful.py"})
 _SECTION = re.compile(r"§\s*(\d+(?:\.\d+)*)")
@@ -85,7 +85,7 @@ def scenarios() -> list[KRaftScenario]:
                 "pytest",
                 "-q",
                 "-p",
-                "tests.support.kraft_scenarios",
+                "tests.support.kraft.kraft_scenarios",
                 "-p",
                 "no:cacheprovider",
                 "-m",

@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions
 
-from tests.support.kraft_cluster import KraftCluster, Partition, wait_for
+from tests.support.clusters.kraft_cluster import KraftCluster, Partition, wait_for
 
 MAX_PARTITIONS = 6
 _T = TypeVar("_T")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.support.job_process import ROOT
+from tests.support.spark.job_process import ROOT
 
 DEADLINE_S = 90
 

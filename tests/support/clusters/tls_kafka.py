@@ -11,7 +11,7 @@ import pytest
 
 from streaming.local_clusters import kafka_local
 from streaming.local_clusters.tls import ensure_tls
-from tests.support.security import (
+from tests.support.clusters.security import (
     kcsim,
 )
 

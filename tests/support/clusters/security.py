@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.support.job_process import ROOT, job_env
+from tests.support.spark.job_process import ROOT, job_env
 
 CORPUS = ROOT / "tests" / "data" / "corpus"
 

@@ -11,7 +11,7 @@ from typing import NamedTuple
 from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient, NewPartitions
 
-from tests.support.zk_cluster import ZkCluster, create_topic, unique_topic, wait_for
+from tests.support.clusters.zk_cluster import ZkCluster, create_topic, unique_topic, wait_for
 
 
 class ScenarioRun(NamedTuple):

@@ -1,7 +1,7 @@
 """Run as a script by tests/streaming/job/test_standalone.py: where an executor's Python finds
 `controller`, before and after the driver ships the core (`streaming.job.ship_core`).
 
-    python tests/support/executor_probe.py MASTER_URL EXECUTOR_PYTHON DIR
+    python tests/support/spark/executor_probe.py MASTER_URL EXECUTOR_PYTHON DIR
 
 Prints one JSON object: {"before": <the executor's import error, or the module's file>,
 "after": <the same, once the zip is added>, "zip": <the zip's path on the driver>}.

@@ -1,0 +1,2 @@
+"""Real Kafka and ZooKeeper clusters for the tests: session fixtures, and secured or
+faulty variants."""

@@ -1,0 +1,2 @@
+"""kcsim beside real controllers: shadows, chaos drivers, and what kcsim and the real
+cluster disagree on."""
