@@ -1,7 +1,7 @@
 """A Spark standalone cluster on this machine: a master and workers, the classes the
 pyspark package ships (`bin/spark-class ...deploy.master.Master` / `...worker.Worker`).
 
-For the tests and `benchmarks/bench_fleet.py`: everything on 127.0.0.1, free ports, small
+For the tests and `benchmarks/synthetic/bench_fleet.py`: everything on 127.0.0.1, free ports, small
 JVMs, work directories under one directory. Each daemon is a child process of the caller
 in its own process group, so a worker and the executors it forks are stopped (or killed,
 to test a lost worker) together. Readiness is read from the master's web UI (`/json/`),

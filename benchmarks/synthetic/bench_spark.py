@@ -2,8 +2,9 @@
 
 Run by hand (not a test):
 
-    python benchmarks/bench_spark.py --partitions 100000 --batches 1000 10000 100000
-    python benchmarks/bench_spark.py --clusters 50 --partitions 2000 --batches 1000 1000 1000
+    python benchmarks/synthetic/bench_spark.py --partitions 100000 --batches 1000 10000 100000
+    python benchmarks/synthetic/bench_spark.py --clusters 50 --partitions 2000 \\
+        --batches 1000 1000 1000
 
 With `--clusters N` the lake holds a fleet of N such clusters and batch i goes to cluster
 i mod N, which shows what a batch costs when it touches one cluster of many.

@@ -2,7 +2,7 @@
 
 Run by hand (not a test):
 
-    python benchmarks/bench_kafka.py --rates 50,200,1000 --phase-seconds 30
+    python benchmarks/live/bench_kafka.py --rates 50,200,1000 --phase-seconds 30
 
 Starts a local broker (or uses `--bootstrap`), starts the streaming job as a subprocess
 reading one fresh topic into a fresh lake, then for each rate produces seeded chaos
@@ -45,7 +45,7 @@ from urllib.parse import unquote
 
 import pyarrow.parquet as pq
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 from controller.config import Settings  # noqa: E402
 from streaming.chaos.generator import ChaosGenerator, ClusterSpec  # noqa: E402

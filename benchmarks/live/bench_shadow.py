@@ -5,7 +5,7 @@ RF 3, one state znode each) under a fresh chroot of the ZooKeeper given, runs
 `kcsim shadow --once` on that chroot, prints the figures and removes the chroot. Run by
 hand, e.g. against the ZooKeeper of `kcsim kafka-local start --zk`:
 
-    python benchmarks/bench_shadow.py --zookeeper 127.0.0.1:PORT --partitions 10000
+    python benchmarks/live/bench_shadow.py --zookeeper 127.0.0.1:PORT --partitions 10000
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from kazoo.client import KazooClient
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PER_TOPIC = 100
 
 

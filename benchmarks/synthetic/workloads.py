@@ -2,7 +2,7 @@
 its creation), and the event lists of the scenarios they time.
 
 Run a benchmark from the repository root with kcsim importable (`pip install -e .`, or
-`PYTHONPATH=$PWD`): `python benchmarks/bench_core.py ...`. Python puts the script's own
+`PYTHONPATH=$PWD`): `python benchmarks/synthetic/bench_core.py ...`. Python puts the script's own
 folder first on sys.path, so each benchmark imports this module as `workloads`."""
 
 from __future__ import annotations

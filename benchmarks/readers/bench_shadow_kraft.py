@@ -1,7 +1,7 @@
 """`kcsim shadow --metadata-log --once` on a large KRaft cluster's log: time, peak memory,
 and the saved state's size and save time.
 
-The log is written with Kafka 4.1.1's own classes (`benchmarks/KraftLogGenerator.java`,
+The log is written with Kafka 4.1.1's own classes (`benchmarks/readers/KraftLogGenerator.java`,
 MetadataRecordSerde and MemoryRecords, as a controller's log holds them): three brokers,
 topics of 100 partitions up to --partitions, then --changes PartitionChangeRecords (ISR
 shrinks and expansions). The shadow runs in a child process as `--once` runs it (the tail
@@ -12,8 +12,8 @@ the wall and CPU time, the peak RSS of the Python process and of the tail JVM, t
 written; then, of the model the read left, `to_json` + the atomic write (what every
 save costs), the state file's size, and the load (`json` + `from_json`) of a restart.
 
-    python benchmarks/bench_shadow_kraft.py --partitions 10000 --dir /tmp/kcsim-bench-shadow
-    python benchmarks/bench_shadow_kraft.py --partitions 100000 --dir /tmp/kcsim-bench-shadow
+    python benchmarks/readers/bench_shadow_kraft.py --partitions 10000 --dir /tmp/kcsim-bench-shadow
+    python benchmarks/readers/bench_shadow_kraft.py --partitions 100000 --dir /tmp/kcsim-bench
 
 `--real`: the log of a real single-node KRaft cluster (`kcsim kafka-local start --nodes 1`
 in --dir, started if not up, stopped at the end) whose topics of 100 partitions (one
@@ -22,7 +22,8 @@ replica) are created in bulk through kafka-python's admin client up to --partiti
 included, timed with its children's CPU and peak RSS (the largest of the shadow and its
 JVM, as getrusage reports children).
 
-    python benchmarks/bench_shadow_kraft.py --real --partitions 100000 --dir /tmp/kcsim-bench-real
+    python benchmarks/readers/bench_shadow_kraft.py --real --partitions 100000 \\
+        --dir /tmp/kcsim-bench-real
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 from streaming.jars import kafka_libs_dir  # noqa: E402
 
@@ -76,7 +77,7 @@ print("state", state.stat().st_size, min(saves), min(loads), min(save_cpus))
 
 
 def generate(directory: Path, records: int, partitions: int) -> None:
-    generator = ROOT / "benchmarks" / "KraftLogGenerator.java"
+    generator = ROOT / "benchmarks" / "readers" / "KraftLogGenerator.java"
     subprocess.run(
         ["java", "-Xmx256m", "-XX:+UseSerialGC", "-cp", str(kafka_libs_dir() / "*"),
          str(generator), str(directory), str(records), str(partitions)],

@@ -2,8 +2,8 @@
 search on, and a decommission proposal, on a synthetic cluster.
 
 Run by hand (not a test), one scenario per process so each peak RSS is its own:
-    python benchmarks/bench_plan.py --brokers 100 --partitions 100000 --scenario roll
-    python benchmarks/bench_plan.py ... --scenario roll --engine kraft
+    python benchmarks/synthetic/bench_plan.py --brokers 100 --partitions 100000 --scenario roll
+    python benchmarks/synthetic/bench_plan.py ... --scenario roll --engine kraft
 
 Under kraft the same cluster is built through the kraft engine (brokers registered, topics
 created with the same assignments), outside the timed part, as the zk tables are.

@@ -2,8 +2,8 @@
 
 Run by hand (not a test):
 
-    python benchmarks/bench_fleet.py --clusters 200 --partitions 5000
-    python benchmarks/bench_fleet.py --clusters 20 --partitions 500 --targets local 1
+    python benchmarks/synthetic/bench_fleet.py --clusters 200 --partitions 5000
+    python benchmarks/synthetic/bench_fleet.py --clusters 20 --partitions 500 --targets local 1
 
 A lake is seeded once (through the job's own Delta writer) with `--clusters` clusters of
 `--partitions` partitions each (all online, RF 3, `--brokers` brokers), and event files
@@ -33,7 +33,7 @@ from workloads import fleet_rows, isr_events
 
 from controller.simulator import BatchOutput
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 BATCH_LINE = re.compile(r"^batch (\d+): (\d+) events, (\d+) clusters, .* (\d+\.\d+) s \((.*)\)")
 

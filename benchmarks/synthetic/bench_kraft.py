@@ -2,8 +2,8 @@
 
 Run by hand (not a test):
 
-    python benchmarks/bench_kraft.py                                # 25k and 100k, both engines
-    python benchmarks/bench_kraft.py --sizes 1000000 --workloads rolling_restart elr_storm
+    python benchmarks/synthetic/bench_kraft.py     # 25k and 100k, both engines
+    python benchmarks/synthetic/bench_kraft.py --sizes 1000000 --workloads rolling_restart elr_storm
 
 Each (engine, size) runs in a fresh process: a cluster of `--brokers` brokers (300 at every
 size, as bench_scale.py) and `size` partitions, RF 3, `min.insync.replicas` 2, every

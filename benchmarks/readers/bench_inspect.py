@@ -5,9 +5,10 @@ as a user runs it.
 Run by hand (not a test), on a lake `kcsim run` wrote, e.g.
 
     kcsim run --source file:examples/events --lake /tmp/x --once
-    python benchmarks/bench_inspect.py --lake /tmp/x --topic orders --partition 0
-    python benchmarks/bench_spark.py --partitions 100000 --batches 1000 10000 --skip-core \\
-        --dir /tmp/big   # then: --lake /tmp/big/lake --cluster bench --topic topic-00000 ...
+    python benchmarks/readers/bench_inspect.py --lake /tmp/x --topic orders --partition 0
+    python benchmarks/synthetic/bench_spark.py --partitions 100000 --batches 1000 10000 \\
+        --skip-core --dir /tmp/big
+    # then: --lake /tmp/big/lake --cluster bench --topic topic-00000 ...
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # the commands' Spark path, as they run it for a lake they do not read natively
 SPARK_STATE = """

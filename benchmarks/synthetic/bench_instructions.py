@@ -2,9 +2,9 @@
 
 Run by hand (not a test; needs valgrind, `apt-get install valgrind`):
 
-    python benchmarks/bench_instructions.py                     # this tree
-    python benchmarks/bench_instructions.py --tree /tmp/before  # and another, side by side
-    python benchmarks/bench_instructions.py --without writing state_changes health
+    python benchmarks/synthetic/bench_instructions.py                     # this tree
+    python benchmarks/synthetic/bench_instructions.py --tree /tmp/before  # and another
+    python benchmarks/synthetic/bench_instructions.py --without writing state_changes health
 
 Wall and CPU time on a shared 2-core machine drift by a third between runs of the same
 code, so a change worth a few percent cannot be seen in them. The number of instructions a
@@ -41,7 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 from workloads import workload  # noqa: E402
 

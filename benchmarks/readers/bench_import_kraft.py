@@ -1,6 +1,6 @@
 """`kcsim import kraft-log` speed and memory on a 1M-record KRaft metadata log.
 
-The log is written with Kafka 4.1.1's own classes (`benchmarks/KraftLogGenerator.java`,
+The log is written with Kafka 4.1.1's own classes (`benchmarks/readers/KraftLogGenerator.java`,
 run by `java` from `.kafka/libs`): three brokers, topics of 100 partitions, then
 PartitionChangeRecords (ISR shrinks and expansions) up to --records. Measured apart:
 
@@ -8,7 +8,7 @@ PartitionChangeRecords (ISR shrinks and expansions) up to --records. Measured ap
 * the whole import (decoder JVM + the Python mapping, events written to a file), with the
   importer's peak RSS and the decoder JVM's peak RSS.
 
-    python benchmarks/bench_import_kraft.py --records 1000000 --dir /tmp/kcsim-bench-kraft
+    python benchmarks/readers/bench_import_kraft.py --records 1000000 --dir /tmp/kcsim-bench-kraft
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 from streaming.importers.kraft_log_decoder import decoder_command, log_files  # noqa: E402
 from streaming.jars import kafka_libs_dir  # noqa: E402
@@ -40,7 +40,7 @@ print(status, took, own, jvm)
 
 
 def generate(directory: Path, records: int, partitions: int) -> None:
-    generator = ROOT / "benchmarks" / "KraftLogGenerator.java"
+    generator = ROOT / "benchmarks" / "readers" / "KraftLogGenerator.java"
     subprocess.run(
         ["java", "-Xmx256m", "-XX:+UseSerialGC", "-cp", str(kafka_libs_dir() / "*"),
          str(generator), str(directory), str(records), str(partitions)],

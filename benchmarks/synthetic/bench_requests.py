@@ -1,7 +1,7 @@
 """Request output size: `kcsim replay` of a rolling restart of a large cluster.
 
 Run by hand (not a test):
-    python benchmarks/bench_requests.py --brokers 100 --partitions 100000
+    python benchmarks/synthetic/bench_requests.py --brokers 100 --partitions 100000
 
 Writes an event log that starts `--brokers` brokers, creates `--partitions` partitions
 (topics of 1,000, replication factor 3) and restarts every broker in turn (controlled
@@ -34,7 +34,7 @@ from typing import BinaryIO
 import zstandard
 from workloads import workload
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PARTITIONS_PER_TOPIC = 1000
 REQUEST_TABLES = ("controller_requests", "request_payloads")
 

@@ -1,6 +1,6 @@
 """`kcsim report` generation time for 10k, 100k and 1M events.
 
-Run by hand (not a test):  python benchmarks/bench_report.py [--sizes 10000 100000 1000000]
+Run by hand (not a test):  python benchmarks/readers/bench_report.py [--sizes 10000 100000 1000000]
 
 Per size: the chaos generator's events (`kcsim produce --chaos` logic, seed 7, its default
 cluster of 5 brokers and 4 x 6 partitions) are written to a file and replayed through the
@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 from controller.config import Settings  # noqa: E402
 from controller.replay.command import replay  # noqa: E402

@@ -5,7 +5,7 @@ controller's own "[Controller id=N epoch=E]" state lines and the brokers' lines 
 them), repeated with shifting times until it reaches --size-mb; a controller.log elects
 the controller first. Prints lines/s, MB/s and the importer's peak RSS.
 
-    python benchmarks/bench_import.py --size-mb 1024 --dir /tmp/kcsim-bench-import
+    python benchmarks/readers/bench_import.py --size-mb 1024 --dir /tmp/kcsim-bench-import
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "tests/data/zk-logs-3.7.1/broker-3/state-change.log.gz"
 ELECTED = (
     "[2026-01-01 00:00:00,000] INFO [Controller id=3] 3 successfully elected as the controller."

@@ -2,7 +2,7 @@
 
 Run by hand (not a test):
 
-    python benchmarks/bench_zk_cluster.py [--brokers 3] [--rounds 2] [--jvm-flags "..."]
+    python benchmarks/live/bench_zk_cluster.py [--brokers 3] [--rounds 2] [--jvm-flags "..."]
 
 Starts a cluster in a temp dir, then prints: the time `start` takes to return (every
 broker registered and started up), each JVM's resident memory (VmRSS) once all are up

@@ -1,6 +1,8 @@
 """Core benchmark: synthetic clusters and workloads through `Simulator.apply`.
 
-Run by hand (not a test):  python benchmarks/bench_core.py --brokers 300 --partitions 1000000
+Run by hand (not a test):
+
+    python benchmarks/synthetic/bench_core.py --brokers 300 --partitions 1000000
 
 A cluster is built from synthetic state-table rows (`Simulator.from_tables`, the same path
 a restart takes), every partition online with leader = preferred replica. Each workload is

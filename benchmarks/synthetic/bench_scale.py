@@ -2,9 +2,9 @@
 
 Run by hand (not a test):
 
-    python benchmarks/bench_scale.py                       # 25k, 100k and 1M partitions
-    python benchmarks/bench_scale.py --sizes 25000 100000  # the small ones only
-    python benchmarks/bench_scale.py --sizes 25000 --replay 100000 1000000  # + kcsim replay
+    python benchmarks/synthetic/bench_scale.py                       # 25k, 100k and 1M partitions
+    python benchmarks/synthetic/bench_scale.py --sizes 25000 100000  # the small ones only
+    python benchmarks/synthetic/bench_scale.py --sizes 25000 --replay 100000 1000000  # replay
 
 Every size has the same number of brokers (`--brokers`, 300): a broker then holds a fixed
 share of the replicas, so every workload below touches a fixed share of the cluster and its

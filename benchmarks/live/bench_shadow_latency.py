@@ -10,7 +10,7 @@ event's row is there (its divergences, if any, are committed in the same batch).
 broker is restarted, and applied, before the next kill. Prints p50/p95 of kill → Delta
 and of znode gone → Delta. Run by hand:
 
-    python benchmarks/bench_shadow_latency.py --kills 6
+    python benchmarks/live/bench_shadow_latency.py --kills 6
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from kazoo.client import KazooClient
 
 from streaming.local_clusters import zk_cluster
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TOPIC = "kcsim-events"
 CLUSTER = "bench"
 

@@ -1,7 +1,7 @@
 """What `health` and `violations` cost the core: events/s of two workloads on a 100k-partition
 cluster, to be compared with the same script run on the code before them.
 
-Run by hand (not a test):  python benchmarks/bench_health.py [--rounds 3]
+Run by hand (not a test):  python benchmarks/synthetic/bench_health.py [--rounds 3]
 
 * `isr_change`: AlterPartitions, ISR shrink then expand partition after partition
   (`bench_spark.isr_events`), 6 brokers, in batches of `--batch` events;

@@ -2,7 +2,7 @@
 
 Run by hand (not a test):
 
-    python benchmarks/bench_sink.py --partitions 1500,20000 --clusters 4
+    python benchmarks/live/bench_sink.py --partitions 1500,20000 --clusters 4
 
 Starts a local broker (or uses `--bootstrap`). For each size, the core applies a small
 scenario (brokers start, a topic of that many partitions is created, a broker stops and
@@ -24,7 +24,7 @@ import time
 import uuid
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 from kafka.admin import KafkaAdminClient, NewTopic  # noqa: E402
 

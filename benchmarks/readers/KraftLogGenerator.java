@@ -1,8 +1,8 @@
 // A KRaft __cluster_metadata segment written with Kafka's own classes (4.1.1), for
-// benchmarks/bench_import_kraft.py and the bad-input tests: records serialized by
+// benchmarks/readers/bench_import_kraft.py and the bad-input tests: records serialized by
 // MetadataRecordSerde, batches built by MemoryRecords, as the controller's log holds them.
 //
-//   java -cp '.kafka/libs/*' benchmarks/KraftLogGenerator.java DIR RECORDS [PARTITIONS] [MAGIC]
+//   java -cp '.kafka/libs/*' benchmarks/readers/KraftLogGenerator.java DIR RECORDS [PARTITIONS] [MAGIC]
 //
 // DIR/00000000000000000000.log gets: three broker registrations (unfenced), topics of 100
 // partitions each (TopicRecord + PartitionRecords, replicas on the three brokers), then
