@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The report screenshots of docs/report-and-whatif.md, taken by headless Chromium:
+# The report screenshots of docs/guide/report-and-whatif.md, taken by headless Chromium:
 #   scripts/report_screenshots.sh [SHADOW_EVENTS_DIR]
-# docs/whatif-migration.png: the migration preview of examples/migration (a recorded
-# ZooKeeper-mode chaos day under both engines). docs/report.png: the report of
+# docs/images/whatif-migration.png: the migration preview of examples/migration (a recorded
+# ZooKeeper-mode chaos day under both engines). docs/images/report.png: the report of
 # examples/events. With SHADOW_EVENTS_DIR (a `kcsim shadow
-# --out file:DIR` directory), docs/report-shadow.png: the report of those events.
+# --out file:DIR` directory), docs/images/report-shadow.png: the report of those events.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
@@ -19,12 +19,12 @@ shoot() {  # shoot PAGE PNG HEIGHT
 }
 
 kcsim whatif examples/migration --vs kcsim.engine=kraft --report "$work/migration.html" >/dev/null
-shoot "$work/migration.html" docs/whatif-migration.png 1500
+shoot "$work/migration.html" docs/images/whatif-migration.png 1500
 kcsim replay examples/events --out "$work/examples" --quiet
 kcsim report --replay "$work/examples" --out "$work/examples.html" --quiet
-shoot "$work/examples.html" docs/report.png 4000
+shoot "$work/examples.html" docs/images/report.png 4000
 if [ $# -ge 1 ]; then
   kcsim replay "$1" --out "$work/shadow" --quiet
   kcsim report --replay "$work/shadow" --out "$work/shadow.html" --quiet
-  shoot "$work/shadow.html" docs/report-shadow.png 2300
+  shoot "$work/shadow.html" docs/images/report-shadow.png 2300
 fi

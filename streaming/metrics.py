@@ -24,7 +24,7 @@ The names (all prefixed `kcsim_`, labels `cluster` and `role`):
 `batch_duration_seconds` (a histogram), `offline_partitions`, `at_min_isr_partitions` (ISR
 at or below `min.insync.replicas`, the `health` table's `at_min_isr`: one more replica out
 and acks=all writes stop, or they already have).
-`docs/monitoring.md` has an alert rule and a Grafana dashboard over them.
+`docs/guide/monitoring.md` has an alert rule and a Grafana dashboard over them.
 """
 
 from __future__ import annotations

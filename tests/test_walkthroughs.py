@@ -1,6 +1,6 @@
 """The README's and the docs' shell blocks, as a newcomer meets them.
 
-Two kinds of ```bash blocks live in README.md and docs/*.md:
+Two kinds of ```bash blocks live in README.md and the docs (docs/**/*.md):
 
 * **walkthroughs**, marked by the comment line `<!-- walkthrough: NAME; markers: M ... -->`
   right above the block: a newcomer pastes them into a shell, so each is run here as
@@ -35,7 +35,12 @@ import pytest
 from streaming.cli import COMMANDS, build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
+PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")))
+# every page a reader may follow a link from
+LINKED_PAGES = (
+    *PAGES,
+    *(ROOT / p for p in ("CHANGELOG.md", "tests/README.md", "benchmarks/README.md")),
+)
 MARKER = re.compile(r"<!-- walkthrough: ([a-z0-9-]+); markers: ([a-z ]*)-->")
 TIERS = {"kafka", "zk", "kraft", "spark", "slow"}
 
@@ -153,6 +158,33 @@ def test_every_path_a_page_names_exists() -> None:
                 if not (ROOT / path.rstrip(".")).exists():
                     missing.append(f"{page.relative_to(ROOT)}:{number}: {path}")
     assert not missing, "\n".join(missing)
+
+
+def anchors(page: Path) -> set[str]:
+    """The page's headings as GitHub makes their anchors."""
+    found = set()
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower().replace("`", "")
+            found.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return found
+
+
+def test_every_link_a_page_gives_leads_somewhere() -> None:
+    """Relative links (and their #anchors) between the README, the docs and the code."""
+    broken = []
+    for page in LINKED_PAGES:
+        text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"^[a-z]+:", target):
+                continue
+            path, _, anchor = target.partition("#")
+            goal = (page.parent / path).resolve() if path else page
+            if not goal.exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+            elif anchor and goal.suffix == ".md" and anchor not in anchors(goal):
+                broken.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
+    assert not broken, "\n".join(broken)
 
 
 # --- running the walkthroughs -------------------------------------------------------------

@@ -89,7 +89,7 @@ def import_log(kraft: KraftCluster, tmp_path: Path) -> Path:
 
 
 # (event type, field) where a leader or ISR difference first appears or changes under the
-# ZooKeeper-mode controller (docs/importing-logs.md, SPEC-KRAFT §24); the epochs differ
+# ZooKeeper-mode controller (docs/guide/importing-logs.md, SPEC-KRAFT §24); the epochs differ
 # along with them (a write one side makes and the other not)
 EXPECTED_CLASSES = {
     # D5: the controlled shutdown of the last ISR member: KRaft takes the leadership away

@@ -5,7 +5,7 @@ reassignments, a preferred election and a deletion with a replica's node down
 (SPEC-KRAFT §6-§13, §15-§18, §23). The import writes the KRaft controller's inputs
 (CONTRACT §5): replayed with `kcsim.engine=kraft` they leave exactly the states the log
 holds (no divergence); replayed with `zk` they show exactly the ZooKeeper-vs-KRaft classes
-docs/importing-logs.md lists (SPEC-KRAFT §24).
+docs/guide/importing-logs.md lists (SPEC-KRAFT §24).
 """
 
 from __future__ import annotations

@@ -147,7 +147,7 @@ def test_a_zookeeper_recording_s_broker_epochs_are_not_kraft_s(tmp_path: Path) -
 
 
 def test_the_documented_migration_preview(capsys: pytest.CaptureFixture[str]) -> None:
-    """docs/report-and-whatif.md's preview of the recorded ZooKeeper-mode chaos day
+    """docs/guide/report-and-whatif.md's preview of the recorded ZooKeeper-mode chaos day
     (examples/migration): the totals and the classes it names, as the page shows them."""
     migration = EXAMPLES.parent / "migration"
     assert main(["whatif", str(migration), "--vs", "kcsim.engine=kraft"]) == 0

@@ -153,7 +153,7 @@ def test_a_roll_as_planned_and_as_it_happened(kraft_cluster: KraftCluster, tmp_p
                 marks[n] = mark
         differences, beyond, real = checked(doc, written, marks, topics)
         assert differences == "no difference"
-        # What the plan folds (docs/plan.md): a returning broker registers fenced and is
+        # What the plan folds (docs/guide/plan.md): a returning broker registers fenced and is
         # unfenced once it has caught up with the metadata log, and rejoins an ISR only
         # once it has caught up with the leader; until then the RF 1 partition it holds
         # stays offline (its election waits for the unfence) and the RF 2 one under min

@@ -80,7 +80,7 @@ def test_a_roll_as_planned_and_as_it_happened(zk_cluster: ZkCluster, tmp_path: P
                 marks.append(len(shadow.events()))
         differences, beyond, _ = checked(doc, shadow.events(), marks, topics)
         assert differences == "no difference"
-        # The one thing the plan folds (docs/plan.md): a restarted broker rejoins an ISR
+        # The one thing the plan folds (docs/guide/plan.md): a restarted broker rejoins an ISR
         # only once it has caught up with the leader, so the RF 2 partition stays under
         # min ISR into the start of the broker that left it; and the RF 1 partition is
         # elected as its broker registers. Whether the recording shows those moments

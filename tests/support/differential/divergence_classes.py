@@ -39,7 +39,7 @@ def _difference(row: dict) -> object:
 
 # (event type, field) where a difference between KRaft and kcsim's ZooKeeper-mode engine
 # first appears or changes when a KRaft log's imported events are replayed with `zk`;
-# docs/importing-logs.md gives each one's reason in Kafka's source (SPEC-KRAFT §24)
+# docs/guide/importing-logs.md gives each one's reason in Kafka's source (SPEC-KRAFT §24)
 EXPECTED_CLASSES = {
     # D1: a follower leaving the ISR on a fence or controlled shutdown: ZooKeeper mode's
     # removeReplicasFromIsr bumps the leader epoch, KRaft (metadata.version >= 3.6) not

@@ -135,7 +135,7 @@ def carried_over(plan: Sequence[StepView], min_isr: Callable[[Name], int]) -> di
     """Per start step (`start B`), the partitions of B that the step before left without a
     leader or under min ISR: a real cluster shows them so for the first moments of the
     start too, until B is back (registered, under KRaft also unfenced) and has caught up,
-    where the plan's start is one moment, after the catch-up (docs/plan.md, "What a real
+    where the plan's start is one moment, after the catch-up (docs/guide/plan.md, "What a real
     cluster shows between the moments")."""
     out = {}
     for before, step in pairwise(plan):
