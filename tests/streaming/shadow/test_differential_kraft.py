@@ -14,7 +14,7 @@ shadow; each test checks that every segment there at its start was gone by its e
    controller's periodic unclean-election task elects a replica from outside the ISR;
    §13 a `min.insync.replicas` change; §18 the active controller killed and restarted;
    §8 a broker killed and back; §9 a controlled shutdown; §12 a reassignment).
-2. A seeded chaos run of 100 operations (`tests/support/kraft_chaos.py`;
+2. A seeded chaos run of 100 operations (`streaming/chaos/live_kraft.py`;
    `KCSIM_KRAFT_CHAOS_SEED=N` runs another seed).
 """
 
@@ -31,10 +31,10 @@ from typing import Any
 
 import pytest
 
+from streaming.chaos.live_kraft import KraftChaos
 from streaming.cli import main
 from streaming.local_clusters import kraft_cluster as cluster
 from streaming.shadow.metadata_log_tail import segments, snapshots
-from tests.support.kraft_chaos import KraftChaos
 from tests.support.kraft_cluster import KraftCluster, wait_for
 from tests.support.shadow_process import events, kraft_shadow
 
