@@ -320,6 +320,10 @@ def _led_by(broker: int) -> Callable[[PartitionState], bool]:
     return lambda state: state.leader == broker
 
 
+def _led_by(broker: int) -> Callable[[PartitionState], bool]:
+    return lambda state: state.leader == broker
+
+
 class ZkChaos:
     """Seeded random operations on the cluster, each legal in the cluster's present state,
     each followed by a wait for its effect in ZooKeeper and by `caught_up()`, the wait for
@@ -416,10 +420,7 @@ class ZkChaos:
         for topic, partitions in wanted.items():
             first_of = assignment_of(self.zk, topic)
             for p in partitions:
-                led_by_first: Callable[[PartitionState], bool] = lambda s, f=first_of[p][0]: (
-                    s.leader == f
-                )
-                self.zk.wait_partition_state(topic, p, led_by_first, "preferred leader")
+                self.zk.wait_partition_state(topic, p, _led_by(first_of[p][0]), "preferred")
         return True
 
     def reassign(self) -> bool:
