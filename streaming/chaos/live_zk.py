@@ -320,10 +320,6 @@ def _led_by(broker: int) -> Callable[[PartitionState], bool]:
     return lambda state: state.leader == broker
 
 
-def _led_by(broker: int) -> Callable[[PartitionState], bool]:
-    return lambda state: state.leader == broker
-
-
 class ZkChaos:
     """Seeded random operations on the cluster, each legal in the cluster's present state,
     each followed by a wait for its effect in ZooKeeper and by `caught_up()`, the wait for
