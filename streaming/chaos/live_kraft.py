@@ -253,13 +253,17 @@ class KraftChaos:
     # ------------------------------------------------------------ the run
 
     def run(self, count: int) -> Counter[str]:
-        for n in range(count):
-            ops = self._choices(n)
-            names = list(ops)
-            name = self.random.choices(names, weights=[ops[k][0] for k in names])[0]
-            # an operation with nothing to do here does another, and says which
-            self.done[ops[name][1]() or name] += 1
+        for _ in range(count):
+            self.step()
         return self.done
+
+    def step(self) -> None:
+        """One operation, drawn with weights; the n-th one sees n done before it."""
+        ops = self._choices(sum(self.done.values()))
+        names = list(ops)
+        name = self.random.choices(names, weights=[ops[k][0] for k in names])[0]
+        # an operation with nothing to do here does another, and says which
+        self.done[ops[name][1]() or name] += 1
 
     def _choices(self, n: int) -> dict[str, tuple[float, Callable[[], str | None]]]:
         layout = self.kraft.layout()
