@@ -285,6 +285,7 @@ class Soak:
     rss_every_s: float = 10.0
     warm_up_s: float = 60.0
     say: Callable[[str], None] = print
+    open_with_kill: bool = False  # a kill -9 of a broker first, then the seeded draws
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     zk_topics: list[str] = field(default_factory=list)  # the ZooKeeper chaos run's
 
@@ -384,6 +385,10 @@ class Soak:
                 self._wait(lambda: not shadow_lag(zk.client, state), "the shadow caught up", 120)
 
             zk_chaos = ZkChaos(zk, caught_up, self.seed, self.zk_topics)
+            if self.open_with_kill:
+                zk_chaos.kill()
+                zk_chaos.done.append("kill")
+                zk_chaos.caught_up()
             while time.monotonic() < until:
                 zk_chaos.step()
             while zk_chaos.down:
@@ -393,6 +398,9 @@ class Soak:
             return Counter(zk_chaos.done), zk_chaos.kills
         assert self.kraft is not None
         kraft_chaos = KraftChaos(self.kraft, tuple(KRAFT_TOPICS), self.seed)
+        if self.open_with_kill:
+            kraft_chaos.broker_kill()
+            kraft_chaos.done["broker_kill"] += 1
         while time.monotonic() < until:
             kraft_chaos.step()
         kraft_chaos.settle()

@@ -3,9 +3,9 @@ it for minutes): seeded chaos against the session's real cluster, `kcsim shadow`
 to a topic of it, `kcsim run` with a 1 s trigger applying that topic into a Delta lake.
 The verdict: no event lost between the topic and the lake's `applied_events`, none
 written twice, the shadow's `seq` increasing throughout, zero divergences, zero
-rejected events, every broker kill's event in Delta, and the resident memory of the
-shadow's and the job's process trees not growing past a generous bound once the job
-has run its first batch.
+rejected events, every broker kill's event in Delta (a run opens with a kill -9), and
+the resident memory of the shadow's and the job's process trees not growing past a
+generous bound once the job has run its first batch.
 
 ZooKeeper mode: SPEC §8/§9 (broker changes), §10 (creation), §11 (controlled shutdown),
 §12.1 (preferred election), §14 (reassignment), §15 (deletion), the operations of the
@@ -44,6 +44,7 @@ def assert_clean(result: SoakResult) -> None:
     assert result.rejected == 0, report
     assert result.unattributed == 0, report
     assert result.notes == [], report  # every kill's event found in Delta
+    assert result.kill_latencies, report  # the run opens with a kill -9
     shadow, job = result.growth_kib()
     assert shadow < SHADOW_GROWTH_MIB * 1024, report
     assert job < JOB_GROWTH_MIB * 1024, report
@@ -55,6 +56,7 @@ def assert_clean(result: SoakResult) -> None:
 @pytest.mark.slow
 def test_zk_soak_loses_nothing_and_diverges_nowhere(zk_cluster: ZkCluster, tmp_path):
     soak = Soak(tmp_path, SEED, CHAOS_S, zk=zk_cluster, rss_every_s=2, warm_up_s=0)
+    soak.open_with_kill = True
     try:
         result = soak.run()
     finally:
@@ -68,7 +70,7 @@ def test_zk_soak_loses_nothing_and_diverges_nowhere(zk_cluster: ZkCluster, tmp_p
 @pytest.mark.slow
 def test_kraft_soak_loses_nothing_and_diverges_nowhere(kraft_cluster: KraftCluster, tmp_path):
     soak = Soak(tmp_path, SEED, CHAOS_S, kraft=kraft_cluster, followed=1)
-    soak.rss_every_s, soak.warm_up_s = 2, 0
+    soak.rss_every_s, soak.warm_up_s, soak.open_with_kill = 2, 0, True
     try:
         result = soak.run()
     finally:
