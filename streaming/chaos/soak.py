@@ -217,6 +217,26 @@ class SoakResult:
     warm_up_s: float
     notes: list[str] = field(default_factory=list)
 
+    def faults(self, shadow_growth_mib: float, job_growth_mib: float) -> list[str]:
+        """What this run got wrong, or grew past the bounds after warm-up: empty when
+        nothing was lost, written twice, diverged, rejected or left unattributed and
+        every kill's event reached Delta."""
+        checks = {
+            "no operation": not self.operations,
+            "no event": not self.events,
+            "lost": bool(self.lost),
+            "written twice": bool(self.twice_in_topic or self.twice_in_lake),
+            "seq not increasing": bool(self.seq_faults),
+            "divergences": bool(self.divergences),
+            "rejected events": bool(self.rejected),
+            "unattributed records": bool(self.unattributed),
+            "a kill without its event in Delta": bool(self.notes),
+        }
+        shadow, job = self.growth_kib()
+        checks[f"shadow grew past {shadow_growth_mib} MiB"] = shadow > shadow_growth_mib * 1024
+        checks[f"job grew past {job_growth_mib} MiB"] = job > job_growth_mib * 1024
+        return [name for name, failed in checks.items() if failed]
+
     def memory_after_warm_up(self) -> list[tuple[float, int, int]]:
         return [s for s in self.memory if s[0] >= self.warm_up_s] or self.memory[-1:]
 
