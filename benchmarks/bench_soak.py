@@ -27,6 +27,7 @@ zookeeper.session.timeout.ms). Prints the figures; the cluster, lake and logs st
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -89,6 +90,9 @@ def main() -> None:
     finally:
         stop()
     print("\n".join(result.lines()))
+    # every sample and latency, for a closer look than the printed series
+    figures = {"memory_s_shadow_kib_job_kib": result.memory, "kills": result.kill_latencies}
+    (work / "soak-figures.json").write_text(json.dumps(figures))
     for row in result.divergences[:5]:
         print(f"  divergence: {row}")
     print(f"seed {args.seed}; logs and lake in {work}")

@@ -241,12 +241,21 @@ class SoakResult:
         return [s for s in self.memory if s[0] >= self.warm_up_s] or self.memory[-1:]
 
     def growth_kib(self) -> tuple[int, int]:
-        """The largest sample after warm-up less the first one after it, per process."""
+        """Per process tree: the median of the last third of the samples after warm-up
+        less the median of the first third. Medians, not extremes: a sum of RSS over a
+        process tree counts a fork's pages twice for a moment (a Spark or Python worker
+        forked from a large parent), which one sample may catch."""
         after = self.memory_after_warm_up()
-        return (
-            max(s[1] for s in after) - after[0][1],
-            max(s[2] for s in after) - after[0][2],
-        )
+        third = max(1, len(after) // 3)
+        first, last = after[:third], after[-third:]
+
+        def grew(column: int) -> int:
+            return int(
+                statistics.median(s[column] for s in last)
+                - statistics.median(s[column] for s in first)
+            )
+
+        return grew(1), grew(2)
 
     def lines(self) -> list[str]:
         ops = ", ".join(f"{k} {v}" for k, v in sorted(self.operations.items()))
@@ -266,9 +275,11 @@ class SoakResult:
             picked.append(self.memory[-1])
         out += [f"    {t:6.0f} s: {s / 1024:6.0f} / {j / 1024:6.0f}" for t, s, j in picked]
         grow_shadow, grow_job = self.growth_kib()
+        largest = max(j for _, _, j in self.memory)
         out.append(
             f"  after warm-up ({self.warm_up_s:.0f} s): shadow grew {grow_shadow / 1024:.0f} "
-            f"MiB, job grew {grow_job / 1024:.0f} MiB (largest sample less the first)"
+            f"MiB, job grew {grow_job / 1024:.0f} MiB (median of the last third of the samples "
+            f"less that of the first); largest job sample {largest / 1024:.0f} MiB"
         )
         values = [s for _, s in self.kill_latencies]
         if values:
