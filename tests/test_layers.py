@@ -61,7 +61,14 @@ ALLOWED: dict[str, set[str]] = {
         "streaming.local_clusters",
         "streaming.metrics",
     },
-    "streaming.chaos": {"controller.*", "streaming.clients"},
+    "streaming.chaos": {
+        "controller.*",
+        "streaming.clients",
+        # the live drivers and the soak: local clusters, the shadow's view, Kafka's jars
+        "streaming.jars",
+        "streaming.local_clusters",
+        "streaming.shadow",
+    },
     "streaming.insight": {"controller.*", "schemas", "streaming.lake"},
     "streaming.plan": {"controller.*", "schemas", "streaming.lake"},
     "streaming.job": {

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
@@ -25,6 +24,7 @@ from deltalake import DeltaTable
 from kafka import TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions
 
+from streaming.chaos.live_zk import ZkChaos
 from tests.support.clusters.tcp_relay import ZkRelay, expire_session
 from tests.support.clusters.zk_cluster import ZkCluster, create_topic, unique_topic, wait_for
 from tests.support.differential.differential import (
@@ -356,156 +356,12 @@ CHAOS_SEED = int(os.environ.get("KCSIM_CHAOS_SEED", "12"))
 CHAOS_OPERATIONS = 100
 
 
-class Chaos:
-    """Seeded random operations on the shared cluster, each legal in the cluster's present
-    state, each followed by a wait for its effect in ZooKeeper and for the shadow to have
-    written it (so that each operation's writes are attributed to it, not to the next)."""
-
-    def __init__(
-        self, zk: ZkCluster, shadow: ShadowRecording, seed: int, topics: list[str]
-    ) -> None:
-        self.zk, self.shadow, self.rng = zk, shadow, random.Random(seed)
-        self.topics = topics  # the topics it created and has not deleted
-        self.down: set[int] = set()
-        self.done: list[str] = []
-
-    def live(self) -> list[int]:
-        return [b for b in self.zk.brokers if b not in self.down]
-
-    def replicas(self, count: int) -> list[int]:
-        """`count` distinct brokers, the first one live (so the partition gets a leader)."""
-        first = self.rng.choice(self.live())
-        rest = self.rng.sample([b for b in self.zk.brokers if b != first], count - 1)
-        return [first, *rest]
-
-    def choices(self) -> list[tuple[str, int]]:
-        ops = [("elect", 4), ("reassign", 4)] if self.topics else []
-        if len(self.topics) < 4:
-            ops.append(("create", 3))
-        if self.topics:
-            ops.append(("add", 2))
-            if not self.down:
-                ops.append(("delete", 2))
-        if self.down:
-            ops.append(("start", 6))
-        else:
-            ops += [("shutdown", 3), ("kill", 1)]
-        return ops
-
-    def step(self) -> None:
-        ops = self.choices()
-        name = self.rng.choices([o for o, _ in ops], weights=[w for _, w in ops])[0]
-        if getattr(self, name)():  # False: nothing to do in the cluster's present state
-            self.done.append(name)
-            self.shadow.wait_caught_up()
-
-    def create(self) -> bool:
-        topic = unique_topic("chaos")
-        count = self.rng.randint(1, 3)
-        assignment = {p: self.replicas(self.rng.randint(1, 3)) for p in range(count)}
-        write_topic_znode(self.zk, topic, assignment)  # SPEC §10.3
-        self.topics.append(topic)
-        wait_settled(self.zk)
-        return True
-
-    def add(self) -> bool:
-        """PartitionModifications (SPEC §10.2): the topic znode with partitions added, as
-        AdminZkClient.addPartitions writes it."""
-        topic = self.rng.choice(self.topics)
-        path = f"/brokers/topics/{topic}"
-        data, stat = self.zk.client.get(path)
-        znode = json.loads(data)
-        if znode.get("adding_replicas"):
-            return False
-        first = len(znode["partitions"])
-        added = {str(first + i): self.replicas(self.rng.randint(1, 3)) for i in range(2)}
-        znode["partitions"].update(added)
-        self.zk.client.set(path, json.dumps(znode).encode(), version=stat.version)
-        for p in added:
-            self.zk.wait_partition_state(topic, int(p), lambda _: True, "created")
-        wait_settled(self.zk)
-        return True
-
-    def delete(self) -> bool:
-        topic = self.topics.pop(self.rng.randrange(len(self.topics)))
-        delete_topics(self.zk, [topic])  # SPEC §15, every broker up
-        return True
-
-    def elect(self) -> bool:
-        """A preferred election (SPEC §12.1) of the partitions not led by a live first
-        replica that is in their ISR."""
-        live = set(self.live())
-        wanted: dict[str, list[int]] = {}
-        for topic in self.topics:
-            for p, replicas in assignment_of(self.zk, topic).items():
-                state = self.zk.partition_state(topic, p)
-                first = replicas[0]
-                if state and state.leader != first and first in live and first in state.isr:
-                    wanted.setdefault(topic, []).append(p)
-        if not wanted:
-            return False
-        with closing(admin(self.zk)) as client:  # a fresh one: brokers come and go
-            client.elect_leaders(PREFERRED, wanted)
-        for topic, partitions in wanted.items():
-            first_of = assignment_of(self.zk, topic)
-            for p in partitions:
-                self.zk.wait_partition_state(
-                    topic, p, lambda s, f=first_of[p][0]: s.leader == f, "preferred leader"
-                )
-        return True
-
-    def reassign(self) -> bool:
-        """A reassignment to live brokers run to completion (SPEC §14)."""
-        topic = self.rng.choice(self.topics)
-        current = assignment_of(self.zk, topic)
-        p = self.rng.choice(sorted(current))
-        live = self.live()
-        state = self.zk.partition_state(topic, p)
-        if state is None or state.leader not in live:
-            return False  # no leader for new replicas to catch up from
-        target = self.rng.sample(live, self.rng.randint(1, len(live)))
-        if target == current[p]:
-            return False
-        with closing(admin(self.zk)) as client:
-            client.alter_partition_reassignments({TopicPartition(topic, p): target})
-
-        def done() -> bool:
-            znode = topic_znode(self.zk, topic) or {}
-            return not znode.get("adding_replicas") and assignment_of(self.zk, topic)[p] == target
-
-        wait_for(done, f"{topic}-{p} reassigned to {target}")
-        wait_settled(self.zk)
-        return True
-
-    def shutdown(self) -> bool:
-        broker = self.rng.choice(self.live())
-        self.zk.shutdown(broker)  # SPEC §11 (and §7.2 when it is the controller)
-        self.down.add(broker)
-        wait_left(self.zk, broker, self.topics)
-        self.zk.wait_controller()
-        return True
-
-    def kill(self) -> bool:
-        broker = self.rng.choice(self.live())
-        self.zk.kill(broker)  # SPEC §8.3, §9.1 (and §7.2 when it is the controller)
-        self.down.add(broker)
-        wait_left(self.zk, broker, self.topics)
-        self.zk.wait_controller()
-        return True
-
-    def start(self) -> bool:
-        broker = self.down.pop()
-        self.zk.start(broker)  # SPEC §8.2, then the leaders' AlterPartitions (§13.1)
-        wait_settled(self.zk)
-        return True
-
-
 @pytest.mark.slow
 def test_seeded_chaos_run(zk_cluster, tmp_path):
     started = time.monotonic()
     topics: list[str] = []  # the chaos run's, deleted at the end (all at once)
     with differential(zk_cluster, tmp_path, topics) as shadow:
-        chaos = Chaos(zk_cluster, shadow, CHAOS_SEED, topics)
+        chaos = ZkChaos(zk_cluster, shadow.wait_caught_up, CHAOS_SEED, topics)
         for _ in range(4 * CHAOS_OPERATIONS):
             if len(chaos.done) == CHAOS_OPERATIONS:
                 break

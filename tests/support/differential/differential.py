@@ -6,7 +6,8 @@ is a `divergences` row.
 `ShadowRecording` runs the shadow (a subprocess writing to a directory, from a snapshot
 of the cluster as it is) and knows when it has caught up: its saved view of the cluster
 equals what ZooKeeper holds now. `divergences` replays the recording through the core
-(`kcsim replay`) and returns the table's rows.
+(`kcsim replay`) and returns the table's rows. The cluster operations the tests make are
+in `streaming/chaos/live_zk.py`, shared with the soak.
 """
 
 from __future__ import annotations
@@ -20,14 +21,33 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from kafka.admin import KafkaAdminClient
-from kazoo.exceptions import NoNodeError
-
 from controller.config import Settings
 from controller.replay.command import replay
-from streaming.shadow.model import ShadowModel
-from streaming.shadow.znode_reader import Reader
-from tests.support.clusters.zk_cluster import ZkCluster, wait_for
+from streaming.chaos.live_zk import (
+    ZkCluster,
+    admin,
+    assignment_of,
+    delete_topics,
+    shadow_lag,
+    topic_znode,
+    wait_for,
+    wait_left,
+    wait_settled,
+    write_topic_znode,
+)
+
+__all__ = [
+    "ShadowRecording",
+    "admin",
+    "assignment_of",
+    "delete_topics",
+    "divergences",
+    "explain",
+    "topic_znode",
+    "wait_left",
+    "wait_settled",
+    "write_topic_znode",
+]
 
 ROOT = Path(__file__).resolve().parents[3]
 CLUSTER = "real"
@@ -82,39 +102,12 @@ class ShadowRecording:
         return self.out / f".shadow-state-{CLUSTER}.json"
 
     def lag(self) -> list[str]:
-        """What ZooKeeper holds now and the shadow's saved view (written after each flush,
-        so nothing of it is pending) does not: brokers, topics, partition states,
-        deletions, controller. Empty: the shadow has caught up."""
+        """What ZooKeeper holds now and the shadow's saved view does not (`shadow_lag`).
+        Empty: the shadow has caught up."""
         assert self.process is not None
         if self.process.poll() is not None:
             raise AssertionError(f"kcsim shadow exited: {self.log()}")
-        try:
-            saved = ShadowModel.from_json(json.loads(self.state_path.read_text()))
-        except (FileNotFoundError, ValueError):
-            return ["no saved state yet"]
-        snap = Reader(self.zk.client, None).snapshot()
-        lag = [
-            f"broker {b}"
-            for b in saved.brokers.keys() | snap.brokers.keys()
-            if saved.brokers.get(b) != snap.brokers.get(b)
-        ]
-        topics = {t: info for t, (info, _) in snap.topics.items()}
-        lag += [
-            f"topic {t}"
-            for t in saved.topics.keys() | topics.keys()
-            if saved.topics.get(t) != topics.get(t)
-        ]
-        states = {tp: state for tp, (state, _) in snap.states.items()}
-        lag += [
-            f"state {tp}: {saved.states.get(tp)} != {states.get(tp)}"
-            for tp in saved.states.keys() | states.keys()
-            if saved.states.get(tp) != states.get(tp)
-        ]
-        if saved.deleting != set(snap.deletes):
-            lag.append(f"deletions {saved.deleting} != {set(snap.deletes)}")
-        if saved.controller != (snap.controller[0] if snap.controller else None):
-            lag.append(f"controller {saved.controller}")
-        return lag
+        return shadow_lag(self.zk.client, self.state_path)
 
     def wait_caught_up(self, timeout_s: float = 60.0) -> None:
         lag: list[str] = []
@@ -148,100 +141,3 @@ def explain(rows: list[dict[str, Any]], events: list[dict[str, Any]]) -> str:
     ids = {r["event_id"] for r in rows}
     related = [e for e in events if e.get("event_id") in ids]
     return "\n".join(["divergences:", *map(json.dumps, rows), "events:", *map(json.dumps, related)])
-
-
-# --------------------------------------------------------------- cluster operations
-
-
-def admin(zk: ZkCluster) -> KafkaAdminClient:
-    return KafkaAdminClient(bootstrap_servers=zk.bootstrap, client_id="kcsim-differential")
-
-
-def topic_znode(zk: ZkCluster, topic: str) -> dict[str, Any] | None:
-    try:
-        return json.loads(zk.client.get(f"/brokers/topics/{topic}")[0])
-    except NoNodeError:
-        return None
-
-
-def assignment_of(zk: ZkCluster, topic: str) -> dict[int, list[int]]:
-    znode = topic_znode(zk, topic)
-    assert znode is not None, f"topic {topic} has no znode"
-    return {int(p): r for p, r in znode["partitions"].items()}
-
-
-def wait_settled(zk: ZkCluster, timeout_s: float = 60.0) -> None:
-    """Every partition of the cluster (other tests' topics too: their catch-up would race
-    the next operation) with a live ISR member led by a live broker, with every live
-    replica back in its ISR: elections and a restart's catch-up are done."""
-
-    def settled() -> bool:
-        live = zk.registered()
-        for topic in zk.client.get_children("/brokers/topics"):
-            znode = topic_znode(zk, topic)
-            if znode is None:
-                continue  # deleted meanwhile
-            for p, replicas in znode["partitions"].items():
-                state = zk.partition_state(topic, int(p))
-                if state is None:
-                    return False
-                up = [b for b in replicas if b in live]
-                if not set(state.isr) & live:
-                    continue  # only dead brokers in the ISR: offline until one is back
-                if state.leader not in live or not set(up) <= set(state.isr):
-                    return False
-        return True
-
-    wait_for(settled, "live leaders and full ISRs", timeout_s)
-
-
-def wait_left(zk: ZkCluster, broker: int, topics: list[str], timeout_s: float = 60.0) -> None:
-    """`broker` unregistered and out of every ISR of `topics` that has another member."""
-    zk.wait_unregistered([broker], timeout_s)
-
-    def left() -> bool:
-        for topic in topics:
-            for p in assignment_of(zk, topic):
-                state = zk.partition_state(topic, p)
-                if state is None or (broker in state.isr and len(state.isr) > 1):
-                    return False
-                if state.leader == broker:
-                    return False
-        return True
-
-    wait_for(left, f"broker {broker} out of the ISRs of {topics}", timeout_s)
-
-
-def delete_topics(zk: ZkCluster, topics: list[str], timeout_s: float = 60.0) -> None:
-    """Delete (those that exist) and wait until their znodes and deletion requests are
-    gone."""
-    existing = [t for t in topics if topic_znode(zk, t) is not None]
-    if not existing:
-        return
-    client = admin(zk)
-    try:
-        client.delete_topics(existing)
-    finally:
-        client.close()
-    wait_for(
-        lambda: all(
-            topic_znode(zk, t) is None and not zk.client.exists(f"/admin/delete_topics/{t}")
-            for t in topics
-        ),
-        f"{topics} deleted",
-        timeout_s,
-    )
-
-
-def write_topic_znode(zk: ZkCluster, topic: str, assignment: dict[int, list[int]]) -> None:
-    """Create `topic` as ZooKeeper-mode admin tools do (AdminZkClient: the config znode,
-    then the topic znode the controller watches), which allows partitions with different
-    replica counts (CreateTopics refuses them); waits for every state znode."""
-    configs = {"version": 1, "config": {}}
-    zk.client.create(f"/config/topics/{topic}", json.dumps(configs).encode())
-    partitions = {str(p): r for p, r in assignment.items()}
-    znode = {"version": 3, "partitions": partitions, "adding_replicas": {}}
-    znode["removing_replicas"] = {}
-    zk.client.create(f"/brokers/topics/{topic}", json.dumps(znode).encode())
-    for partition in assignment:
-        zk.wait_partition_state(topic, partition, lambda _: True, "state znode written")
