@@ -54,13 +54,21 @@ class BrokerView:
 
 
 def _view(row: Row) -> PartitionView:
-    return PartitionView(
-        row["leader"],
-        tuple(row["isr"] or ()),
-        tuple(row["replicas"] or ()),
-        tuple(row.get("adding_replicas") or ()),
-        tuple(row.get("removing_replicas") or ()),
+    # (tuple.__new__: a named tuple's own constructor is a Python function, a frame per
+    # partition every batch changes)
+    return _new_tuple(
+        PartitionView,
+        (
+            row["leader"],
+            tuple(row["isr"] or ()),
+            tuple(row["replicas"] or ()),
+            tuple(row.get("adding_replicas") or ()),
+            tuple(row.get("removing_replicas") or ()),
+        ),
     )
+
+
+_new_tuple = tuple.__new__
 
 
 def topic_min_isr(configs: Mapping[str, Any] | None, default: int) -> int:
@@ -181,10 +189,13 @@ class ClusterView:
             key = (row["topic"], row["partition"])
             before = partitions.get(key)
             view = _view(row)
-            if before is not None and before.leader != view.leader:
-                moves += 1
-            self._set(key, view)
             changed.append(key)
+            if before is not None:
+                if before == view:  # a row whose event id alone changed: nothing to redo
+                    continue
+                if before.leader != view.leader:
+                    moves += 1
+            self._set(key, view)
         for row in deletes.get("partition_state", ()):
             if row["cluster"] != cluster:
                 continue
