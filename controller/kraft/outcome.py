@@ -4,7 +4,7 @@ views of the state (CONTRACT §5's tables are built from these)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 RECOVERED = "RECOVERED"
 RECOVERING = "RECOVERING"
@@ -76,9 +76,9 @@ class PartitionChange:
     unclean: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionView:
-    """A partition registration (SPEC-KRAFT §2.2).
+class PartitionView(NamedTuple):
+    """A partition registration (SPEC-KRAFT §2.2). (A named tuple: one is built per
+    partition an event changes, twice, and a frozen dataclass is built a field at a time.)
 
     leader: -1 when none. isr, elr, last_known_elr, replicas, adding_replicas,
     removing_replicas: in Kafka's order (ELR in Java HashSet order, §22.2).

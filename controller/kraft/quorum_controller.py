@@ -129,19 +129,24 @@ class QuorumController:
         return self.feature_control.elr_enabled
 
     def _view(self, topic: str, pid: int, p: PartitionRegistration) -> PartitionView:
-        return PartitionView(
-            topic=topic,
-            partition=pid,
-            leader=p.leader,
-            leader_epoch=p.leader_epoch,
-            isr=p.isr,
-            elr=p.elr,
-            last_known_elr=p.lke,
-            partition_epoch=p.partition_epoch,
-            replicas=p.replicas,
-            adding_replicas=p.adding,
-            removing_replicas=p.removing,
-            leader_recovery_state=_LRS_NAMES.get(p.leader_recovery_state, RECOVERED),
+        # (tuple.__new__, in PartitionView's field order: the named tuple's own constructor
+        # is a Python function, a frame per view)
+        return _new_tuple(
+            PartitionView,
+            (
+                topic,
+                pid,
+                p.leader,
+                p.leader_epoch,
+                p.isr,
+                p.elr,
+                p.lke,
+                p.partition_epoch,
+                p.replicas,
+                p.adding,
+                p.removing,
+                _LRS_NAMES.get(p.leader_recovery_state, RECOVERED),
+            ),
         )
 
     def partitions(self) -> Iterator[PartitionView]:
@@ -967,3 +972,6 @@ _HANDLERS: dict[str, Callable[[QuorumController, Mapping[str, Any]], None]] = {
     "feature_update": QuorumController._on_feature_update,
     "controller_failover": QuorumController._on_controller_failover,
 }
+
+
+_new_tuple = tuple.__new__
