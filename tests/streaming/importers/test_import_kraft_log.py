@@ -226,7 +226,7 @@ def test_an_empty_directory_writes_nothing(tmp_path, capsys):
 
 def test_an_old_record_format_is_refused(tmp_path, capsys):
     log = tmp_path / "v1"
-    generator = ROOT / "benchmarks" / "KraftLogGenerator.java"
+    generator = ROOT / "benchmarks" / "readers" / "KraftLogGenerator.java"
     subprocess.run(
         ["java", "-Xmx128m", "-cp", str(kafka_libs_dir() / "*"), str(generator), str(log),
          "200", "100", "1"],
