@@ -203,7 +203,10 @@ def kcsim_on_path(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def run_block(text: str, cwd: Path, env: dict[str, str], timeout: float) -> str:
+def run_bash(
+    text: str, cwd: Path, env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """`text` run as a newcomer's shell would (`bash -euo pipefail`); it must succeed."""
     done = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", text],
         cwd=cwd,
@@ -214,6 +217,12 @@ def run_block(text: str, cwd: Path, env: dict[str, str], timeout: float) -> str:
         check=False,
     )
     assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+def run_block(text: str, cwd: Path, env: dict[str, str], timeout: float) -> str:
+    """What `text` printed, stdout then stderr."""
+    done = run_bash(text, cwd, env, timeout)
     return done.stdout + done.stderr
 
 
@@ -234,16 +243,7 @@ def test_the_readmes_first_lines(tmp_path: Path) -> None:
     assert "/tmp/kcsim-lake" in install
     env = kcsim_on_path(tmp_path)
     job = install.removeprefix(prefix).replace("/tmp/kcsim-lake", str(tmp_path / "lake"))
-    done = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", job],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    done = run_bash(job, ROOT, env, timeout=600)
     # what a newcomer sees: a line per batch, then the run's summary, and no warning (the
     # JVM's own note on the module Spark adds comes before any configuration is read)
     lines = [line for line in done.stderr.splitlines() if "Using incubator modules" not in line]
