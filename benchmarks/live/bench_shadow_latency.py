@@ -21,7 +21,6 @@ import os
 import signal
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -33,9 +32,9 @@ from kafka import KafkaConsumer
 from kafka.admin import KafkaAdminClient, NewTopic
 from kazoo.client import KazooClient
 
+from streaming.chaos.soak import spawn
 from streaming.local_clusters import zk_cluster
 
-ROOT = Path(__file__).resolve().parents[2]
 TOPIC = "kcsim-events"
 CLUSTER = "bench"
 
@@ -47,19 +46,6 @@ def wait(condition: Callable[[], Any], what: str, timeout_s: float = 120.0) -> A
             raise TimeoutError(what)
         time.sleep(0.02)
     return result
-
-
-def spawn(*args: str, log: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable}
-    with log.open("wb") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "streaming.cli", *args],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
 
 
 def applied(lake: Path) -> set[str]:
@@ -136,30 +122,34 @@ def main() -> None:
         admin.close()
         procs.append(
             spawn(
-                "shadow",
-                "--zookeeper",
-                address.zookeeper,
-                "--out",
-                f"kafka:{address.bootstrap}/{TOPIC}",
-                "--cluster",
-                CLUSTER,
-                "--settle-ms",
-                "300",
-                "--state",
-                str(work / "shadow-state.json"),
-                log=work / "shadow.log",
+                [
+                    "shadow",
+                    "--zookeeper",
+                    address.zookeeper,
+                    "--out",
+                    f"kafka:{address.bootstrap}/{TOPIC}",
+                    "--cluster",
+                    CLUSTER,
+                    "--settle-ms",
+                    "300",
+                    "--state",
+                    str(work / "shadow-state.json"),
+                ],
+                work / "shadow.log",
             )
         )
         procs.append(
             spawn(
-                "run",
-                "--source",
-                f"kafka:{address.bootstrap}/{TOPIC}",
-                "--lake",
-                str(lake),
-                "--trigger-seconds",
-                "1",
-                log=work / "job.log",
+                [
+                    "run",
+                    "--source",
+                    f"kafka:{address.bootstrap}/{TOPIC}",
+                    "--lake",
+                    str(lake),
+                    "--trigger-seconds",
+                    "1",
+                ],
+                work / "job.log",
             )
         )
         watch = Watch(address.bootstrap, lake)
