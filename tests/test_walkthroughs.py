@@ -265,7 +265,8 @@ def check_local_broker(said: str, lake: list[dict], divergences: list[dict]) -> 
 
 def check_zk_shadow(said: str, lake: list[dict], divergences: list[dict]) -> None:
     types = [e["type"] for e in lake]
-    assert "controller_failover" in types and "broker_failure" in types
+    # broker 2's failure, or (broker 2 was the controller) a second controller's failover
+    assert "broker_failure" in types or types.count("controller_failover") >= 2, types
     assert types.count("broker_startup") >= 4  # broker 2 again after its kill
     # the simulation agreed with the real controller on every field it observed
     assert divergences == []
@@ -288,6 +289,6 @@ def test_a_walkthrough_runs_as_written(name: str, tmp_path: Path) -> None:
     there) is checked by the walkthrough's own check."""
     assert name in CHECKS, f"walkthrough {name!r} has no check in CHECKS"
     env = kcsim_on_path(tmp_path)
-    said = run_block(WALKTHROUGHS[name].text, tmp_path, env, timeout=900)
+    said = run_block(WALKTHROUGHS[name].text, tmp_path, env, timeout=480)
     lake = lake_json(env, tmp_path, "applied_events", "--lake", "lake")
     CHECKS[name](said, lake, lake_json(env, tmp_path, "divergences", "--lake", "lake"))
