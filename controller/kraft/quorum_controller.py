@@ -109,8 +109,10 @@ class QuorumController:
         # B2E's entries that its partitions' ELRs do not give (SPEC-KRAFT §2.3's stale
         # entries and phantom partition 0s), per (broker, topic): partition -> stored count
         # minus derived count. Kept as events touch them, so that `soft_state` need not
-        # hold the index: a restart derives B2E from the partitions and adds these.
+        # hold the index: a restart derives B2E from the partitions and adds these. Of the
+        # whole history's index, and in `b2e_node_extra` of each deposed controller's.
         self.b2e_extra: dict[tuple[int, str], dict[int, int]] = {}
+        self.b2e_node_extra: dict[int, dict[tuple[int, str], dict[int, int]]] = {}
         # SPEC-KRAFT §2.7: [ELR] the cluster-level min.insync.replicas a format writes
         if self.feature_control.elr_enabled:
             self.configuration_control.configs[(rec.RESOURCE_BROKER, "")] = {
@@ -310,23 +312,10 @@ class QuorumController:
             self._refresh_b2e_extra(pair, touched)
 
     def _refresh_b2e_extra(self, pair: tuple[int, str], touched: Iterable[int]) -> None:
-        broker, topic = pair
         rc = self.replication_control
-        counts: dict[int, int] = {}
-        for pid in rc.b2e.get(broker, {}).get(topic, ()):
-            counts[pid] = counts.get(pid, 0) + 1
-        old = self.b2e_extra.get(pair, {})
-        parts = rc.topics.get(topic, {})
-        extra = {}
-        for pid in sorted(counts.keys() | old.keys() | set(touched)):
-            p = parts.get(pid)
-            difference = counts.get(pid, 0) - (1 if p is not None and broker in p.elr else 0)
-            if difference:
-                extra[pid] = difference
-        if extra:
-            self.b2e_extra[pair] = extra
-        else:
-            self.b2e_extra.pop(pair, None)
+        _refresh_extra(rc, rc.b2e_history, self.b2e_extra, pair, touched)
+        for node, index in rc.b2e_nodes.items():
+            _refresh_extra(rc, index, self.b2e_node_extra.setdefault(node, {}), pair, touched)
 
     def _outcome(self, log: _EventLog) -> Outcome:
         rc = self.replication_control
@@ -846,7 +835,11 @@ class QuorumController:
         self.cluster_control.activate()
         controller = event.get("controller")
         if controller is not None:
+            previous = self.configuration_control.active_controller
             self.configuration_control.active_controller = int(controller)
+            self.replication_control.fail_over(previous, int(controller))
+            if previous is not None and previous != int(controller):
+                self.b2e_node_extra[previous] = {}  # rebuilt from the ELRs: nothing extra
         self._note(f"controller {controller} is active (controller count {self.controller_epoch})")
         for broker in failed:
             self._fence(broker)
@@ -879,9 +872,10 @@ class QuorumController:
             "cluster_control": self.cluster_control.dump(),
             "configuration_control": configs,
             "feature_control": self.feature_control.dump(),
-            "b2e_extra": [
-                [broker, topic, [[pid, n] for pid, n in sorted(extra.items())]]
-                for (broker, topic), extra in sorted(self.b2e_extra.items())
+            "b2e_extra": _dump_extra(self.b2e_extra),
+            "b2e_node_extra": [
+                [node, _dump_extra(self.b2e_node_extra.get(node, {}))]
+                for node in sorted(self.replication_control.b2e_nodes)
             ],
         }
 
@@ -899,12 +893,13 @@ class QuorumController:
         for topic, configs in topic_configs.items():
             if configs:
                 self.configuration_control.configs[(rec.RESOURCE_TOPIC, topic)] = dict(configs)
-        extra = {
-            (broker, topic): {pid: n for pid, n in pairs}
-            for broker, topic, pairs in soft["b2e_extra"]
-        }
-        self.replication_control.restore(topic_configs, partitions, extra)
+        extra = _load_extra(soft["b2e_extra"])
+        node_extra = {int(node): _load_extra(rows) for node, rows in soft.get("b2e_node_extra", [])}
+        self.replication_control.restore(
+            topic_configs, partitions, extra, node_extra, self.active_controller
+        )
         self.b2e_extra = extra
+        self.b2e_node_extra = node_extra
         return self
 
     @classmethod
@@ -926,12 +921,54 @@ class QuorumController:
     @classmethod
     def load(cls, settings: KRaftSettings, data: Mapping[str, Any]) -> QuorumController:
         self = cls._load_soft(settings, data)
-        self.replication_control.load(data["replication_control"])
+        self.replication_control.load(data["replication_control"], self.active_controller)
         rc = self.replication_control
-        for broker, topics in rc.b2e.items():
-            for topic, pids in topics.items():
-                self._refresh_b2e_extra((broker, topic), pids)
+        for index in rc.b2e_indexes():
+            for broker, topics in index.items():
+                for topic, pids in topics.items():
+                    self._refresh_b2e_extra((broker, topic), pids)
         return self
+
+
+def _refresh_extra(
+    rc: ReplicationControlManager,
+    index: Mapping[int, Mapping[str, list[int]]],
+    extras: dict[tuple[int, str], dict[int, int]],
+    pair: tuple[int, str],
+    touched: Iterable[int],
+) -> None:
+    """`extras[pair]` := the entries of `index` for (broker, topic) its partitions' ELRs
+    do not give, over the partitions listed there before or now, or `touched`."""
+    broker, topic = pair
+    counts: dict[int, int] = {}
+    for pid in index.get(broker, {}).get(topic, ()):
+        counts[pid] = counts.get(pid, 0) + 1
+    old = extras.get(pair, {})
+    parts = rc.topics.get(topic, {})
+    extra = {}
+    for pid in sorted(counts.keys() | old.keys() | set(touched)):
+        p = parts.get(pid)
+        difference = counts.get(pid, 0) - (1 if p is not None and broker in p.elr else 0)
+        if difference:
+            extra[pid] = difference
+    if extra:
+        extras[pair] = extra
+    else:
+        extras.pop(pair, None)
+
+
+def _dump_extra(extras: Mapping[tuple[int, str], Mapping[int, int]]) -> list[list[Any]]:
+    return [
+        [broker, topic, [[pid, n] for pid, n in sorted(extra.items())]]
+        for (broker, topic), extra in sorted(extras.items())
+    ]
+
+
+def _load_extra(rows: Iterable[Any]) -> dict[tuple[int, str], dict[int, int]]:
+    return {
+        (int(broker), str(topic)): {int(pid): int(n) for pid, n in pairs}
+        for broker, topic, pairs in rows
+    }
 
 
 def _as_mapping(value: Any) -> Mapping[str, Any]:

@@ -5,6 +5,12 @@ Handlers generate records from the current state (P) into an `Operation`; they n
 change state. `replay` applies records and keeps the indexes Kafka keeps: B2I (broker ->
 partitions whose ISR holds it, leaderless ones under -1), B2E (broker -> partitions whose
 ELR holds it, with Kafka's stale entries, §2.3) and the imbalanced set.
+
+B2E is kept per controller node (§2.3, §18): every controller replays every record into its
+own index, and only a snapshot load, at a controller's restart, rebuilds one without its
+stale entries. [kcsim] A controller deposed by a `controller_failover` is taken to have
+restarted from a snapshot of that moment; a node never deposed holds the index of the
+whole history kcsim has seen.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from controller.kraft.partition_registration import (
 )
 
 TP = tuple[str, int]
+# broker -> topic -> partitions, a partition once per entry (BrokersToElrs.elrMembers)
+B2E = dict[int, dict[str, list[int]]]
 MAX_ELECTIONS_PER_RUN = 1000  # maxElectionsPerImbalance
 
 
@@ -116,7 +124,11 @@ class ReplicationControlManager:
         self.features = features
         self.topics: dict[str, dict[int, PartitionRegistration]] = {}
         self.b2i: dict[int, dict[TP, bool]] = {}
-        self.b2e: dict[int, dict[str, list[int]]] = {}
+        # B2E of a controller that has replayed every record kcsim has seen...
+        self.b2e_history: B2E = {}
+        # ...and of each controller node deposed since, rebuilt at its deposition
+        self.b2e_nodes: dict[int, B2E] = {}
+        self.b2e: B2E = self.b2e_history  # the active controller's: the walks read it
         self.imbalanced: set[TP] = set()
         # names holding '.' or '_' by their form with '.' read as '_' (Kafka's
         # topicsWithCollisionChars): a new name's collision check without a walk
@@ -711,7 +723,8 @@ class ReplicationControlManager:
             if p.leader == NO_LEADER:
                 self._b2i_remove(NO_LEADER, key)
             for broker in p.elr:
-                self._b2e_remove_topic(broker, topic)
+                for index in self.b2e_indexes():
+                    _b2e_remove_topic(index, broker, topic)
             self.imbalanced.discard(key)
         return parts
 
@@ -739,6 +752,42 @@ class ReplicationControlManager:
                     parts[pid] = new
                     changed.append((topic, pid, p, new))
         return changed
+
+    # -- the active controller's B2E (SPEC-KRAFT §2.3, §18) ------------------------------
+    def fail_over(self, previous: int | None, new: int | None) -> None:
+        """A new active controller `new` (None: not named, nothing known changes). The
+        deposed `previous` restarts and loads a snapshot: Kafka's `handleLoadSnapshot`
+        resets every timeline structure and replays PartitionRecords, so its B2E holds each
+        partition once per ELR member, no stale entry ([kcsim] the snapshot is taken as the
+        state at the failover). The new one walks its own index: rebuilt at its last
+        deposition, or the whole history's when kcsim never saw it deposed."""
+        if new is None or new == previous:
+            return
+        if previous is not None:
+            self.b2e_nodes[previous] = self.loaded_b2e()
+        self.activate(new)
+
+    def activate(self, controller: int | None) -> None:
+        """The walks read `controller`'s index from now on."""
+        own = self.b2e_nodes.get(controller) if controller is not None else None
+        self.b2e = own if own is not None else self.b2e_history
+
+    def loaded_b2e(self) -> B2E:
+        """B2E as a snapshot load builds it from the partitions' ELRs. Every ELR member has
+        an entry in the whole history's index, so only its entries are looked at."""
+        loaded: B2E = {}
+        for broker, topics in self.b2e_history.items():
+            for topic, pids in topics.items():
+                parts = self.topics.get(topic, {})
+                for pid in sorted(set(pids)):
+                    p = parts.get(pid)
+                    if p is not None and broker in p.elr:
+                        loaded.setdefault(broker, {}).setdefault(topic, []).append(pid)
+        return loaded
+
+    def b2e_indexes(self) -> list[B2E]:
+        """Every index kept: the whole history's and each deposed node's."""
+        return [self.b2e_history, *self.b2e_nodes.values()]
 
     # -- indexes -----------------------------------------------------------------------
     def _update_imbalance(self, topic: str, pid: int, p: PartitionRegistration) -> None:
@@ -776,54 +825,31 @@ class ReplicationControlManager:
                 del self.b2i[broker]
 
     def _b2e_update(self, topic: str, pid: int, prev: Ints, new: Ints) -> None:
-        """`BrokersToElrs.update`: a sorted merge of the previous and next ELR."""
+        """`BrokersToElrs.update`: a sorted merge of the previous and next ELR, into every
+        controller's index."""
         if prev == new:
             return
         a, b = sorted(prev), sorted(new)
+        indexes = self.b2e_indexes()
         i = j = 0
         while True:
             if i == len(a):
                 if j == len(b):
                     break
-                self._b2e_add(b[j], topic, pid)
+                for index in indexes:
+                    _b2e_add(index, b[j], topic, pid)
                 j += 1
             elif j == len(b) or a[i] < b[j]:
-                self._b2e_remove(a[i], topic, pid)
+                for index in indexes:
+                    _b2e_remove(index, a[i], topic, pid)
                 i += 1
             elif a[i] > b[j]:
-                self._b2e_add(b[j], topic, pid)
+                for index in indexes:
+                    _b2e_add(index, b[j], topic, pid)
                 j += 1
             else:
                 i += 1
                 j += 1
-
-    def _b2e_add(self, broker: int, topic: str, pid: int) -> None:
-        # appends without checking: a stale entry plus a new one lists it twice (§2.3)
-        self.b2e.setdefault(broker, {}).setdefault(topic, []).append(pid)
-
-    def _b2e_remove(self, broker: int, topic: str, pid: int) -> None:
-        topics = self.b2e.get(broker)
-        if topics is None or topic not in topics:
-            raise RuntimeError(f"Broker {broker} has no elrMembers entry for {topic}")
-        entries = topics[topic]
-        if len(entries) == 1:
-            if entries[0] != pid:
-                raise RuntimeError(f"Broker {broker} has no elrMembers entry for {topic}:{pid}")
-            del topics[topic]
-            if not topics:
-                del self.b2e[broker]
-            return
-        kept = [x for x in entries if x != pid]
-        if len(kept) > len(entries) - 1:
-            raise RuntimeError(f"Broker {broker} has no elrMembers entry for {topic}:{pid}")
-        # Java fills a new array one shorter: slots left over stay 0 (a phantom partition 0)
-        topics[topic] = kept + [0] * (len(entries) - 1 - len(kept))
-
-    def _b2e_remove_topic(self, broker: int, topic: str) -> None:
-        topics = self.b2e.get(broker)
-        if topics is not None:
-            topics.pop(topic, None)
-            # (Kafka leaves an empty per-broker map behind; an empty map walks as nothing)
 
     # -- persistence -------------------------------------------------------------------
     def dump(self) -> dict[str, Any]:
@@ -847,9 +873,9 @@ class ReplicationControlManager:
                 ]
                 for topic, parts in sorted(self.topics.items())
             },
-            "b2e": [
-                [broker, {t: list(ps) for t, ps in sorted(topics.items())}]
-                for broker, topics in sorted(self.b2e.items())
+            "b2e": _dump_b2e(self.b2e_history),
+            "b2e_nodes": [
+                [node, _dump_b2e(index)] for node, index in sorted(self.b2e_nodes.items())
             ],
         }
 
@@ -858,9 +884,12 @@ class ReplicationControlManager:
         topics: Iterable[str],
         partitions: Iterable[tuple[str, int, PartitionRegistration]],
         b2e_extra: Mapping[tuple[int, str], Mapping[int, int]],
+        node_extra: Mapping[int, Mapping[tuple[int, str], Mapping[int, int]]] | None = None,
+        active: int | None = None,
     ) -> None:
         """The partitions as stored, their indexes derived, and B2E's entries the ELRs do
-        not give (`b2e_extra`: per broker and topic, partition -> stored minus derived)."""
+        not give (`b2e_extra`: per broker and topic, partition -> stored minus derived; of
+        the whole history's index, and in `node_extra` of each deposed node's)."""
         for topic in topics:
             self.topics.setdefault(topic, {})
         for topic, pid, p in partitions:
@@ -871,21 +900,17 @@ class ReplicationControlManager:
             self._b2i_add(p, key)
             self._update_imbalance(topic, pid, p)
             for broker in p.elr:
-                self._b2e_add(broker, topic, pid)
+                _b2e_add(self.b2e_history, broker, topic, pid)
         for name in self.topics:
             self._index_name(name)
-        for (broker, topic), extra in b2e_extra.items():
-            for pid, count in extra.items():
-                if count > 0:
-                    self.b2e.setdefault(broker, {}).setdefault(topic, []).extend([pid] * count)
-                else:
-                    entries = self.b2e[broker][topic]
-                    for _ in range(-count):
-                        entries.remove(pid)
-                    if not entries:
-                        del self.b2e[broker][topic]
+        for node in node_extra or {}:
+            self.b2e_nodes[node] = self.loaded_b2e()
+        _add_extra(self.b2e_history, b2e_extra)
+        for node, extra in (node_extra or {}).items():
+            _add_extra(self.b2e_nodes[node], extra)
+        self.activate(active)
 
-    def load(self, data: Mapping[str, Any]) -> None:
+    def load(self, data: Mapping[str, Any], active: int | None = None) -> None:
         for topic, rows in data["topics"].items():
             parts = self.topics[topic] = {}
             self._index_name(topic)
@@ -906,6 +931,63 @@ class ReplicationControlManager:
                 self._b2i_add(p, (topic, pid))
                 self._update_imbalance(topic, pid, p)
         # B2E as stored, stale entries included
-        self.b2e = {
-            broker: {t: list(ps) for t, ps in topics.items()} for broker, topics in data["b2e"]
-        }
+        self.b2e_history = _load_b2e(data["b2e"])
+        self.b2e_nodes = {int(node): _load_b2e(rows) for node, rows in data.get("b2e_nodes", [])}
+        self.activate(active)
+
+
+# -- B2E, Kafka's BrokersToElrs, one per controller node --------------------------------------
+def _b2e_add(index: B2E, broker: int, topic: str, pid: int) -> None:
+    # appends without checking: a stale entry plus a new one lists it twice (§2.3)
+    index.setdefault(broker, {}).setdefault(topic, []).append(pid)
+
+
+def _b2e_remove(index: B2E, broker: int, topic: str, pid: int) -> None:
+    topics = index.get(broker)
+    if topics is None or topic not in topics:
+        raise RuntimeError(f"Broker {broker} has no elrMembers entry for {topic}")
+    entries = topics[topic]
+    if len(entries) == 1:
+        if entries[0] != pid:
+            raise RuntimeError(f"Broker {broker} has no elrMembers entry for {topic}:{pid}")
+        del topics[topic]
+        if not topics:
+            del index[broker]
+        return
+    kept = [x for x in entries if x != pid]
+    if len(kept) > len(entries) - 1:
+        raise RuntimeError(f"Broker {broker} has no elrMembers entry for {topic}:{pid}")
+    # Java fills a new array one shorter: slots left over stay 0 (a phantom partition 0)
+    topics[topic] = kept + [0] * (len(entries) - 1 - len(kept))
+
+
+def _b2e_remove_topic(index: B2E, broker: int, topic: str) -> None:
+    topics = index.get(broker)
+    if topics is not None:
+        topics.pop(topic, None)
+        # (Kafka leaves an empty per-broker map behind; an empty map walks as nothing)
+
+
+def _add_extra(index: B2E, extra: Mapping[tuple[int, str], Mapping[int, int]]) -> None:
+    """Entries the ELRs do not give (partition -> stored minus derived count) into `index`."""
+    for (broker, topic), counts in extra.items():
+        for pid, count in counts.items():
+            if count > 0:
+                index.setdefault(broker, {}).setdefault(topic, []).extend([pid] * count)
+            else:
+                entries = index[broker][topic]
+                for _ in range(-count):
+                    entries.remove(pid)
+                if not entries:
+                    del index[broker][topic]
+
+
+def _dump_b2e(index: B2E) -> list[list[Any]]:
+    return [
+        [broker, {t: list(ps) for t, ps in sorted(topics.items())}]
+        for broker, topics in sorted(index.items())
+    ]
+
+
+def _load_b2e(rows: Iterable[Any]) -> B2E:
+    return {int(broker): {t: list(ps) for t, ps in topics.items()} for broker, topics in rows}

@@ -55,6 +55,8 @@ def main(args: argparse.Namespace) -> int:
             f"kcsim import: {model.counts.unexplained} partition changes no event explains",
             file=sys.stderr,
         )
+    for note in model.unexplained_notes:  # what they were (the first ones)
+        print(f"kcsim import: no event explains {note}", file=sys.stderr)
     if not args.quiet:
         start = f"snapshot {files.snapshot.name}" if files.snapshot else "offset 0"
         print(

@@ -16,7 +16,8 @@ batch (SPEC-KRAFT §23.3), so causes are read from the records' content, in log 
 
 * a fence (`BrokerRegistrationChangeRecord` fenced=1, `FenceBrokerRecord`), a
   `RegisterBrokerRecord` or an `UnregisterBrokerRecord` of broker b owns the partition
-  changes just before it that take b out of a leadership, ISR, ELR or LKE:
+  changes just before it that take b out of a leadership, ISR, ELR or LKE, and the
+  repeats of those records (a stale ELR index entry walked twice, SPEC-KRAFT §2.3):
   `broker_failure`, `broker_registration` {broker_epoch, incarnation, rack,
   previous_broker_epoch (the stored epoch unless those changes took b out of an ELR: the
   unclean path)}, `broker_unregistration`;
@@ -101,6 +102,7 @@ class Change(NamedTuple):
     old: PartitionState
     new: PartitionState
     data: dict[str, Any]
+    offset: int  # the record's offset in the log
 
 
 @dataclass(slots=True)
@@ -139,6 +141,11 @@ class Counts:
     configs_dropped: int = 0  # topic config records kcsim does not take (docs: why)
 
 
+# the unexplained changes described in `KraftLogModel.unexplained_notes` until a reader
+# takes them (the rest are counted only)
+MAX_UNEXPLAINED_NOTES = 50
+
+
 @dataclass(slots=True)
 class KraftLogModel:
     cluster: str = "default"
@@ -150,6 +157,9 @@ class KraftLogModel:
     configs: dict[str, dict[str, str]] = field(default_factory=dict)  # topic -> carried
     features: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # what a replay's settings must know
+    # what each partition change no event explains was, for a reader to say and clear
+    # (not saved: `to_json` keeps only their count)
+    unexplained_notes: list[str] = field(default_factory=list)
     seq: int = 0
     counts: Counts = field(default_factory=Counts)
     _registered_once: bool = False  # format-time records end at the first registration
@@ -393,7 +403,7 @@ class KraftLogModel:
         data = record.data
         name = self.topics.get(str(data["topicId"]))
         if name is None:
-            self.counts.unexplained += 1
+            self._unexplained(record.offset, f"PartitionRecord of an unknown topic: {data}")
             return
         tp = (name, int(data["partitionId"]))
         state = _partition_state(data, record.epoch)
@@ -520,7 +530,7 @@ class KraftLogModel:
             )  # fmt: skip
             self.partitions[tp] = new
             if cause is None:
-                self.counts.unexplained += 1
+                self._unexplained(record.offset, f"ClearElrRecord of {tp[0]}-{tp[1]}")
             else:
                 cause.writes[tp] = new
                 cause.observes = True
@@ -557,11 +567,13 @@ class KraftLogModel:
         tp = (name, int(data["partitionId"])) if name is not None else None
         old = self.partitions.get(tp) if tp is not None else None
         if tp is None or old is None:
-            self.counts.unexplained += 1
+            self._unexplained(
+                record.offset, f"PartitionChangeRecord of an unknown partition: {data}"
+            )
             return
         new = _merge(old, data, record.epoch)
         self.partitions[tp] = new
-        change = Change(tp, old, new, data)
+        change = Change(tp, old, new, data, record.offset)
         after = self._after
         if after is not None and _claims(after, change):
             after.writes[tp] = new
@@ -572,15 +584,31 @@ class KraftLogModel:
 
     def _take_pending(self, broker: int) -> list[Change]:
         """The pending changes that took `broker` out of something (a fence's, a
-        registration's or an unregistration's own); the others are released first."""
-        owned = [
-            c
-            for c in self._pending
-            if c.old.holds(broker) and not _keeps(c, broker) and not _starts_reassignment(c)
-        ]
+        registration's or an unregistration's own), with the repeats of those records; the
+        others are released first.
+
+        A repeat is a record equal to an owned one of the same partition: the ELR walk of
+        an unclean re-registration or of an unregistration visits a partition once per
+        entry its controller's broker -> ELR index holds, and that index keeps stale
+        entries (SPEC-KRAFT §2.3), so a partition listed twice gets the same record twice,
+        both built from the state before the operation (the second changes nothing but
+        the partition epoch)."""
+        owned: list[Change] = []
+        records: list[tuple[TP, dict[str, Any]]] = []
+        for c in self._pending:
+            if c.old.holds(broker) and not _keeps(c, broker) and not _starts_reassignment(c):
+                owned.append(c)
+                records.append((c.tp, c.data))
+            elif (c.tp, c.data) in records:
+                owned.append(c)
         self._pending = [c for c in self._pending if c not in owned]
         self._release_pending()
         return owned
+
+    def _unexplained(self, offset: int, what: str) -> None:
+        self.counts.unexplained += 1
+        if len(self.unexplained_notes) < MAX_UNEXPLAINED_NOTES:
+            self.unexplained_notes.append(f"offset {offset}: {what}")
 
     def _own(self, cause: _Cause, owned: list[Change]) -> None:
         for change in owned:
@@ -593,7 +621,7 @@ class KraftLogModel:
         for change in pending:
             kind = _causeless_kind(change)
             if kind is None:
-                self.counts.unexplained += 1
+                self._unexplained(change.offset, _described(change))
                 continue
             if kind in ("preferred", "unclean"):
                 # ElectLeaders walks its partitions topic by topic: a topic seen before
@@ -888,6 +916,19 @@ def _causeless_kind(change: Change) -> str | None:
         # an AlterPartition, whose build may change the ELR and LKE alone
         return "isr"
     return None
+
+
+def _described(change: Change) -> str:
+    """A partition change no cause owns: its record and the state it left, for a reader to
+    say (and a soak's log to keep)."""
+    (topic, partition), old, new = change.tp, change.old, change.new
+    fields = {k: v for k, v in change.data.items() if k not in ("topicId", "partitionId")}
+    return (
+        f"PartitionChangeRecord of {topic}-{partition} {fields}: leader {old.leader} -> "
+        f"{new.leader}, ISR {list(old.isr)} -> {list(new.isr)}, ELR {list(old.elr)} -> "
+        f"{list(new.elr)}, LKE {list(old.lke)} -> {list(new.lke)}, partition epoch "
+        f"{old.partition_epoch} -> {new.partition_epoch}"
+    )
 
 
 def _causeless_event(change: Change, kind: str) -> Event:

@@ -320,11 +320,16 @@ class KraftShadow:
     def _say_unexplained(self) -> None:
         """Partition changes no event could be named for are never dropped unsaid."""
         count = self.model.counts.unexplained
+        notes, self.model.unexplained_notes = self.model.unexplained_notes, []
         if count > self.unexplained:
             self.say(
                 f"{count - self.unexplained} partition changes no event explains "
                 f"(up to offset {self.at.offset}; {count} in all): they are not in the output"
             )
+            for note in notes:  # what they were, so that a log deleted since still tells
+                self.say(f"  {note}")
+            if count - self.unexplained > len(notes):
+                self.say(f"  ({count - self.unexplained - len(notes)} more not described)")
             self.unexplained = count
 
     def _feed(self, batch: Batch) -> list[Event]:

@@ -250,12 +250,18 @@ def test_a_restart_anywhere_in_the_kraft_corpus_equals_one_run() -> None:
             assert canonical(list(got)) == canonical(list(want)), (split, table.name)
 
 
-def _b2e(simulator: Simulator) -> dict[int, dict[str, list[int]]]:
-    """The engine's B2E index with each entry list as a sorted multiset (SPEC-KRAFT §2.3:
-    its stale entries and phantom partition 0s decide later elections)."""
-    b2e = simulator.kraft("default").controller.replication_control.b2e
-    index = {b: {t: sorted(ps) for t, ps in ts.items() if ps} for b, ts in b2e.items()}
-    return {b: ts for b, ts in index.items() if ts}  # (an emptied map walks as nothing)
+def _b2e(simulator: Simulator) -> list[Any]:
+    """The engine's B2E indexes (the active controller's, the whole history's, each deposed
+    controller's) with each entry list as a sorted multiset (SPEC-KRAFT §2.3: their stale
+    entries and phantom partition 0s decide later elections)."""
+    rc = simulator.kraft("default").controller.replication_control
+
+    def multiset(b2e: dict[int, dict[str, list[int]]]) -> dict[int, dict[str, list[int]]]:
+        index = {b: {t: sorted(ps) for t, ps in ts.items() if ps} for b, ts in b2e.items()}
+        return {b: ts for b, ts in index.items() if ts}  # (an emptied map walks as nothing)
+
+    nodes = {node: multiset(index) for node, index in rc.b2e_nodes.items()}
+    return [multiset(rc.b2e), multiset(rc.b2e_history), nodes]
 
 
 def _split_restart_matches(settings: Settings, events: list[RawEvent], splits: list[int]) -> None:
@@ -295,8 +301,9 @@ def test_restart_of_a_larger_cluster_after_an_elr_storm_is_exact() -> None:
     """SPEC-KRAFT §19, §16.3 and §2.3 at a larger size: 12 brokers, 600 partitions, RF 3,
     min.insync.replicas 2; brokers lost two at a time (ISR into ELR, then leaderless), a
     min.insync.replicas change (ClearElr, B2E left stale), unclean returns and an unfence;
-    a restart from the tables between any two steps continues exactly. The stored
-    `kraft_state` stays small: the partitions come from partition_state."""
+    a restart from the tables between any two steps continues exactly, each controller's
+    ELR index included (§18: failovers back and forth). The stored `kraft_state` stays
+    small: the partitions come from partition_state."""
     events: list[dict[str, Any]] = [{"type": "broker_startup", "brokers": list(range(12))}]
     for n in range(3):
         events.append(
@@ -307,11 +314,14 @@ def test_restart_of_a_larger_cluster_after_an_elr_storm_is_exact() -> None:
     events.append(
         {"type": "topic_config_change", "topic": "t1", "configs": {"min.insync.replicas": "1"}}
     )
+    events.append({"type": "controller_failover", "controller": 1000})
     events.append({"type": "broker_failure", "brokers": [6, 7]})
+    events.append({"type": "controller_failover", "controller": 1001})
     events.append({"type": "broker_registration", "broker": 0})
     events.append({"type": "broker_unfence", "broker": 0})
     events.append({"type": "broker_startup", "brokers": [1, 2]})
     events.append({"type": "cluster_config_change", "configs": {"min.insync.replicas": "3"}})
+    events.append({"type": "controller_failover", "controller": 1000})
     events.append({"type": "broker_startup", "brokers": [3, 4, 5, 6, 7]})
     events.append({"type": "leader_election", "election": "preferred"})
     raw = lines(events)

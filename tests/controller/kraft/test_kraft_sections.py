@@ -693,7 +693,103 @@ def test_s18_failover_fences_failed_brokers_and_reseeds_the_placer():
     assert qc.controller_epoch == 2 and qc.active_controller == 3000
 
 
+def _elr_walk_after_a_stale_entry(qc: QuorumController, failovers: list[int]) -> list:
+    """RF 2, min.insync.replicas 2, controller 5 active. Broker 3's fence puts it in t-0's
+    ELR, a min.insync.replicas change clears that ELR (B2E keeps 3 listed, §2.3), 3 returns
+    to the ISR; `failovers` happen; 3 is fenced again (ELR [3], listed once more) and
+    re-registers after a crash (the unclean path, §6.1). The PartitionChangeRecords of that
+    registration."""
+    qc.apply({"type": "controller_failover", "controller": 5})
+    create(qc, "t", [3, 1])
+    qc.apply({"type": "broker_failure", "broker": 3})
+    assert state(qc)["elr"] == [3]
+    min_isr = {"type": "topic_config_change", "topic": "t"}
+    qc.apply(min_isr | {"configs": {"min.insync.replicas": "1"}})
+    assert state(qc)["elr"] == []
+    qc.apply({"type": "broker_registration", "broker": 3, "previous_broker_epoch": epoch(qc, 3)})
+    qc.apply({"type": "broker_unfence", "broker": 3})
+    qc.apply({"type": "isr_change", "topic": "t", "partition": 0, "isr": [1, 3]})
+    qc.apply(min_isr | {"configs": {"min.insync.replicas": "2"}})
+    for controller in failovers:
+        qc.apply({"type": "controller_failover", "controller": controller})
+    qc.apply({"type": "broker_failure", "broker": 3})
+    assert state(qc)["elr"] == [3]
+    out = qc.apply({"type": "broker_registration", "broker": 3})
+    return [r for r in records(out) if r[0] == "PartitionChangeRecord"]
+
+
+def test_s18_a_deposed_controller_restarts_with_an_elr_index_without_stale_entries():
+    """§18, §2.3, §6.1, §23.5: controller 5 is deposed (4 takes over), restarts and loads a
+    snapshot, which rebuilds its broker -> ELR index from the partitions' ELRs: the stale
+    entry is gone. Back in charge, its unclean-registration walk visits t-0 once. The
+    controller that never restarted visits it twice: the same record twice (PE+2). A
+    seeded soak against a real 4.1.1 cluster showed both (10 records for 5 partitions where
+    the active controller had replayed a ClearElrRecord since its snapshot, 1 per
+    partition elsewhere)."""
+    once = pcr("t", 0, elr=[])
+    qc = make(3, min_isr=2)
+    assert _elr_walk_after_a_stale_entry(qc, [4, 5]) == [once]
+    assert state(qc)["pe"] == 5
+    never_restarted = make(3, min_isr=2)
+    assert _elr_walk_after_a_stale_entry(never_restarted, []) == [once, once]
+    assert state(never_restarted)["pe"] == 6
+    # the node that took over meanwhile never restarted either: it walks the entry twice
+    other = make(3, min_isr=2)
+    assert _elr_walk_after_a_stale_entry(other, [4]) == [once, once]
+
+
 # -- persistence and settings -----------------------------------------------------------
+
+
+def test_s18_each_controllers_elr_index_survives_dump_and_restore():
+    """§18, §2.3: the stale entries of the whole history's index and of each deposed
+    controller's index are kept by dump()/load() and by soft_state()/restore(): a copy
+    continues with the walks the original makes."""
+    qc = make(3, min_isr=2)
+    _elr_walk_after_a_stale_entry(qc, [4, 5])
+    min_isr = {"type": "topic_config_change", "topic": "t"}
+    for event in (
+        {"type": "broker_unfence", "broker": 3},
+        {"type": "isr_change", "topic": "t", "partition": 0, "isr": [1, 3]},
+        {"type": "controller_failover", "controller": 6},
+        {"type": "controller_failover", "controller": 5},
+        {"type": "broker_failure", "broker": 3},
+        min_isr | {"configs": {"min.insync.replicas": "1"}},
+        {"type": "broker_registration", "broker": 3, "previous_broker_epoch": epoch(qc, 3)},
+        {"type": "broker_unfence", "broker": 3},
+        {"type": "isr_change", "topic": "t", "partition": 0, "isr": [1, 3]},
+        min_isr | {"configs": {"min.insync.replicas": "2"}},
+        {"type": "broker_failure", "broker": 3},
+    ):
+        qc.apply(event)
+    rc = qc.replication_control
+    # t-0 listed once per entry: a phantom 0 left by a removal counts as t-0 too
+    assert rc.b2e_history == {3: {"t": [0, 0, 0]}}
+    assert rc.b2e_nodes == {5: {3: {"t": [0, 0]}}, 4: {3: {"t": [0, 0]}}, 6: {3: {"t": [0, 0]}}}
+    loaded = QuorumController.load(qc.settings, json.loads(json.dumps(qc.dump())))
+    restored = QuorumController.restore(
+        qc.settings,
+        json.loads(json.dumps(qc.soft_state())),
+        {t: qc.configuration_control.topic_configs(t) for t in rc.topics},
+        [(t, pid, p) for t, parts in rc.topics.items() for pid, p in parts.items()],
+    )
+    walks = []
+    for event in (
+        {"type": "broker_registration", "broker": 3},  # 5's walk
+        {"type": "controller_failover", "controller": 7},
+        {"type": "broker_registration", "broker": 3, "previous_broker_epoch": 0},  # 3 in no ELR
+        {"type": "broker_unfence", "broker": 3},
+        {"type": "isr_change", "topic": "t", "partition": 0, "isr": [1, 3]},
+        {"type": "broker_failure", "broker": 3},
+        {"type": "broker_registration", "broker": 3},  # 7's walk: the whole history's
+    ):
+        expected = records(qc.apply(event))
+        assert records(loaded.apply(event)) == expected, event
+        assert records(restored.apply(event)) == expected, event
+        if event["type"] == "broker_registration" and "previous_broker_epoch" not in event:
+            walks.append([r for r in expected if r[0] == "PartitionChangeRecord"])
+    assert [len(w) for w in walks] == [2, 3]
+    assert state(qc)["pe"] == state(restored)["pe"] == state(loaded)["pe"]
 
 
 def test_dump_and_load_continue_exactly():

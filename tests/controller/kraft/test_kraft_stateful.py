@@ -20,10 +20,12 @@ TOPICS = st.sampled_from(["a", "b", "c"])
 
 
 def _log_state(qc: QuorumController) -> dict[str, Any]:
-    """The state the log determines (soft heartbeat state left out)."""
+    """The state the log determines (soft heartbeat state left out, and the ELR indexes of
+    the controllers deposed since, which their restarts rebuilt: SPEC-KRAFT §2.3, §18)."""
     data = qc.dump()
+    replication = {k: v for k, v in data["replication_control"].items() if k != "b2e_nodes"}
     return {
-        "partitions": data["replication_control"],
+        "partitions": replication,
         "configs": data["configuration_control"]["configs"],
         "features": data["feature_control"],
         "registrations": data["cluster_control"]["registrations"],
@@ -322,11 +324,17 @@ class KRaftMachine(RuleBasedStateMachine):
 
 def _comparable(data: dict[str, Any]) -> dict[str, Any]:
     """A dump with B2E's entry lists as sorted multisets (their order is never read)."""
-    b2e = [
-        [b, {t: sorted(ps) for t, ps in topics.items() if ps}]
-        for b, topics in data["replication_control"]["b2e"]
-    ]
-    replication = {**data["replication_control"], "b2e": [e for e in b2e if e[1]]}
+
+    def multisets(rows: list[Any]) -> list[Any]:
+        b2e = [[b, {t: sorted(ps) for t, ps in topics.items() if ps}] for b, topics in rows]
+        return [e for e in b2e if e[1]]
+
+    replication = data["replication_control"]
+    replication = {
+        **replication,
+        "b2e": multisets(replication["b2e"]),
+        "b2e_nodes": [[node, multisets(rows)] for node, rows in replication["b2e_nodes"]],
+    }
     return {**data, "replication_control": replication}
 
 

@@ -324,3 +324,55 @@ def test_end_batch_gives_a_batch_at_once_stamped_with_its_append_time() -> None:
     assert {e["ts"] for e in events} == {"2023-11-14T22:13:20.123"}
     assert [e["event_id"] for e in events] == ["c:kraft:0:0", "c:kraft:0:1"]
     assert model.end_batch() == [] and model.finish() == []
+
+
+def test_an_unclean_restart_owns_the_repeats_of_its_elr_walk(tmp_path: Path) -> None:
+    """§6.1, §2.3, §23.2: a ClearElrRecord leaves broker 3 listed in the controller's
+    broker -> ELR index for partitions whose ELR it cleared; 3 rejoins their ISR and
+    leaves it again (an ELR again), then restarts after a kill -9. The unclean path's ELR
+    walk visits each partition once per index entry: the same record twice, both before
+    the RegisterBrokerRecord. Both are the registration's, which observes the state the
+    second left (partition epoch +2), and nothing is left unexplained. A seeded soak's
+    records, RF 2 and min.insync.replicas 2."""
+    log = cluster_with_topic([[3, 1], [1, 3]])
+    log.batch(
+        change(0, leader=1, isr=[1], eligibleLeaderReplicas=[3]),
+        change(1, isr=[1], eligibleLeaderReplicas=[3]),
+        fence(3, 3),
+    )
+    log.batch(config(2, "t", "min.insync.replicas", "1"), ("CLEAR_ELR_RECORD", {"topicName": "t"}))
+    log.batch(register(3, 40))
+    log.batch(unfence(3, 40))
+    log.batch(change(0, isr=[1, 3]), change(1, isr=[1, 3]))
+    log.batch(config(2, "t", "min.insync.replicas", "2"), ("CLEAR_ELR_RECORD", {"topicName": "t"}))
+    log.batch(
+        change(0, isr=[1], eligibleLeaderReplicas=[3]),
+        change(1, isr=[1], eligibleLeaderReplicas=[3]),
+        fence(3, 40),
+    )
+    walk = [change(p, eligibleLeaderReplicas=[]) for p in (0, 1, 0, 1)]
+    log.batch(*walk, register(3, 60))
+    log.batch(unfence(3, 60))
+    events = log.done()
+    registration = by_type(events, "broker_registration")[-1]
+    assert registration["broker_epoch"] == 60 and "previous_broker_epoch" not in registration
+    rows = registration["observed"]["partitions"]
+    assert [(r["partition"], r["elr"], r["partition_epoch"]) for r in rows] == [
+        (0, [], 6),
+        (1, [], 6),
+    ]
+    assert log.model.counts.unexplained == 0 and log.model.unexplained_notes == []
+    replays_exactly(events, tmp_path, "min.insync.replicas=2")
+
+
+def test_a_change_no_event_explains_is_described() -> None:
+    """§23.2: a change no cause can own (here a leader epoch bump and nothing else) is
+    counted and described (offset, partition, record, what it changed) for the reader to
+    say: the shadow's log keeps what the metadata log may have deleted since."""
+    log = cluster_with_topic([[1, 2]])
+    log.batch(change(0, leader=1))
+    log.done()
+    assert log.model.counts.unexplained == 1
+    (note,) = log.model.unexplained_notes
+    assert note.startswith(f"offset {log.offset - 1}: PartitionChangeRecord of t-0 {{'leader': 1}}")
+    assert "leader 1 -> 1" in note and "partition epoch 0 -> 1" in note

@@ -478,19 +478,26 @@ def test_versions_other_than_the_engines_are_said(tail, tmp_path):
 
 def test_changes_no_event_explains_are_said(tail, tmp_path):
     """The real log holds none; a count that grows (a change of a partition the model does
-    not know, say) is said once, with the offset reached, never dropped unsaid."""
+    not know, say) is said once, with the offset reached, never dropped unsaid, followed
+    by what the model described of them (the rest counted)."""
     said: list[str] = []
     sink, state = open_output(f"file:{tmp_path / 'out'}", "c")
     follower = KraftShadow(LOG, tail, sink, state, "c", said.append)
     follower.poll(ALL)
     assert said == []
     follower.model.counts.unexplained += 2
+    follower.model.unexplained_notes.append("offset 7: PartitionChangeRecord of t-0 {...}")
     follower.poll(ALL)
-    assert len(said) == 1
+    assert len(said) == 3
     assert said[0].startswith("2 partition changes no event explains (up to offset ")
     assert said[0].endswith("; 2 in all): they are not in the output")
+    assert said[1:] == [
+        "  offset 7: PartitionChangeRecord of t-0 {...}",
+        "  (1 more not described)",
+    ]
+    assert follower.model.unexplained_notes == []
     follower.poll(ALL)
-    assert len(said) == 1
+    assert len(said) == 3
 
 
 def test_a_node_cut_off_from_the_quorum_is_not_read_past_what_it_fetched(tmp_path):

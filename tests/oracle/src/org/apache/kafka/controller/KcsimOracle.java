@@ -192,6 +192,12 @@ public final class KcsimOracle {
         long incarnationCounter = 0;
         int controllerCount = 1;
         int controllerNodeId = -1;
+        /**
+         * [kcsim] The log size when each controller node was last deposed: it restarted and
+         * loaded a snapshot of that moment (SPEC-KRAFT §2.3, §18), so its broker -> ELR index
+         * holds no stale entry from before it.
+         */
+        final Map<Integer, Integer> depositions = new HashMap<>();
 
         SnapshotRegistry snapshotRegistry;
         FeatureControlManager featureControl;
@@ -258,6 +264,10 @@ public final class KcsimOracle {
          * A new active controller: fresh managers (its own placer, seeded with kcsim's
          * controller count, SPEC-KRAFT §11.3), the bootstrap records (§2.7, not written), then
          * the whole log replayed with its offsets, then activation, as a new quorum leader does.
+         * A controller deposed before loaded a snapshot at its deposition when it restarted:
+         * its ReplicationControlManager is rebuilt there from the partitions as TopicRecords and
+         * PartitionRecords (what QuorumController.handleLoadSnapshot replays after resetting
+         * every timeline structure), and the log after it replayed into that.
          */
         void buildManagers() {
             snapshotRegistry = new SnapshotRegistry(logContext);
@@ -292,14 +302,7 @@ public final class KcsimOracle {
                 setNodeId(controllerNodeId).
                 setFeatureControl(featureControl).
                 build();
-            replicationControl = new ReplicationControlManager.Builder().
-                setSnapshotRegistry(snapshotRegistry).
-                setLogContext(logContext).
-                setMaxElectionsPerImbalance(ReplicationControlManager.MAX_ELECTIONS_PER_IMBALANCE).
-                setConfigurationControl(configurationControl).
-                setClusterControl(clusterControl).
-                setFeatureControl(featureControl).
-                build();
+            replicationControl = newReplicationControl();
             replayOne(new FeatureLevelRecord().setName(MetadataVersion.FEATURE_NAME).
                 setFeatureLevel(mv.featureLevel()), -1);
             if (elrLevel > 0) {
@@ -309,10 +312,56 @@ public final class KcsimOracle {
                     setResourceName("").setName("min.insync.replicas").
                     setValue(Integer.toString(minIsr)), -1);
             }
+            int loaded = depositions.getOrDefault(controllerNodeId, -1);
             for (int offset = 0; offset < log.size(); offset++) {
+                if (offset == loaded) loadReplicationSnapshot(offset);
                 replayOne(log.get(offset), offset);
             }
+            if (loaded == log.size()) loadReplicationSnapshot(loaded);
             clusterControl.activate();
+        }
+
+        ReplicationControlManager newReplicationControl() {
+            return new ReplicationControlManager.Builder().
+                setSnapshotRegistry(snapshotRegistry).
+                setLogContext(logContext).
+                setMaxElectionsPerImbalance(ReplicationControlManager.MAX_ELECTIONS_PER_IMBALANCE).
+                setConfigurationControl(configurationControl).
+                setClusterControl(clusterControl).
+                setFeatureControl(featureControl).
+                build();
+        }
+
+        /** The replication state of the first `end` records, reloaded as a snapshot holds it. */
+        void loadReplicationSnapshot(int end) {
+            Map<Uuid, String> names = new LinkedHashMap<>();
+            Map<Uuid, TreeSet<Integer>> parts = new HashMap<>();
+            for (int offset = 0; offset < end; offset++) {
+                ApiMessage message = log.get(offset);
+                if (message instanceof TopicRecord r) {
+                    names.put(r.topicId(), r.name());
+                    parts.put(r.topicId(), new TreeSet<>());
+                } else if (message instanceof RemoveTopicRecord r) {
+                    names.remove(r.topicId());
+                    parts.remove(r.topicId());
+                } else if (message instanceof PartitionRecord r) {
+                    parts.get(r.topicId()).add(r.partitionId());
+                }
+            }
+            // [kcsim] ELR and LKE kept as they are: Kafka's SnapshotEmitter leaves them out of
+            // a snapshot written while ELR is off, which kcsim does not model (one partition
+            // state for every controller); only the index is rebuilt
+            ImageWriterOptions options = new ImageWriterOptions.Builder(mv).
+                setEligibleLeaderReplicasEnabled(true).build();
+            ReplicationControlManager loaded = newReplicationControl();
+            for (Entry<Uuid, String> topic : names.entrySet()) {
+                loaded.replay(new TopicRecord().setTopicId(topic.getKey()).setName(topic.getValue()));
+                for (int partition : parts.get(topic.getKey())) {
+                    PartitionRegistration p = replicationControl.getPartition(topic.getKey(), partition);
+                    loaded.replay((PartitionRecord) p.toRecord(topic.getKey(), partition, options).message());
+                }
+            }
+            replicationControl = loaded;
         }
 
         void replayOne(ApiMessage message, long offset) {
@@ -533,7 +582,11 @@ public final class KcsimOracle {
                 case "feature_update" -> featureUpdate(event);
                 case "controller_failover" -> {
                     if (event.has("controller") && !event.get("controller").isNull()) {
-                        controllerNodeId = event.get("controller").asInt();
+                        int next = event.get("controller").asInt();
+                        if (controllerNodeId >= 0 && next != controllerNodeId) {
+                            depositions.put(controllerNodeId, log.size());
+                        }
+                        controllerNodeId = next;
                     }
                     controllerCount++;
                     askedShutdown.clear();
