@@ -136,7 +136,7 @@ def test_parity_one_batch(spark, tmp_path: Path) -> None:  # noqa: F811
 
 
 def test_parity_many_batches_and_lake_inspection(spark, tmp_path: Path) -> None:  # noqa: F811
-    source = copy_corpus(tmp_path / "events", lines_per_file=9)
+    source = copy_corpus(tmp_path / "events", lines_per_file=13)
     lake = tmp_path / "lake"
     log = run_once(spark, source, lake, files=1)
     batches = [line for line in log if line.startswith("batch ")]
@@ -235,7 +235,7 @@ def test_parity_batches_of_one_file_whatever_their_mtimes_and_across_a_restart(
     modification times are shuffled, the query restarted halfway with more files copied
     in, leave what replay of the whole directory leaves; a file copied later whose name
     sorts before one applied is rejected line by line, never applied."""
-    source = copy_corpus(tmp_path / "events", lines_per_file=9)
+    source = copy_corpus(tmp_path / "events", lines_per_file=13)
     files = sorted(source.iterdir())
     assert len(files) > 6
     held = tmp_path / "held"

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from controller.replay.event_files import read_events
 from streaming.local_clusters.processes import free_port
-from tests.support.corpus import copy_corpus, replay_rows
+from tests.support.corpus import CORPUS, replay_rows
 from tests.support.spark.job_process import ROOT, JobProcess, job_env
 from tests.support.spark.lake_tables import assert_same_tables, lake_rows
 from tests.support.spark.spark_session import spark  # noqa: F401  (the session-scoped fixture)
@@ -65,29 +66,15 @@ def test_executors_import_the_core_only_from_the_shipped_zip(
     assert found["after"].endswith(f"{shipped}/controller/simulator.py")
 
 
-def test_fleet_on_standalone_equals_replay(
-    spark,  # noqa: F811
-    standalone_cluster: Standalone,  # noqa: F811
-    tmp_path: Path,
-) -> None:
-    """The corpus (clusters default, east and west, every event type, bad lines) in
-    batches of 43 lines (two: the second rebuilds its clusters from what the first
-    wrote), applied per cluster on the two workers' executors."""
-    source = copy_corpus(tmp_path / "events", lines_per_file=43)
-    lake = tmp_path / "lake"
-    job = JobProcess(fleet_args(standalone_cluster, source, lake))
-    assert job.finish(JOB_TIMEOUT_S) == 0, job.tail()
-    assert job.batches() == len(list(source.iterdir()))
-    assert_same_tables(lake_rows(spark, lake), replay_rows(source))
-
-
 # --------------------------------------------------------------- a worker killed
 
 
 def fleet_stream(target: Path, clusters: int, partitions: int, files: int) -> Path:
     """`clusters` clusters of 3 brokers and one topic, whose brokers then fail and come
-    back in turn; every file holds the next slice of every cluster's events (each batch
-    touches every cluster), files in name order with increasing modification times."""
+    back in turn, and the corpus (clusters default, east and west, every event type, bad
+    lines); every file holds the next slice of every cluster's events and of the corpus
+    (each batch touches every cluster), files in name order with increasing modification
+    times."""
     target.mkdir(parents=True)
     per_cluster: list[list[str]] = []
     for index in range(clusters):
@@ -107,12 +94,15 @@ def fleet_stream(target: Path, clusters: int, partitions: int, files: int) -> Pa
             events.append({"type": "broker_startup", "cluster": cluster, "broker": broker})
         per_cluster.append([json.dumps(e, separators=(",", ":")) for e in events])
     size = -(-len(per_cluster[0]) // files)
+    corpus = [e.raw for e in read_events(CORPUS)]
+    corpus_size = -(-len(corpus) // files)
     start = time.time() - 1000
     for number in range(files):
         piece = slice(number * size, (number + 1) * size)
         lines = [line for events in per_cluster for line in events[piece]]
+        lines += corpus[number * corpus_size : (number + 1) * corpus_size]
         path = target / f"part-{number:03d}.jsonl"
-        path.write_text("\n".join(lines) + "\n")
+        path.write_bytes(("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"))
         os.utime(path, (start + number, start + number))
     return target
 
@@ -130,9 +120,12 @@ def test_worker_killed_mid_batch_loses_and_doubles_nothing(
     standalone_cluster: Standalone,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    """SIGKILL a worker (with its executor) while a task of a later batch runs on it: the
-    driver loses the executor, the batch's tasks run again on the other worker, and the
-    lake equals the replay, every append-only row once."""
+    """`kcsim run --fleet --master spark://...`: every table equals `kcsim replay`'s rows
+    though a worker (with its executor) is SIGKILLed while a task of a later batch runs on
+    it: the driver loses the executor, the batch's tasks run again on the other worker,
+    and every append-only row is there once. The corpus rides along, so every event type
+    and every bad line goes through the executors; batches 1 and 2 rebuild their clusters
+    from what the batches before them wrote."""
     files = 3  # the kill lands in batch 1 or 2, whose tasks then run again elsewhere
     # 96 clusters: each of a batch's two apply tasks takes 48, and runs for 1.7-3.4 s here
     # (with 24 they ran 0.8-1.6 s, too short to be caught reliably)
@@ -162,7 +155,8 @@ def test_worker_killed_mid_batch_loses_and_doubles_nothing(
         standalone_cluster.ensure_workers()
     rows = lake_rows(spark, lake)
     assert_same_tables(rows, replay_rows(source))
-    seqs = [(r["cluster"], r["seq"]) for r in rows["applied_events"]]
+    fleet = {f"c{index:02d}" for index in range(clusters)}  # the corpus's clusters aside
+    seqs = [(r["cluster"], r["seq"]) for r in rows["applied_events"] if r["cluster"] in fleet]
     assert len(seqs) == len(set(seqs)) == clusters * (4 + 2 * 3 * files)
 
 
