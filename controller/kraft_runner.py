@@ -176,8 +176,12 @@ class KRaftClusterRunner:
         settings: Settings,
         controller: QuorumController | None = None,
         stored: Mapping[str, list[Mapping[str, Any]]] | None = None,
+        checks: bool = True,
     ) -> None:
+        """`checks=False`: no health or violations rows, the vitals not counted
+        (`Simulator`'s)."""
         self.cluster = cluster
+        self.checks = checks
         self.settings = settings
         self.controller = controller or QuorumController(kraft_settings(settings), cluster)
         self.last_seq: int | None = None
@@ -212,13 +216,21 @@ class KRaftClusterRunner:
         self._observed: dict[Key, SeenEpochs] = {}
         if stored is not None:
             self._restore(stored)
-        self._count_all()
+        if checks:
+            self._count_all()
+        else:  # (the topics' partitions: a change of the cluster's min ISR names them)
+            for view in self.controller.partitions():
+                self._topic_partitions.setdefault(view.topic, set()).add(view.partition)
 
     # ---- restart -------------------------------------------------------------------------
 
     @classmethod
     def from_rows(
-        cls, cluster: str, settings: Settings, tables: Mapping[str, list[Mapping[str, Any]]]
+        cls,
+        cluster: str,
+        settings: Settings,
+        tables: Mapping[str, list[Mapping[str, Any]]],
+        checks: bool = True,
     ) -> KRaftClusterRunner:
         """A cluster continued from its stored rows (`tables` holds this cluster's only):
         the engine's partitions from `partition_state`, topic configs from `topics`, the
@@ -241,7 +253,7 @@ class KRaftClusterRunner:
                         for r in tables.get("partition_state", ())
                     ),
                 )
-        runner = cls(cluster, settings, controller, tables)
+        runner = cls(cluster, settings, controller, tables, checks)
         runner._cluster_row = runner.cluster_row()
         return runner
 
@@ -339,14 +351,15 @@ class KRaftClusterRunner:
         self.unclean_elections += outcome.unclean_elections
         self.elr_elections += outcome.elr_elections
         self.last_known_leader_elections += outcome.last_known_leader_elections
-        found: list[Violation] = []
-        leader_changes = self._track(outcome, found)
-        self._check_brokers(outcome, found)
-        if header.observed is not None:
-            self._check_observed(header.observed, found)
-        if found:
-            rows["violations"].extend(invariants.rows(cluster, event_id, seq, ts, found))
-        rows["health"].append(self._health_row(event_id, seq, ts, leader_changes))
+        if self.checks:
+            found: list[Violation] = []
+            leader_changes = self._track(outcome, found)
+            self._check_brokers(outcome, found)
+            if header.observed is not None:
+                self._check_observed(header.observed, found)
+            if found:
+                rows["violations"].extend(invariants.rows(cluster, event_id, seq, ts, found))
+            rows["health"].append(self._health_row(event_id, seq, ts, leader_changes))
         rows["applied_events"].append(
             {"cluster": cluster, "event_id": event_id, "seq": seq, "type": header.type, "ts": ts}
         )
@@ -399,7 +412,8 @@ class KRaftClusterRunner:
                 configs_changed |= name == MIN_ISR_KEY
         if configs_changed:  # every topic's at_min_isr again
             self._dirty_topics.update(self._topic_partitions)
-            self._recount_topics(self._topic_partitions)
+            if self.checks:
+                self._recount_topics(self._topic_partitions)
 
     def held(self) -> int:
         """Rows held since the last drain (the simulator's `max_output` measure)."""

@@ -71,7 +71,12 @@ def state_row_tables(state_rows: bool | Collection[str]) -> frozenset[str]:
 
 
 class Simulator:
-    def __init__(self, settings: Settings, state_rows: bool | Collection[str] = True) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        state_rows: bool | Collection[str] = True,
+        checks: bool = True,
+    ) -> None:
         """`state_rows=False`: a batch's output holds no upserts or deletes of the state
         tables (`kcsim replay` writes them once, at the end, from `table_rows`): building
         and freeing the rows of every partition and replica a batch changed was ~5% of a
@@ -81,9 +86,15 @@ class Simulator:
         A collection of table names: only those tables' upserts and deletes (`kcsim plan`
         reads `partition_state`, `brokers` and `topics`; leaving out `replica_state` and
         `clusters` spares a row per changed replica and, under kraft, the controller's
-        whole state dumped into the clusters row at every batch)."""
+        whole state dumped into the clusters row at every batch).
+
+        `checks=False`: no `health` or `violations` rows; the vital signs are not counted
+        and the invariants not checked, after each event or on a load (`kcsim plan` keeps
+        its own counts from the state rows and reads neither: under kraft the per-event
+        counting and checks were ~16% of a roll's CPU). Every other output is the same."""
         self._settings = settings
         self._state_rows = state_row_tables(state_rows)
+        self._checks = checks
         self._clusters: dict[str, ClusterRunner | KRaftCluster] = {}
         self._heap = LongLivedHeap()
 
@@ -93,12 +104,14 @@ class Simulator:
         settings: Settings,
         tables: Mapping[str, Iterable[Mapping[str, Any]]],
         state_rows: bool | Collection[str] = True,
+        checks: bool = True,
     ) -> Simulator:
         """Rebuild every cluster from stored state-table rows (partition_state, replica_state,
         brokers, topics, clusters; applied_events for duplicate detection). Continuing from
-        here gives what one uninterrupted run gives. `state_rows` as the constructor's."""
+        here gives what one uninterrupted run gives. `state_rows` and `checks` as the
+        constructor's."""
         with cyclic_gc_paused():  # a load makes no garbage: collections would walk it all
-            return cls._from_tables(settings, tables, state_rows)
+            return cls._from_tables(settings, tables, state_rows, checks)
 
     @classmethod
     def _from_tables(
@@ -106,22 +119,23 @@ class Simulator:
         settings: Settings,
         tables: Mapping[str, Iterable[Mapping[str, Any]]],
         state_rows: bool | Collection[str],
+        checks: bool,
     ) -> Simulator:
         # (rows read once each; Columns as they are: their readers zip the columns)
         tables = {
             name: rows if isinstance(rows, Columns) else list(rows) for name, rows in tables.items()
         }
-        simulator = cls(settings, state_rows)
+        simulator = cls(settings, state_rows, checks)
         engines = stored_engines(tables.get("clusters", ()))
         check_engines(engines, settings.engine)
         names = {cluster for cluster, engine in engines.items() if engine == ZK}
         for cluster in sorted(set(engines) - names):
-            simulator._clusters[cluster] = _load_kraft(cluster, settings, tables)
+            simulator._clusters[cluster] = _load_kraft(cluster, settings, tables, checks)
         unclean = _unclean_elections(tables.get("health", ()))
         applied = Columns.of_rows(tables.get("applied_events", ()), ("cluster", "event_id"))
         for cluster in sorted(names):
             context = snapshot.load(cluster, tables)
-            runner = ClusterRunner(context, settings, unclean.get(cluster, 0))
+            runner = ClusterRunner(context, settings, unclean.get(cluster, 0), checks)
             runner.mark_stored()
             runner.seen_event_ids.update(applied.where("cluster", cluster).column("event_id"))
             simulator._clusters[cluster] = runner
@@ -194,9 +208,11 @@ class Simulator:
         if self._settings.engine == KRAFT:
             from controller.kraft_runner import KRaftClusterRunner
 
-            return KRaftCluster(KRaftClusterRunner(cluster, self._settings))
+            return KRaftCluster(KRaftClusterRunner(cluster, self._settings, checks=self._checks))
         return ClusterRunner(
-            ControllerContext(cluster, marks_rows=bool(self._state_rows)), self._settings
+            ControllerContext(cluster, marks_rows=bool(self._state_rows)),
+            self._settings,
+            checks=self._checks,
         )
 
     def clusters(self) -> list[str]:
@@ -247,7 +263,10 @@ def check_engines(engines: Mapping[str, str], engine: str) -> None:
 
 
 def _load_kraft(
-    cluster: str, settings: Settings, tables: Mapping[str, Iterable[Mapping[str, Any]]]
+    cluster: str,
+    settings: Settings,
+    tables: Mapping[str, Iterable[Mapping[str, Any]]],
+    checks: bool = True,
 ) -> KRaftCluster:
     from controller.kraft_runner import KRaftClusterRunner
 
@@ -259,7 +278,7 @@ def _load_kraft(
         for name, rows in tables.items()
         if name in _KRAFT_RESTORE
     }
-    return KRaftCluster(KRaftClusterRunner.from_rows(cluster, settings, mine))  # type: ignore[arg-type]
+    return KRaftCluster(KRaftClusterRunner.from_rows(cluster, settings, mine, checks))  # type: ignore[arg-type]
 
 
 _KRAFT_RESTORE = (
@@ -334,13 +353,22 @@ class ClusterRunner:
     """One cluster: ordering and duplicate checks, the controller, and its output."""
 
     def __init__(
-        self, context: ControllerContext, settings: Settings, unclean_elections: int = 0
+        self,
+        context: ControllerContext,
+        settings: Settings,
+        unclean_elections: int = 0,
+        checks: bool = True,
     ) -> None:
+        """`checks=False`: no health or violations rows (`Simulator`'s)."""
         self.context = context
         self.settings = settings
         self.journal = Journal(context.cluster)
         self.controller = KafkaController(context, self.journal, settings)
-        self.health = HealthTracker(context, unclean_elections, settings.min_insync_replicas)
+        self.health = (
+            HealthTracker(context, unclean_elections, settings.min_insync_replicas)
+            if checks
+            else None
+        )
         self.seen_event_ids: set[str] = set()
         self._applied: list[Row] = []
         self._divergences: list[Row] = []
@@ -386,7 +414,13 @@ class ClusterRunner:
         except EventRejected as error:
             return _reject(cluster, header, str(error))
         context = self.context  # a failover replaces it
-        self._check(context, header, event_id, seq, failover, unclean_before)
+        if self.health is not None:
+            self._check(context, header, event_id, seq, failover, unclean_before, self.health)
+        else:  # what the checks would have taken
+            context.event_partitions.clear()
+            context.event_topics.clear()
+            context.event_removed.clear()
+            journal.violations.clear()
         context.last_seq = seq
         context.last_event_id = event_id
         self.seen_event_ids.add(event_id)
@@ -420,11 +454,11 @@ class ClusterRunner:
         seq: int,
         failover: bool,
         unclean_before: int,
+        health: HealthTracker,
     ) -> None:
         """The event's `health` row and `violations` rows: kcsim's state where the event
         changed it, the requests it sent, and its `observed` states."""
         journal = self.journal
-        health = self.health
         leader_changes, found = health.resync(context) if failover else health.update(context)
         # the event's unclean elections (`unclean_before`: the journal's count before it)
         health.unclean_elections += journal.unclean_elections - unclean_before
