@@ -1,5 +1,5 @@
 """`kcsim import kraft-log` on the metadata log of a scripted run on a real 3-node KRaft
-cluster (Kafka 4.1.1, the `kraft_cluster` fixture): a kill of the quorum leader, a
+cluster (Kafka 4.1.1, this module's own, `kraft_day`): a kill of the quorum leader, a
 controlled shutdown of a leader, restarts, node-level `min.insync.replicas` changes,
 reassignments, a preferred election and a deletion with a replica's node down
 (SPEC-KRAFT §6-§13, §15-§18, §23). The import writes the KRaft controller's inputs
@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from streaming.cli import main
-from tests.support.clusters.kraft_cluster import KraftCluster, wait_for
+from streaming.local_clusters import kraft_cluster as cluster
+from tests.support.clusters.kraft_cluster import SNAPSHOTS, KraftCluster, wait_for
 from tests.support.differential.divergence_classes import (
     ELR_CLASSES,
     EXPECTED_CLASSES,
@@ -46,7 +49,11 @@ def run_scenario(kraft: KraftCluster) -> None:
     # a ClearElrRecord with it), and a node-level unclean.leader.election.enable
     kraft.alter_cluster_configs({MIN_ISR: "2"})
     kraft.alter_broker_configs("1", {UNCLEAN: "false"})
+    changed = time.time()  # both committed: the admin calls answer once they are
     kraft.wait_isr_full("orders")
+    # every node's newest snapshot holds the topics and the ClearElrRecord before a node
+    # restarts (tests/support/clusters/kraft_cluster.py's SNAPSHOTS says why)
+    wait_for(lambda: all(snapshot_since(kraft, n, changed) for n in kraft.nodes), "snapshots")
     # §18, §8: the quorum leader (the active controller) crashes: a new one is elected,
     # then the crashed node is fenced once its session times out; it comes back (§6, §7)
     old_leader = kraft.quorum_leader()
@@ -89,6 +96,14 @@ def run_scenario(kraft: KraftCluster) -> None:
     kraft.wait_isr_full("orders")
 
 
+def snapshot_since(kraft: KraftCluster, node: int, since: float) -> bool:
+    """The node has written a metadata snapshot since the time `since`."""
+    return any(
+        path.stat().st_mtime > since
+        for path in kraft.layout().metadata_log(node).glob("*.checkpoint")
+    )
+
+
 def import_log(kraft: KraftCluster, tmp_path: Path) -> Path:
     """The quorum leader's metadata log, copied while the cluster runs (a batch being
     written can be cut: then copy again), imported."""
@@ -112,7 +127,21 @@ def replay(events_file: Path, out: Path, *settings: str) -> dict[str, list[dict]
     return {p.stem: [json.loads(x) for x in p.read_text().splitlines()] for p in out.iterdir()}
 
 
-def test_a_kraft_day_replays_exactly_under_kraft(kraft_cluster: KraftCluster, tmp_path):
+@pytest.fixture(scope="module")
+def kraft_day(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KraftCluster]:
+    """A 3-node cluster of its own: the scenario changes the cluster-level
+    `min.insync.replicas` and then restarts nodes, which needs snapshots (SNAPSHOTS says
+    why), and it counts every controlled shutdown in the log (another test's would count)."""
+    data_dir = tmp_path_factory.mktemp("kafka-kraft-day")
+    bootstrap = cluster.start(data_dir, nodes=3, overrides=SNAPSHOTS)
+    try:
+        yield KraftCluster(data_dir, bootstrap, cluster.load_layout(data_dir).node_ids)
+    finally:
+        cluster.stop(data_dir)
+
+
+def test_a_kraft_day_replays_exactly_under_kraft(kraft_day: KraftCluster, tmp_path):
+    kraft_cluster = kraft_day
     try:
         run_scenario(kraft_cluster)
     finally:
