@@ -31,15 +31,6 @@ def _kcsim(*args: str) -> subprocess.CompletedProcess[str]:
 # README's own first command: tests/test_walkthroughs.py.
 
 
-@pytest.mark.spark
-def test_verbose_lets_sparks_warnings_through(tmp_path: Path) -> None:
-    done = _kcsim(
-        "run", "--source", f"file:{EXAMPLES}", "--lake", str(tmp_path), "--once", "--verbose"
-    )
-    assert done.returncode == 0, done.stderr
-    assert " WARN " in done.stderr
-
-
 def test_exit_statuses_are_documented_and_kept(tmp_path: Path) -> None:
     help_text = _kcsim("replay", "--help").stdout
     assert "exit status:" in help_text and "rejected" in help_text

@@ -133,15 +133,20 @@ def test_every_way_to_type_a_path_means_one_directory(
 
 
 @pytest.mark.spark
-def test_a_relative_lake_and_source_without_dot_slash_run(tmp_path: Path) -> None:
+def test_a_relative_lake_and_source_without_dot_slash_run_and_verbose_shows_spark(
+    tmp_path: Path,
+) -> None:
+    """Relative paths without `./` work; `--verbose` lets Spark's WARN lines through (one
+    job checks both: each costs a Spark driver)."""
     events = tmp_path / "events"
     events.mkdir()
     for path in (ROOT / "examples" / "events").iterdir():
         (events / path.name).write_bytes(path.read_bytes())
     done, _ = kcsim_run(
-        tmp_path, "--source", "file:events", "--lake", "lake", "--once", timeout=900
+        tmp_path, "--source", "file:events", "--lake", "lake", "--once", "--verbose", timeout=900
     )
     assert done.returncode == 0, done.stderr
+    assert " WARN " in done.stderr
     assert "INVALID_SCHEMA_OR_RELATION_NAME" not in done.stderr
     assert (tmp_path / "lake" / "partition_state" / "_delta_log").is_dir()
     assert (tmp_path / "lake" / "_checkpoints" / "run" / "files").is_dir()

@@ -284,7 +284,8 @@ def test_parity_batches_of_one_file_whatever_their_mtimes_and_across_a_restart(
 
 
 def test_fleet_equals_per_cluster_replays(spark, tmp_path: Path) -> None:  # noqa: F811
-    source = copy_corpus(tmp_path / "events", lines_per_file=20)
+    # two batches: the second rebuilds its clusters from what the first wrote
+    source = copy_corpus(tmp_path / "events", lines_per_file=46)
     lake = tmp_path / "lake"
     run_once(spark, source, lake, files=1, fleet=True)
     events = list(read_events(source))
