@@ -216,11 +216,7 @@ class KRaftClusterRunner:
         self._observed: dict[Key, SeenEpochs] = {}
         if stored is not None:
             self._restore(stored)
-        if checks:
-            self._count_all()
-        else:  # (the topics' partitions: a change of the cluster's min ISR names them)
-            for view in self.controller.partitions():
-                self._topic_partitions.setdefault(view.topic, set()).add(view.partition)
+        self._count_all()
 
     # ---- restart -------------------------------------------------------------------------
 
@@ -425,13 +421,15 @@ class KRaftClusterRunner:
         return _min_isr(self._cluster_configs, self.settings.min_insync_replicas)
 
     def _count_all(self) -> None:
+        """Every partition indexed by its topic (a change of the cluster's min ISR names
+        them) and, with checks, its vital signs counted."""
         self._live = {b.broker for b in self.controller.brokers() if b.status == LIVE}
         default = self._cluster_min_isr()
         self._min_isr = {t.topic: _min_isr(t.configs, default) for t in self.controller.topics()}
         for view in self.controller.partitions():
-            key = (view.topic, view.partition)
             self._topic_partitions.setdefault(view.topic, set()).add(view.partition)
-            self._set_vitals(key, self._vitals_of(view))
+            if self.checks:
+                self._set_vitals((view.topic, view.partition), self._vitals_of(view))
 
     def _recount_topics(self, topics: Iterable[str]) -> None:
         default = self._cluster_min_isr()

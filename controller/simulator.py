@@ -417,9 +417,7 @@ class ClusterRunner:
         if self.health is not None:
             self._check(context, header, event_id, seq, failover, unclean_before, self.health)
         else:  # what the checks would have taken
-            context.event_partitions.clear()
-            context.event_topics.clear()
-            context.event_removed.clear()
+            context.clear_event_marks()
             journal.violations.clear()
         context.last_seq = seq
         context.last_event_id = event_id

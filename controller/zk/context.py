@@ -249,6 +249,11 @@ class ControllerContext:
         self.dirty_replicas.clear()
         self.dirty_brokers.clear()
         self.dirty_topics.clear()
+        self.clear_event_marks()
+
+    def clear_event_marks(self) -> None:
+        """The event's changed partitions, topics and removed records, let go (the checks
+        take them after each event; without checks nothing does)."""
         self.event_partitions.clear()
         self.event_topics.clear()
         self.event_removed.clear()
