@@ -41,14 +41,7 @@ from streaming.chaos.soak import Soak
 from streaming.local_clusters import kraft_cluster, zk_cluster
 
 # the KRaft metadata log made to roll, snapshot and delete segments during the soak
-METADATA_LOG = {
-    "internal.metadata.log.segment.bytes": "16384",
-    "metadata.log.max.record.bytes.between.snapshots": "8192",
-    "metadata.log.max.snapshot.interval.ms": "10000",
-    "metadata.max.retention.bytes": "32768",
-    "metadata.max.retention.ms": "30000",
-    "internal.metadata.delete.delay.millis": "1000",
-}
+METADATA_LOG = kraft_cluster.ROLLING_LOG
 FOLLOWED = 4  # the first of the separate controllers (nodes 4..6)
 
 

@@ -71,6 +71,29 @@ JVM_FLAGS = (
 # A SIGKILLed node is fenced once its heartbeats stop for this long (Kafka's default 9 s).
 SESSION_TIMEOUT_MS = 6000
 
+# `overrides` for a cluster that writes a metadata snapshot after 8 KiB of records or 10 s
+# (Kafka's defaults: 20 MiB, 1 h). A restarted node replays the log after its newest
+# snapshot as one delta, and Kafka 4.1.1 fails on a delta that holds both a topic's
+# creation and a cluster-wide ClearElrRecord (a NullPointerException in
+# `TopicsDelta.maybeReplayClearElrRecord`; the node exits): a cluster whose
+# `min.insync.replicas` changes cluster-wide and whose nodes restart after needs them.
+# Segments are kept (retention at its defaults): the log still starts at offset 0.
+SNAPSHOTS = {
+    "metadata.log.max.record.bytes.between.snapshots": "8192",
+    "metadata.log.max.snapshot.interval.ms": "10000",
+}
+# ... and a log that also rolls its segments and deletes the ones a snapshot covers, as a
+# long-running cluster's does (the shadow's soak and differential tests follow it through
+# that); `internal.metadata.log.segment.bytes` because `metadata.log.segment.bytes` is at
+# least 8 MiB
+ROLLING_LOG = {
+    "internal.metadata.log.segment.bytes": "16384",
+    **SNAPSHOTS,
+    "metadata.max.retention.bytes": "32768",
+    "metadata.max.retention.ms": "30000",
+    "internal.metadata.delete.delay.millis": "1000",
+}
+
 LOG4J2 = """\
 status = warn
 appender.out.type = Console

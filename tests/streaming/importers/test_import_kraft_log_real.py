@@ -21,7 +21,7 @@ import pytest
 
 from streaming.cli import main
 from streaming.local_clusters import kraft_cluster as cluster
-from tests.support.clusters.kraft_cluster import SNAPSHOTS, KraftCluster, wait_for
+from tests.support.clusters.kraft_cluster import KraftCluster, wait_for
 from tests.support.differential.divergence_classes import (
     ELR_CLASSES,
     EXPECTED_CLASSES,
@@ -52,7 +52,7 @@ def run_scenario(kraft: KraftCluster) -> None:
     changed = time.time()  # both committed: the admin calls answer once they are
     kraft.wait_isr_full("orders")
     # every node's newest snapshot holds the topics and the ClearElrRecord before a node
-    # restarts (tests/support/clusters/kraft_cluster.py's SNAPSHOTS says why)
+    # restarts (`SNAPSHOTS` in streaming/local_clusters/kraft_cluster.py says why)
     wait_for(lambda: all(snapshot_since(kraft, n, changed) for n in kraft.nodes), "snapshots")
     # §18, §8: the quorum leader (the active controller) crashes: a new one is elected,
     # then the crashed node is fenced once its session times out; it comes back (§6, §7)
@@ -130,10 +130,10 @@ def replay(events_file: Path, out: Path, *settings: str) -> dict[str, list[dict]
 @pytest.fixture(scope="module")
 def kraft_day(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KraftCluster]:
     """A 3-node cluster of its own: the scenario changes the cluster-level
-    `min.insync.replicas` and then restarts nodes, which needs snapshots (SNAPSHOTS says
+    `min.insync.replicas` and then restarts nodes, which needs snapshots (`SNAPSHOTS` says
     why), and it counts every controlled shutdown in the log (another test's would count)."""
     data_dir = tmp_path_factory.mktemp("kafka-kraft-day")
-    bootstrap = cluster.start(data_dir, nodes=3, overrides=SNAPSHOTS)
+    bootstrap = cluster.start(data_dir, nodes=3, overrides=cluster.SNAPSHOTS)
     try:
         yield KraftCluster(data_dir, bootstrap, cluster.load_layout(data_dir).node_ids)
     finally:
@@ -141,12 +141,11 @@ def kraft_day(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KraftCluster
 
 
 def test_a_kraft_day_replays_exactly_under_kraft(kraft_day: KraftCluster, tmp_path):
-    kraft_cluster = kraft_day
     try:
-        run_scenario(kraft_cluster)
+        run_scenario(kraft_day)
     finally:
-        kraft_cluster.ensure_all_up()
-    events_file = import_log(kraft_cluster, tmp_path)
+        kraft_day.ensure_all_up()
+    events_file = import_log(kraft_day, tmp_path)
     events = [json.loads(line) for line in events_file.read_text().splitlines()]
     mine = [e for e in events if e.get("topic") in ("orders", "audit") or "topic" not in e]
     kinds = Counter(e["type"] for e in mine)
@@ -184,7 +183,7 @@ def test_a_kraft_day_replays_exactly_under_kraft(kraft_day: KraftCluster, tmp_pa
     changes = [e["configs"] for e in events if e["type"] == "topic_config_change"]
     assert changes == [{UNCLEAN: "false"}, {UNCLEAN: "false"}]
     failovers = [e for e in events if e["type"] == "controller_failover"]
-    assert {e["controller"] for e in failovers} <= set(kraft_cluster.nodes)
+    assert {e["controller"] for e in failovers} <= set(kraft_day.nodes)
     observing = [e for e in events if "observed" in e]
     assert len(observing) >= 30
     assert all("brokers" in e["observed"] for e in events if e["type"].startswith("broker_"))
@@ -195,7 +194,7 @@ def test_a_kraft_day_replays_exactly_under_kraft(kraft_day: KraftCluster, tmp_pa
     # the engine wrote the log's records: one per record of the imported operations
     assert len(kraft["metadata_records"]) >= len(events)
     final = {(r["topic"], r["partition"]): r for r in kraft["partition_state"]}
-    live = kraft_cluster.partitions("orders")
+    live = kraft_day.partitions("orders")
     for p, state in live.items():
         row = final["orders", p]
         assert (row["leader"], set(row["isr"]), tuple(row["replicas"])) == (

@@ -50,13 +50,7 @@ FOLLOWED = 4  # the first controller: its log is the quorum's, read by the shado
 CHAOS_SEED = int(os.environ.get("KCSIM_KRAFT_CHAOS_SEED", "20261129"))
 CHAOS_OPS = 100
 METADATA_LOG = {
-    # the test-only segment size (metadata.log.segment.bytes is at least 8 MiB)
-    "internal.metadata.log.segment.bytes": "16384",
-    "metadata.log.max.record.bytes.between.snapshots": "8192",
-    "metadata.log.max.snapshot.interval.ms": "10000",
-    "metadata.max.retention.bytes": "32768",
-    "metadata.max.retention.ms": "30000",
-    "internal.metadata.delete.delay.millis": "1000",
+    **cluster.ROLLING_LOG,
     # the controller's periodic unclean-election task (Kafka's default: every 5 min); a
     # config turning unclean.leader.election.enable on elects nothing by itself
     "unclean.leader.election.interval.ms": "2000",

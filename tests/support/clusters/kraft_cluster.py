@@ -21,20 +21,7 @@ import pytest
 from streaming.chaos.live_kraft import KraftCluster, Partition, wait_for
 from streaming.local_clusters import kraft_cluster as cluster
 
-__all__ = ["SNAPSHOTS", "KraftCluster", "Partition", "kraft_cluster", "wait_for"]
-
-# For a cluster whose log holds a cluster-wide ClearElrRecord (a cluster-level
-# `min.insync.replicas` change) and whose nodes restart after it: a snapshot after 8 KiB of
-# records or 10 s (Kafka's defaults: 20 MiB, 1 h). A restarted node replays the log after
-# its newest snapshot as one delta, and Kafka 4.1.1 fails on a delta that holds both a
-# topic's creation and a cluster-wide ClearElrRecord (a NullPointerException in
-# `TopicsDelta.maybeReplayClearElrRecord`; the node exits). Segments are kept (retention
-# at its defaults), so the log still starts at offset 0 for `kcsim import kraft-log`. The
-# session cluster keeps Kafka's defaults: no test on it changes the cluster-level value.
-SNAPSHOTS = {
-    "metadata.log.max.record.bytes.between.snapshots": "8192",
-    "metadata.log.max.snapshot.interval.ms": "10000",
-}
+__all__ = ["KraftCluster", "Partition", "kraft_cluster", "wait_for"]
 
 
 @pytest.fixture(scope="session")
