@@ -265,6 +265,7 @@ def check_local_broker(said: str, lake: list[dict], divergences: list[dict]) -> 
 
 def check_zk_shadow(said: str, lake: list[dict], divergences: list[dict]) -> None:
     types = [e["type"] for e in lake]
+    assert "controller_failover" in types, types  # the shadow's first event: the present
     # broker 2's failure, or (broker 2 was the controller) a second controller's failover
     assert "broker_failure" in types or types.count("controller_failover") >= 2, types
     assert types.count("broker_startup") >= 4  # broker 2 again after its kill
