@@ -47,89 +47,13 @@ import resource
 import subprocess
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 
-from workloads import CLUSTER, engine_cluster_rows, isr_events, topic_partition
+from scale_workloads import WORKLOADS as SCALE_WORKLOADS
+from scale_workloads import Batches, Event, Workload
+from workloads import CLUSTER, engine_cluster_rows, isr_events
 
 from controller.config import Settings
 from controller.simulator import RawEvent, Simulator
-
-Event = dict[str, object]
-Batches = list[list[Event]]
-Maker = Callable[[argparse.Namespace, int, int], Batches]
-ENGINES = ("zk", "kraft")
-
-
-@dataclass(frozen=True, slots=True)
-class Workload:
-    name: str
-    batches: Maker  # timed
-    restore: Maker = lambda args, size, rep: []  # untimed, after each repetition
-    repeated: bool = False
-
-
-def _broker_failure(args: argparse.Namespace, size: int, rep: int) -> Batches:
-    return [[{"type": "broker_failure", "broker": 10 * rep + 1}]]
-
-
-def _restart_one(args: argparse.Namespace, size: int, rep: int) -> Batches:
-    return [[{"type": "broker_startup", "broker": 10 * rep + 1}]]
-
-
-def _controlled_shutdown(args: argparse.Namespace, size: int, rep: int) -> Batches:
-    return [[{"type": "controlled_shutdown", "broker": 10 * rep + 2}]]
-
-
-def _restart_two(args: argparse.Namespace, size: int, rep: int) -> Batches:
-    broker = 10 * rep + 2
-    return [
-        [{"type": "broker_failure", "broker": broker}],
-        [{"type": "broker_startup", "broker": broker}],
-    ]
-
-
-def _rolling_restart(args: argparse.Namespace, size: int, rep: int) -> Batches:
-    return [
-        [
-            {"type": "controlled_shutdown", "broker": broker},
-            {"type": "broker_failure", "broker": broker},
-            {"type": "broker_startup", "broker": broker},
-        ]
-        for broker in range(3, 3 + args.restarts)
-    ]
-
-
-def _preferred_election(args: argparse.Namespace, size: int, rep: int) -> Batches:
-    return [[{"type": "leader_election", "election": "preferred"}]]
-
-
-def _reassignment_wave(args: argparse.Namespace, size: int, rep: int) -> Batches:
-    moves: list[Event] = []
-    brokers = args.brokers
-    for index in range(0, size, 100):
-        topic, partition = topic_partition(index)
-        first = (index + 7) % brokers
-        target = [first, (first + 1) % brokers, (first + 2) % brokers]
-        moves.append(
-            {"type": "partition_reassignment", "topic": topic, "partition": partition,
-             "replicas": target}
-        )  # fmt: skip
-    return [moves[i : i + 1000] for i in range(0, len(moves), 1000)]
-
-
-def _topic_churn(args: argparse.Namespace, size: int, rep: int) -> Batches:
-    batches: Batches = []
-    for n in range(size // 2500):
-        topic = f"churn-{n}"
-        batches.append(
-            [
-                {"type": "topic_creation", "topic": topic, "partitions": 100,
-                 "replication_factor": 3},
-                {"type": "topic_deletion", "topic": topic},
-            ]
-        )  # fmt: skip
-    return batches
 
 
 def _storm_pairs(args: argparse.Namespace) -> list[list[int]]:
@@ -148,15 +72,8 @@ def _elr_storm(args: argparse.Namespace, size: int, rep: int) -> Batches:
     return batches
 
 
-WORKLOADS = (
-    Workload("broker_failure", _broker_failure, _restart_one, repeated=True),
-    Workload("controlled_shutdown", _controlled_shutdown, _restart_two, repeated=True),
-    Workload("rolling_restart", _rolling_restart),
-    Workload("preferred_election", _preferred_election),
-    Workload("reassignment_wave", _reassignment_wave),
-    Workload("topic_churn", _topic_churn),
-    Workload("elr_storm", _elr_storm),
-)
+ENGINES = ("zk", "kraft")
+WORKLOADS = (*SCALE_WORKLOADS, Workload("elr_storm", _elr_storm))
 
 
 def _apply(simulator: Simulator, batches: Batches, counter: list[int]) -> tuple[int, int, float]:

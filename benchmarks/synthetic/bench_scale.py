@@ -47,11 +47,12 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
+from scale_workloads import WORKLOADS, Batches, Event, restart_events
 from workloads import CLUSTER, PARTITIONS_PER_TOPIC, cluster_rows, topic_partition
 
 from controller.config import Settings
@@ -60,21 +61,6 @@ from controller.replay.event_files import read_events
 from controller.replay.table_files import AppendFiles, write_tables
 from controller.simulator import RawEvent, Simulator
 from schemas import APPEND_TABLES, STATE_TABLES
-
-Event = dict[str, object]
-Batches = list[list[Event]]
-
-
-# (arguments, cluster size, repetition) -> the events of one run of a workload
-Maker = Callable[[argparse.Namespace, int, int], Batches]
-
-
-@dataclass(frozen=True, slots=True)
-class Workload:
-    name: str
-    batches: Maker  # timed
-    restore: Maker = lambda args, size, rep: []  # untimed, after each repetition
-    repeated: bool = False  # run --repeats times (single events: too short to time once)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,87 +79,6 @@ class Measure:
             self.transitions + other.transitions,
             self.seconds + other.seconds,
         )
-
-
-# repetition r of a single-event workload takes broker 10r+1 (failure) or 10r+2 (controlled
-# shutdown): one the workloads before it left alone, as the first (broker 1 or 2) is
-def _broker_failure(args: argparse.Namespace, size: int, rep: int) -> Batches:
-    return [[{"type": "broker_failure", "broker": 10 * rep + 1}]]
-
-
-def _restart_one(args: argparse.Namespace, size: int, rep: int) -> Batches:
-    return [[{"type": "broker_startup", "broker": 10 * rep + 1}]]
-
-
-def _controlled_shutdown(args: argparse.Namespace, size: int, rep: int) -> Batches:
-    return [[{"type": "controlled_shutdown", "broker": 10 * rep + 2}]]
-
-
-def _restart_two(args: argparse.Namespace, size: int, rep: int) -> Batches:
-    broker = 10 * rep + 2
-    return [
-        [{"type": "broker_failure", "broker": broker}],
-        [{"type": "broker_startup", "broker": broker}],
-    ]
-
-
-def restart_events(broker: int) -> list[Event]:
-    return [
-        {"type": "controlled_shutdown", "broker": broker},
-        {"type": "broker_failure", "broker": broker},
-        {"type": "broker_startup", "broker": broker},
-    ]
-
-
-def _rolling_restart(args: argparse.Namespace, size: int, rep: int) -> Batches:
-    # one batch per broker: a startup's UpdateMetadata holds every partition
-    return [restart_events(broker) for broker in range(3, 3 + args.restarts)]
-
-
-def _preferred_election(args: argparse.Namespace, size: int, rep: int) -> Batches:
-    return [[{"type": "leader_election", "election": "preferred"}]]
-
-
-def _reassignment_wave(args: argparse.Namespace, size: int, rep: int) -> Batches:
-    moves: list[Event] = []
-    brokers = args.brokers
-    for index in range(0, size, 100):  # every 100th partition: 1% of them
-        topic, partition = topic_partition(index)
-        first = (index + 7) % brokers
-        target = [first, (first + 1) % brokers, (first + 2) % brokers]
-        moves.append(
-            {
-                "type": "partition_reassignment",
-                "topic": topic,
-                "partition": partition,
-                "replicas": target,
-            }
-        )
-    return [moves[i : i + 1000] for i in range(0, len(moves), 1000)]
-
-
-def _topic_churn(args: argparse.Namespace, size: int, rep: int) -> Batches:
-    batches: Batches = []
-    for n in range(size // 2500):
-        topic = f"churn-{n}"
-        batches.append(
-            [
-                {"type": "topic_creation", "topic": topic, "partitions": 100,
-                 "replication_factor": 3},
-                {"type": "topic_deletion", "topic": topic},
-            ]
-        )  # fmt: skip
-    return batches
-
-
-WORKLOADS = (
-    Workload("broker_failure", _broker_failure, _restart_one, repeated=True),
-    Workload("controlled_shutdown", _controlled_shutdown, _restart_two, repeated=True),
-    Workload("rolling_restart", _rolling_restart),
-    Workload("preferred_election", _preferred_election),
-    Workload("reassignment_wave", _reassignment_wave),
-    Workload("topic_churn", _topic_churn),
-)
 
 
 def _raw(batch: list[Event], first: int) -> list[RawEvent]:
