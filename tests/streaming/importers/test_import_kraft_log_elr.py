@@ -20,8 +20,7 @@ from pathlib import Path
 import pytest
 
 from streaming.cli import main
-from streaming.local_clusters import kraft_cluster as cluster
-from tests.support.clusters.kraft_cluster import KraftCluster, wait_for
+from tests.support.clusters.kraft_cluster import KraftCluster, own_kraft_cluster, wait_for
 from tests.support.differential.divergence_classes import divergence_classes
 
 pytestmark = pytest.mark.kraft
@@ -31,12 +30,8 @@ UNCLEAN = "unclean.leader.election.enable"
 
 @pytest.fixture(scope="module")
 def elr_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KraftCluster]:
-    data_dir = tmp_path_factory.mktemp("kafka-kraft-elr")
-    bootstrap = cluster.start(data_dir, nodes=3, voters=1)
-    try:
-        yield KraftCluster(data_dir, bootstrap, cluster.load_layout(data_dir).node_ids)
-    finally:
-        cluster.stop(data_dir)
+    with own_kraft_cluster(tmp_path_factory, "kafka-kraft-elr", voters=1) as kraft:
+        yield kraft
 
 
 def run_scenario(kraft: KraftCluster) -> None:

@@ -21,7 +21,7 @@ import pytest
 
 from streaming.cli import main
 from streaming.local_clusters import kraft_cluster as cluster
-from tests.support.clusters.kraft_cluster import KraftCluster, wait_for
+from tests.support.clusters.kraft_cluster import KraftCluster, own_kraft_cluster, wait_for
 from tests.support.differential.divergence_classes import (
     ELR_CLASSES,
     EXPECTED_CLASSES,
@@ -132,12 +132,10 @@ def kraft_day(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KraftCluster
     """A 3-node cluster of its own: the scenario changes the cluster-level
     `min.insync.replicas` and then restarts nodes, which needs snapshots (`SNAPSHOTS` says
     why), and it counts every controlled shutdown in the log (another test's would count)."""
-    data_dir = tmp_path_factory.mktemp("kafka-kraft-day")
-    bootstrap = cluster.start(data_dir, nodes=3, overrides=cluster.SNAPSHOTS)
-    try:
-        yield KraftCluster(data_dir, bootstrap, cluster.load_layout(data_dir).node_ids)
-    finally:
-        cluster.stop(data_dir)
+    with own_kraft_cluster(
+        tmp_path_factory, "kafka-kraft-day", overrides=cluster.SNAPSHOTS
+    ) as kraft:
+        yield kraft
 
 
 def test_a_kraft_day_replays_exactly_under_kraft(kraft_day: KraftCluster, tmp_path):

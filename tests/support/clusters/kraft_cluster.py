@@ -7,13 +7,15 @@ tests/conftest.py imports `kraft_cluster` from here; mark the tests that use it
 `@pytest.mark.kraft`. A test that kills or shuts down a node brings it back before it
 ends (`ensure_all_up()` in a `finally`). Set KCSIM_KRAFT_CLUSTER_DIR=DIR to use a cluster
 already started with `kcsim kafka-local start --nodes 3 --dir DIR` (it is then left
-running).
+running). `own_kraft_cluster` starts a cluster for one module alone (a test that changes
+what other tests would see, or that must not see theirs).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -21,7 +23,7 @@ import pytest
 from streaming.chaos.live_kraft import KraftCluster, Partition, wait_for
 from streaming.local_clusters import kraft_cluster as cluster
 
-__all__ = ["KraftCluster", "Partition", "kraft_cluster", "wait_for"]
+__all__ = ["KraftCluster", "Partition", "kraft_cluster", "own_kraft_cluster", "wait_for"]
 
 
 @pytest.fixture(scope="session")
@@ -40,3 +42,22 @@ def kraft_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KraftClu
     finally:
         if not external:
             cluster.stop(data_dir)
+
+
+@contextmanager
+def own_kraft_cluster(
+    tmp_path_factory: pytest.TempPathFactory,
+    name: str,
+    *,
+    voters: int = 0,
+    overrides: Mapping[str, str] | None = None,
+) -> Iterator[KraftCluster]:
+    """A 3-node cluster of combined nodes for one module (`cluster.start`'s `voters` and
+    `overrides`): a fresh directory `name` under pytest's temporary root, free ports of
+    its own; at the end only its own nodes are stopped."""
+    data_dir = tmp_path_factory.mktemp(name)
+    bootstrap = cluster.start(data_dir, nodes=3, voters=voters, overrides=overrides)
+    try:
+        yield KraftCluster(data_dir, bootstrap, cluster.load_layout(data_dir).node_ids)
+    finally:
+        cluster.stop(data_dir)
