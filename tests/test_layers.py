@@ -69,8 +69,8 @@ ALLOWED: dict[str, set[str]] = {
         "streaming.local_clusters",
         "streaming.shadow",
     },
-    "streaming.insight": {"controller.*", "schemas", "streaming.lake"},
-    "streaming.plan": {"controller.*", "schemas", "streaming.lake"},
+    "streaming.insight": {"controller.*", "schemas", "streaming.lake", "streaming.pages"},
+    "streaming.plan": {"controller.*", "schemas", "streaming.lake", "streaming.pages"},
     "streaming.job": {
         "controller.*",
         "schemas",
@@ -81,6 +81,7 @@ ALLOWED: dict[str, set[str]] = {
     },
     "streaming.jars": set(),
     "streaming.metrics": set(),
+    "streaming.pages": set(),
     "streaming.cli": {"controller.*"},  # the commands themselves: by name, when one runs
     "streaming.__main__": {"streaming.cli"},
 }

@@ -38,6 +38,7 @@ from streaming.insight.report_data import (
     read_lake,
     read_replay,
 )
+from streaming.pages import figure_html, page
 
 # One colour per plotted thing, none shared between figures: the browser test finds each
 # plot in the screenshot by its colours.
@@ -179,29 +180,7 @@ def render_report(reports: Sequence[ClusterReport], source: str) -> str:
             parts.append(figure_html(brokers_figure(report), f"brokers-{number}"))
         parts.append(_moments_note(report))
         parts.append(figure_html(leaders_figure(report), f"leaders-{number}"))
-    return page("kcsim report", parts)
-
-
-def page(title: str, parts: Iterable[str]) -> str:
-    """A whole HTML document with plotly.js inlined once."""
-    from plotly.offline import get_plotlyjs
-
-    body = "\n".join(parts)
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{STYLE}</style>"
-        f'<script type="text/javascript">{get_plotlyjs()}</script>'
-        f"</head><body>\n{body}\n</body></html>\n"
-    )
-
-
-def figure_html(figure: Any, div_id: str) -> str:
-    return figure.to_html(
-        full_html=False,
-        include_plotlyjs=False,
-        div_id=div_id,
-        config={"displaylogo": False, "responsive": True},
-    )
+    return page("kcsim report", STYLE, parts)
 
 
 def _now() -> str:

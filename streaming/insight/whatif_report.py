@@ -7,8 +7,9 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-from streaming.insight.report import figure_html, page
+from streaming.insight.report import STYLE
 from streaming.insight.report_data import ClusterReport
+from streaming.pages import figure_html, page
 
 RUN_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf")
 PANELS = (
@@ -47,7 +48,7 @@ def render_whatif(
         per_run = [next((r for r in reports if r.cluster == cluster), None) for reports in runs]
         parts.append(f"<h2>Cluster {html.escape(cluster)}</h2>")
         parts.append(figure_html(runs_figure(labels, per_run), f"whatif-{number}"))
-    return page("kcsim whatif", parts)
+    return page("kcsim whatif", STYLE, parts)
 
 
 def runs_figure(labels: Sequence[str], reports: Sequence[ClusterReport | None]) -> Any:

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from controller.plan.planner import PlanRun, StepResult
+from streaming.pages import figure_html, page
 from streaming.plan.render import human_bytes
 
 COLOURS = {
@@ -62,11 +63,11 @@ def render_plan(run: PlanRun, doc: dict[str, Any]) -> str:
         "under min.insync.replicas: the partitions in that condition at any moment of the "
         f"step. The controller's {run.output_kind}: count and bytes sent during the step.</p>"
     )
-    parts.append(_figure_html(timeline_figure(run), "plan-timeline"))
-    parts.append(_figure_html(leaders_figure(run), "plan-leaders"))
+    parts.append(figure_html(timeline_figure(run), "plan-timeline"))
+    parts.append(figure_html(leaders_figure(run), "plan-leaders"))
     parts.append("<h2>Steps</h2>")
     parts.append(steps_table(run))
-    return _page("kcsim plan", parts)
+    return page("kcsim plan", STYLE, parts)
 
 
 def timeline_figure(run: PlanRun) -> Any:
@@ -218,26 +219,3 @@ def _html_table(
         f"<tr{' class=unsafe' if unsafe else ''}>{cells('td', row)}</tr>" for unsafe, row in rows
     )
     return f"<table><tr>{cells('th', header)}</tr>{body}</table>"
-
-
-def _figure_html(figure: Any, div_id: str) -> str:
-    return str(
-        figure.to_html(
-            full_html=False,
-            include_plotlyjs=False,
-            div_id=div_id,
-            config={"displaylogo": False, "responsive": True},
-        )
-    )
-
-
-def _page(title: str, parts: Iterable[str]) -> str:
-    from plotly.offline import get_plotlyjs
-
-    body = "\n".join(parts)
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{STYLE}</style>"
-        f'<script type="text/javascript">{get_plotlyjs()}</script>'
-        f"</head><body>\n{body}\n</body></html>\n"
-    )
