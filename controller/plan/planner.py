@@ -211,8 +211,11 @@ def run_plan(
         raise PlanInputError(f"the state holds no cluster {cluster!r}")
     if view is None:
         view = ClusterView.of_tables(cluster, tables, default_min_isr(settings))
-    # (the view keeps its own counts: no health or violations rows from the core)
-    simulator = Simulator.from_tables(settings, tables, state_rows=VIEW_TABLES, checks=False)
+    # (the view keeps its own counts: no health or violations rows from the core; the
+    # state-change log is never read)
+    simulator = Simulator.from_tables(
+        settings, tables, state_rows=VIEW_TABLES, checks=False, state_changes=False
+    )
     engine = engine_of(settings)
     catch_up = (
         ENGINE
