@@ -76,6 +76,7 @@ class Simulator:
         settings: Settings,
         state_rows: bool | Collection[str] = True,
         checks: bool = True,
+        state_changes: bool = True,
     ) -> None:
         """`state_rows=False`: a batch's output holds no upserts or deletes of the state
         tables (`kcsim replay` writes them once, at the end, from `table_rows`): building
@@ -91,10 +92,15 @@ class Simulator:
         `checks=False`: no `health` or `violations` rows; the vital signs are not counted
         and the invariants not checked, after each event or on a load (`kcsim plan` keeps
         its own counts from the state rows and reads neither: under kraft the per-event
-        counting and checks were ~16% of a roll's CPU). Every other output is the same."""
+        counting and checks were ~16% of a roll's CPU). Every other output is the same.
+
+        `state_changes=False`: no `state_changes` rows (the state-change log: a row per
+        replica and partition transition, 900,000 in a 100-broker roll of 100k partitions
+        under zk, where they are not built at all; `kcsim plan` never reads them)."""
         self._settings = settings
         self._state_rows = state_row_tables(state_rows)
         self._checks = checks
+        self._state_changes = state_changes
         self._clusters: dict[str, ClusterRunner | KRaftCluster] = {}
         self._heap = LongLivedHeap()
 
@@ -105,13 +111,14 @@ class Simulator:
         tables: Mapping[str, Iterable[Mapping[str, Any]]],
         state_rows: bool | Collection[str] = True,
         checks: bool = True,
+        state_changes: bool = True,
     ) -> Simulator:
         """Rebuild every cluster from stored state-table rows (partition_state, replica_state,
         brokers, topics, clusters; applied_events for duplicate detection). Continuing from
-        here gives what one uninterrupted run gives. `state_rows` and `checks` as the
-        constructor's."""
+        here gives what one uninterrupted run gives. `state_rows`, `checks` and
+        `state_changes` as the constructor's."""
         with cyclic_gc_paused():  # a load makes no garbage: collections would walk it all
-            return cls._from_tables(settings, tables, state_rows, checks)
+            return cls._from_tables(settings, tables, state_rows, checks, state_changes)
 
     @classmethod
     def _from_tables(
@@ -120,12 +127,13 @@ class Simulator:
         tables: Mapping[str, Iterable[Mapping[str, Any]]],
         state_rows: bool | Collection[str],
         checks: bool,
+        state_changes: bool,
     ) -> Simulator:
         # (rows read once each; Columns as they are: their readers zip the columns)
         tables = {
             name: rows if isinstance(rows, Columns) else list(rows) for name, rows in tables.items()
         }
-        simulator = cls(settings, state_rows, checks)
+        simulator = cls(settings, state_rows, checks, state_changes)
         engines = stored_engines(tables.get("clusters", ()))
         check_engines(engines, settings.engine)
         names = {cluster for cluster, engine in engines.items() if engine == ZK}
@@ -135,7 +143,9 @@ class Simulator:
         applied = Columns.of_rows(tables.get("applied_events", ()), ("cluster", "event_id"))
         for cluster in sorted(names):
             context = snapshot.load(cluster, tables)
-            runner = ClusterRunner(context, settings, unclean.get(cluster, 0), checks)
+            runner = ClusterRunner(
+                context, settings, unclean.get(cluster, 0), checks, state_changes
+            )
             runner.mark_stored()
             runner.seen_event_ids.update(applied.where("cluster", cluster).column("event_id"))
             simulator._clusters[cluster] = runner
@@ -201,6 +211,8 @@ class Simulator:
         output.appends["divergences"] = divergent
         for cluster in sorted(touched):
             touched[cluster].drain(output, self._state_rows)
+        if not self._state_changes:  # (kraft's: made by its runner, dropped here)
+            output.appends["state_changes"] = []
         return output
 
     def _new_cluster(self, cluster: str) -> ClusterRunner | KRaftCluster:
@@ -213,6 +225,7 @@ class Simulator:
             ControllerContext(cluster, marks_rows=bool(self._state_rows)),
             self._settings,
             checks=self._checks,
+            state_changes=self._state_changes,
         )
 
     def clusters(self) -> list[str]:
@@ -358,11 +371,13 @@ class ClusterRunner:
         settings: Settings,
         unclean_elections: int = 0,
         checks: bool = True,
+        state_changes: bool = True,
     ) -> None:
-        """`checks=False`: no health or violations rows (`Simulator`'s)."""
+        """`checks=False`: no health or violations rows; `state_changes=False`: no
+        state-change log (`Simulator`'s)."""
         self.context = context
         self.settings = settings
-        self.journal = Journal(context.cluster)
+        self.journal = Journal(context.cluster, state_changes)
         self.controller = KafkaController(context, self.journal, settings)
         self.health = (
             HealthTracker(context, unclean_elections, settings.min_insync_replicas)

@@ -27,8 +27,10 @@ broker that is running (the core would bounce it), stopping one that is not.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Any
 
 import orjson
@@ -211,8 +213,11 @@ def run_plan(
         raise PlanInputError(f"the state holds no cluster {cluster!r}")
     if view is None:
         view = ClusterView.of_tables(cluster, tables, default_min_isr(settings))
-    # (the view keeps its own counts: no health or violations rows from the core)
-    simulator = Simulator.from_tables(settings, tables, state_rows=VIEW_TABLES, checks=False)
+    # (the view keeps its own counts: no health or violations rows from the core; the
+    # state-change log is never read)
+    simulator = Simulator.from_tables(
+        settings, tables, state_rows=VIEW_TABLES, checks=False, state_changes=False
+    )
     engine = engine_of(settings)
     catch_up = (
         ENGINE
@@ -490,6 +495,11 @@ def _nonempty(batch: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
         yield batch
 
 
+def _as_list(values: Sequence[Any]) -> list[Any]:
+    """A body's sequence as orjson takes it (a list, or a list's subclass, as it is)."""
+    return values if isinstance(values, list) else list(values)
+
+
 # ---- the controller's output in bytes ----------------------------------------------------------
 
 
@@ -513,10 +523,9 @@ class OutputSizer:
             if len(requests):
                 columns = requests.request_columns()
                 delivered = requests.recipient_columns()["delivered"]
-                per_body: dict[int, int] = {}
-                for body, sent in zip(requests.request_of_row(), delivered, strict=True):
-                    if sent:
-                        per_body[body] = per_body.get(body, 0) + 1
+                # the delivered requests per body, counted in C (an UpdateMetadata's
+                # fan-out is a request per registered broker)
+                per_body = Counter(compress(requests.request_of_row(), delivered))
                 partitions, live = columns["partitions"], columns["live_brokers"]
                 for body, recipients in per_body.items():
                     count += recipients
@@ -536,12 +545,12 @@ class OutputSizer:
         return count, size
 
     def _body_size(self, partitions: Sequence[Row] | None, live: Sequence[int] | None) -> int:
-        live_size = len(orjson.dumps(list(live))) if live is not None else 4  # null
+        live_size = len(orjson.dumps(_as_list(live))) if live is not None else 4  # null
         if partitions is None:
             return 4 + live_size
         if isinstance(partitions, FullBody) and len(partitions) > 1000:
             return self._full_size(partitions) + live_size
-        return len(orjson.dumps(list(partitions))) + live_size
+        return len(orjson.dumps(_as_list(partitions))) + live_size
 
     def _full_size(self, body: FullBody) -> int:
         sizes = self._full_sizes

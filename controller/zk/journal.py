@@ -19,8 +19,11 @@ Row = dict[str, Any]
 
 
 class Journal:
-    def __init__(self, cluster: str) -> None:
+    def __init__(self, cluster: str, state_changes: bool = True) -> None:
+        """`state_changes=False`: the state-change log is not kept (no `state_changes`
+        rows; the unclean elections are still counted)."""
         self.cluster = cluster
+        self.logs_state_changes = state_changes
         self.event_id: str | None = None
         self.seq: int | None = None
         self.ts: int | None = None
@@ -131,6 +134,8 @@ class Journal:
     ) -> None:
         if unclean:
             self.unclean_elections += 1
+        if not self.logs_state_changes:
+            return
         self.state_changes.append(
             {
                 "cluster": self.cluster,
