@@ -157,7 +157,8 @@ class PlanRun:
     cluster: str
     engine: str
     output_kind: str  # requests | records
-    partitions: int
+    partitions: int  # before the first step
+    partitions_after: int  # after the last (a deletion the steps let finish, ...)
     before: StepResult
     steps: list[StepResult]
     leaders_before: dict[int, int]
@@ -241,12 +242,14 @@ def run_plan(
         states=dict(view.partitions) if states else None,
     )
     leaders_before = view.leaders_per_broker()
+    partitions_before = len(view.partitions)
     results = [runner.step(step) for step in steps]
     return PlanRun(
         cluster=cluster,
         engine=engine,
         output_kind="records" if engine == "kraft" else "requests",
-        partitions=len(view.partitions),
+        partitions=partitions_before,
+        partitions_after=len(view.partitions),
         before=before,
         steps=results,
         leaders_before=leaders_before,

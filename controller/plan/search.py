@@ -76,7 +76,9 @@ def search_roll(view: ClusterView, brokers: Sequence[int]) -> RollProposal:
         m = view.min_isr_of(key)
         live_replicas = [b for b in part.replicas if b in live]
         if part.leader < 0 or part.leader not in live:
-            impossible[key] = "has no live leader before the first step"
+            impossible[key] = "has no live leader before the first step" + (
+                " (its topic is queued for deletion)" if key[0] in view.deleting else ""
+            )
             continue
         if key not in rolled and len(live_replicas) < m:
             impossible[key] = (

@@ -93,6 +93,7 @@ class ClusterView:
         "brokers",
         "cluster",
         "default_min_isr",
+        "deleting",
         "hosted",
         "min_isr",
         "not_preferred",
@@ -108,6 +109,7 @@ class ClusterView:
         self.partitions: dict[Key, PartitionView] = {}
         self.brokers: dict[int, BrokerView] = {}
         self.min_isr: dict[str, int] = {}
+        self.deleting: set[str] = set()  # topics queued for deletion (zk), not yet gone
         self.hosted: dict[int, set[Key]] = {}  # per broker, the partitions it has a replica of
         self.offline: set[Key] = set()
         self.under_min_isr: set[Key] = set()
@@ -129,6 +131,8 @@ class ClusterView:
         for row in tables.get("topics", ()):
             if row["cluster"] == cluster:
                 view.min_isr[row["topic"]] = topic_min_isr(row["configs"], default_min_isr)
+                if row.get("deletion"):
+                    view.deleting.add(row["topic"])
         for row in tables.get("brokers", ()):
             if row["cluster"] == cluster:
                 view.brokers[row["broker"]] = BrokerView(row["status"], row.get("rack"))
@@ -182,6 +186,10 @@ class ClusterView:
         recount: list[str] = []
         for row in upserts.get("topics", ()):
             if row["cluster"] == cluster:
+                if row.get("deletion"):
+                    self.deleting.add(row["topic"])
+                else:
+                    self.deleting.discard(row["topic"])
                 value = topic_min_isr(row["configs"], self.default_min_isr)
                 if self.min_isr.get(row["topic"]) != value:
                     self.min_isr[row["topic"]] = value
@@ -189,6 +197,7 @@ class ClusterView:
         for row in deletes.get("topics", ()):
             if row["cluster"] == cluster:
                 self.min_isr.pop(row["topic"], None)
+                self.deleting.discard(row["topic"])
         changed: list[Key] = []
         moves = 0
         partitions = self.partitions

@@ -30,6 +30,7 @@ def document(
         "state_notes": list(notes),
         "steps_spec": steps,
         "partitions": run.partitions,
+        "partitions_after": run.partitions_after,
         "output_kind": run.output_kind,
         "verdict": "safe" if run.safe else "unsafe",
         "exit_status": status,
@@ -43,6 +44,15 @@ def document(
         "seconds": round(run.seconds, 3),
         "proposal": proposal,
     }
+
+
+def partitions_text(run: PlanRun) -> str:
+    """How many partitions the state holds, and how many the steps leave when that differs
+    (a topic deletion waiting for a dead replica finishes when its broker returns)."""
+    text = f"{run.partitions:,} partitions"
+    if run.partitions_after != run.partitions:
+        text += f" ({run.partitions_after:,} after the steps)"
+    return text
 
 
 def verdict_text(run: PlanRun) -> str:
@@ -131,7 +141,7 @@ def terminal_text(run: PlanRun, doc: dict[str, Any]) -> str:
             rows.append(_row(step))
     left_out = len(run.steps) - sum(1 for r in rows[1:] if r[0] != "...")
     lines = [
-        f"kcsim plan: cluster {run.cluster}, {run.partitions:,} partitions, engine "
+        f"kcsim plan: cluster {run.cluster}, {partitions_text(run)}, engine "
         f"{run.engine}; state {doc['state']}; steps {doc['steps_spec']}",
     ]
     lines += [f"  ({note})" for note in doc["state_notes"]]

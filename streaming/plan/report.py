@@ -12,7 +12,7 @@ from typing import Any
 
 from controller.plan.planner import PlanRun, StepResult
 from streaming.pages import figure_html, page
-from streaming.plan.render import human_bytes
+from streaming.plan.render import human_bytes, partitions_text
 
 COLOURS = {
     "offline": "#d62728",
@@ -41,7 +41,7 @@ def render_plan(run: PlanRun, doc: dict[str, Any]) -> str:
     verdict_class = "safe" if run.safe else "unsafe"
     parts = [
         "<h1>kcsim plan</h1>",
-        f'<p class="note">cluster {html.escape(run.cluster)}, {run.partitions:,} partitions, '
+        f'<p class="note">cluster {html.escape(run.cluster)}, {partitions_text(run)}, '
         f"engine {html.escape(run.engine)}; state {html.escape(doc['state'])}; steps "
         f"{html.escape(doc['steps_spec'])}; {len(run.steps):,} steps planned in "
         f"{run.seconds:.1f} s.</p>",
@@ -173,7 +173,7 @@ def leaders_figure(run: PlanRun) -> Any:
 
 def _offline_at_end(run: PlanRun, last: StepResult) -> int:
     led = sum(run.leaders_after.values())
-    return max(run.partitions - led, 0)
+    return max(run.partitions_after - led, 0)
 
 
 def steps_table(run: PlanRun) -> str:

@@ -90,6 +90,43 @@ def test_an_unsafe_roll_exits_4_naming_partitions_and_says_none_is_safe(tmp_path
     assert [p["partition"] for p in doc["proposal"]["impossible"]] == ["pairs-0", "pairs-1"]
 
 
+def test_a_queued_deletion_is_named_and_its_end_counted(tmp_path, capsys) -> None:
+    """SPEC §15: a topic deleted while its replicas' broker is dead stays queued, its
+    partitions without a leader, until that broker returns. A roll of the other brokers
+    cannot mend them, and the proposal says they are being deleted; a step that starts
+    the broker lets the deletion finish, and the plan counts the partitions before and
+    after."""
+    gone = {"type": "topic_creation", "topic": "gone", "assignment": {"0": [4], "1": [4]}}
+    state = write_events(
+        tmp_path / "state.jsonl",
+        [*STATE, gone, {"type": "broker_failure", "broker": 4},
+         {"type": "topic_deletion", "topic": "gone"}],
+    )  # fmt: skip
+    code, out, _ = plan(capsys, "--state", f"events:{state}", "--steps", "roll:1", "--json", "-")
+    assert code == 4
+    assert out.startswith("kcsim plan: cluster default, 6 partitions, engine zk; ")
+    doc = json.loads(out[out.index("{\n") :])
+    assert (doc["partitions"], doc["partitions_after"]) == (6, 6)
+    assert doc["before"]["offline_partitions"] == ["gone-0", "gone-1"]
+    reasons = {p["partition"]: p["reason"] for p in doc["proposal"]["impossible"]}
+    assert sorted(reasons) == ["gone-0", "gone-1", "orders-2", "orders-3"]  # orders: 4 is down
+    assert (
+        reasons["gone-0"]
+        == reasons["gone-1"]
+        == ("has no live leader before the first step (its topic is queued for deletion)")
+    )
+    assert reasons["orders-2"].endswith(
+        "(down: [4]), min ISR 2: stopping any of them leaves it under min ISR"
+    )
+    start = write_events(tmp_path / "start.jsonl", [{"type": "broker_startup", "broker": 4}])
+    code, out, _ = plan(capsys, "--state", f"events:{state}", "--steps", str(start), "--json", "-")
+    assert code == 0
+    assert out.startswith("kcsim plan: cluster default, 6 partitions (4 after the steps), ")
+    doc = json.loads(out[out.index("{\n") :])
+    assert (doc["partitions"], doc["partitions_after"]) == (6, 4)
+    assert doc["steps"][0]["offline_partitions"] == []
+
+
 def test_a_roll_made_safe_by_its_order(tmp_path, capsys) -> None:
     # orders-0's replica on 3 lags: rolling 3 first brings it back before 1 or 2 stops
     lag = {"type": "isr_change", "topic": "orders", "partition": 0, "isr": [1, 2]}
