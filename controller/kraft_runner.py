@@ -116,16 +116,16 @@ def _field_defaults(kind: type) -> tuple[tuple[str, Any], ...]:
 
 
 def _plain(value: Any) -> Any:
-    if type(value) in _SCALARS:  # (first: an ISR's members come here one by one)
+    if type(value) in _SCALARS:
         return value
     if isinstance(value, TopicPartition):
         return {"topic": value.topic, "partition": value.partition}
-    if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, tuple | list):  # (an ISR's members: scalars, taken as they are)
+        return [v if type(v) in _SCALARS else _plain(v) for v in value]
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
     return value
 
 

@@ -1,5 +1,10 @@
 """What the KRaft engine gives back: the records of an event, its answers, and read-only
-views of the state (CONTRACT §5's tables are built from these)."""
+views of the state (CONTRACT §5's tables are built from these).
+
+The records, answers, changes and outcomes are named tuples, made with their positional
+or keyword constructors: one of each is built per event or per partition an event changes
+(a kraft roll's catch-up is one event per partition), and a frozen dataclass is built a
+field at a time."""
 
 from __future__ import annotations
 
@@ -17,8 +22,7 @@ class KRaftRejection(ValueError):
     is the reason."""
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
+class Record(NamedTuple):
     """One metadata record, as CONTRACT §5's `metadata_records` holds it.
 
     type: Kafka's record name ("PartitionChangeRecord", "RegisterBrokerRecord", ...).
@@ -31,8 +35,7 @@ class Record:
     fields: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class Result:
+class Result(NamedTuple):
     """One `event_results` row: the controller's answer for a partition (topic and
     partition set) or for the event as a whole (both None).
 
@@ -53,8 +56,7 @@ class Result:
     partition_epoch: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionChange:
+class PartitionChange(NamedTuple):
     """One `state_changes` partition row: a partition whose leader, ISR, ELR or replicas
     changed in the event (created or deleted included).
 
@@ -122,8 +124,7 @@ class TopicView:
     configs: dict[str, str]
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(NamedTuple):
     """Everything one event did.
 
     records: the records written, in Kafka's append order (each already replayed).

@@ -4,8 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 NO_LEADER = -1
 NO_LEADER_CHANGE = -2
@@ -16,8 +15,11 @@ LRS_NO_CHANGE = -1
 Ints = tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionRegistration:
+class PartitionRegistration(NamedTuple):
+    """A partition's state as the controller holds it. (A named tuple: a new one replaces
+    the old at every record that changes the partition, ~900,000 in a 100-broker roll of
+    100k partitions, and a frozen dataclass is built a field at a time.)"""
+
     replicas: Ints
     isr: Ints
     removing: Ints

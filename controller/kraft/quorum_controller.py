@@ -71,6 +71,13 @@ def _config_text(value: object) -> str:
     return str(value)
 
 
+def _sorted_where(flags: Mapping[Any, bool], flag: bool) -> tuple[Any, ...]:
+    """The keys whose value is `flag`, ascending (most events touch no broker or topic)."""
+    if not flags:
+        return ()
+    return tuple(sorted(key for key, value in flags.items() if value is flag))
+
+
 def _brokers_of(event: Mapping[str, Any]) -> list[int]:
     if event.get("brokers") is not None:
         return [int(b) for b in event["brokers"]]
@@ -368,10 +375,10 @@ class QuorumController:
             changes=tuple(changes),
             changed_partitions=tuple(changed),
             removed_partitions=tuple(removed),
-            changed_brokers=tuple(sorted(b for b, alive in log.brokers.items() if alive)),
-            removed_brokers=tuple(sorted(b for b, alive in log.brokers.items() if not alive)),
-            changed_topics=tuple(sorted(t for t, alive in log.topics.items() if alive)),
-            removed_topics=tuple(sorted(t for t, alive in log.topics.items() if not alive)),
+            changed_brokers=_sorted_where(log.brokers, True),
+            removed_brokers=_sorted_where(log.brokers, False),
+            changed_topics=_sorted_where(log.topics, True),
+            removed_topics=_sorted_where(log.topics, False),
             elr_elections=log.elr_elections,
             last_known_leader_elections=log.lke_elections,
             unclean_elections=log.unclean_elections,

@@ -10,8 +10,12 @@ AlterPartitions (a returning broker never rejoins an ISR by itself, §7)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from controller.parse import parse_event
+from controller.plan.planner import alter_partition_event
 from controller.plan.steps import parse_event_lines, reassign_steps, roll_steps
 from tests.support.plan_cases import CLUSTER, brokers, figures, plan, tables_of, topic, view_of
 
@@ -202,3 +206,22 @@ def test_kraft_reassignment_runs_to_completion_with_the_leaders_alterpartition()
     assert (run.steps[0].events, run.steps[0].output_count, run.steps[0].notes) == (2, 2, [])
     assert run.leaders_after == {1: 0, 2: 1, 3: 0, 4: 1}
     assert run.replicas_after == {2: 2, 3: 2, 4: 2}
+
+
+def test_the_catch_up_goes_to_the_core_as_the_events_its_lines_parse_to() -> None:
+    """The derived AlterPartitions are given parsed (`alter_partition_event`): each is the
+    event its line gives, with and without the leader's recovery state."""
+    for body in (
+        {"type": "isr_change", "topic": "t", "partition": 2, "isr": [3, 1, 2]},
+        {
+            "type": "isr_change",
+            "topic": "t",
+            "partition": 0,
+            "isr": [1, 2],
+            "leader_recovery_state": "RECOVERED",
+        },
+    ):
+        text = json.dumps({"cluster": CLUSTER, **body}, separators=(",", ":"))
+        assert alter_partition_event(CLUSTER, body, text, "plan step 2") == parse_event(
+            text, "plan step 2"
+        )
