@@ -34,7 +34,7 @@ from typing import Any, NamedTuple, cast
 
 import orjson
 
-from controller import invariants
+from controller import divergence, invariants
 from controller.config import MIN_ISR_KEY, Settings
 from controller.divergence import Divergence, as_json
 from controller.events import Event, ObservedBroker, ObservedPartition
@@ -369,7 +369,7 @@ class KRaftClusterRunner:
                 header.observed is not None,
             )
             rows["divergences"].extend(
-                _divergence_rows(cluster, event_id, seq, ts, found_divergences)
+                divergence.rows(cluster, event_id, seq, ts, found_divergences)
             )
         self.last_seq = seq
         self.last_event_id = event_id
@@ -991,22 +991,3 @@ def _min_isr(configs: Mapping[str, str], default: int) -> int:
         return cast(int, parse_value(_MIN_ISR_CONFIG, text))  # an INT config's value
     except TopicConfigError:
         return default
-
-
-def _divergence_rows(
-    cluster: str, event_id: str, seq: int, ts: int | None, found: list[Divergence]
-) -> list[Row]:
-    return [
-        {
-            "cluster": cluster,
-            "event_id": event_id,
-            "seq": seq,
-            "ts": ts,
-            "topic": d.topic,
-            "partition": d.partition,
-            "field": d.field,
-            "observed": d.observed,
-            "simulated": d.simulated,
-        }
-        for d in found
-    ]
