@@ -8,9 +8,9 @@ the partitions it touched. Two figures are not per partition:
 
 * `max_broker_imbalance` (SPEC §12.3): per broker B, the partitions whose preferred
   replica is B and, of those with leadership, the ones not led by B, both counts kept
-  per broker; the maximum over brokers is recomputed only after an event changed a
-  count, which is O(brokers), far fewer than partitions (a heap would make it
-  O(log brokers) at a higher cost per update).
+  per broker; the maximum over brokers is recomputed (O(brokers), far fewer than
+  partitions) only after the broker holding it fell (`HealthCounts`, which the KRaft
+  runner keeps too).
 * `live_brokers`: the size of the context's live set, O(1).
 
 A topic-level change (created, deleted, configs changed, queued for deletion or no longer)
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from functools import partial
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple, Protocol, cast
 
 from controller import invariants
 from controller.events import ObservedPartition
@@ -60,24 +60,119 @@ class Vitals(NamedTuple):
 _vitals = cast("Callable[[tuple[object, ...]], Vitals]", partial(tuple.__new__, Vitals))
 
 
-class HealthTracker:
+class Counted(Protocol):
+    """A partition's part of the counters, as each engine's vitals give it."""
+
+    @property
+    def offline(self) -> int: ...
+    @property
+    def under_replicated(self) -> int: ...
+    @property
+    def at_min_isr(self) -> int: ...
+    @property
+    def not_preferred(self) -> int: ...
+    @property
+    def preferred(self) -> int: ...  # the broker whose §12.3 ratio counts it; -1: none
+    @property
+    def preferred_not_leading(self) -> int: ...
+
+
+class HealthCounts:
+    """The `health` counters of one cluster, kept partition by partition under either
+    engine: a partition's part is added when it is counted and taken away before it
+    changes, so an event costs the partitions it touched.
+
+    `max_broker_imbalance` is kept exact without a walk over the brokers per event: a
+    broker's ratio that rises to the maximum becomes it, and only the holder's falling
+    marks it stale, to be recomputed over the brokers (O(brokers)) when next read."""
+
     __slots__ = (
-        "_context",
-        "_imbalance_stale",
+        "_holder",
         "_max_imbalance",
-        "_min_isr",
-        "_observed",
-        "_partitions",
         "_preferred_not_leading",
         "_preferred_total",
-        "_queued",
-        "_shared",
-        "_static_min_isr",
+        "_stale",
         "at_min_isr",
         "not_preferred",
         "offline",
-        "unclean_elections",
         "under_replicated",
+    )
+
+    def __init__(self) -> None:
+        self.offline = self.under_replicated = self.at_min_isr = self.not_preferred = 0
+        self._preferred_total: dict[int, int] = {}  # per broker: partitions it is preferred for
+        self._preferred_not_leading: dict[int, int] = {}  # of those, led by another
+        self._max_imbalance = 0.0
+        self._holder: int | None = None  # a broker whose ratio is the maximum
+        self._stale = False
+
+    def count(self, vitals: Counted, sign: int) -> None:
+        """Add (sign 1) or take away (-1) one partition's part."""
+        self.offline += sign * vitals.offline
+        self.under_replicated += sign * vitals.under_replicated
+        self.at_min_isr += sign * vitals.at_min_isr
+        self.not_preferred += sign * vitals.not_preferred
+        self._count_preferred(vitals, sign)
+
+    def move(self, old: Counted, new: Counted) -> None:
+        """A counted partition's part changed from `old` to `new`."""
+        self.offline += new.offline - old.offline
+        self.under_replicated += new.under_replicated - old.under_replicated
+        self.at_min_isr += new.at_min_isr - old.at_min_isr
+        self.not_preferred += new.not_preferred - old.not_preferred
+        if old.preferred != new.preferred or old.preferred_not_leading != new.preferred_not_leading:
+            self._count_preferred(old, -1)
+            self._count_preferred(new, 1)
+
+    def _count_preferred(self, vitals: Counted, sign: int) -> None:
+        broker = vitals.preferred
+        if broker < 0:
+            return
+        total = self._preferred_total
+        total[broker] = total.get(broker, 0) + sign
+        if not total[broker]:
+            del total[broker]
+        if vitals.preferred_not_leading:
+            others = self._preferred_not_leading
+            others[broker] = others.get(broker, 0) + sign
+            if not others[broker]:
+                del others[broker]
+        if self._stale:
+            return
+        count = total.get(broker, 0)
+        ratio = self._preferred_not_leading.get(broker, 0) / count if count else 0.0
+        if ratio >= self._max_imbalance and ratio > 0:
+            self._max_imbalance, self._holder = ratio, broker
+        elif broker == self._holder:
+            self._stale = True
+
+    @property
+    def max_broker_imbalance(self) -> float:
+        """SPEC §12.3: the largest share, over brokers, of the partitions preferring a
+        broker that another broker leads."""
+        if self._stale:
+            total = self._preferred_total
+            best, holder = 0.0, None
+            for broker, count in self._preferred_not_leading.items():
+                ratio = count / total[broker]
+                if ratio > best:
+                    best, holder = ratio, broker
+            self._max_imbalance, self._holder = best, holder
+            self._stale = False
+        return self._max_imbalance
+
+
+class HealthTracker:
+    __slots__ = (
+        "_context",
+        "_min_isr",
+        "_observed",
+        "_partitions",
+        "_queued",
+        "_shared",
+        "_static_min_isr",
+        "counts",
+        "unclean_elections",
     )
 
     def __init__(
@@ -104,11 +199,7 @@ class HealthTracker:
         self._min_isr = {
             name: _min_isr(info.configs, default) for name, info in context.topics.items()
         }
-        self.offline = self.under_replicated = self.at_min_isr = self.not_preferred = 0
-        self._preferred_total: dict[int, int] = {}
-        self._preferred_not_leading: dict[int, int] = {}
-        self._max_imbalance = 0.0
-        self._imbalance_stale = True
+        self.counts = HealthCounts()
         # counted as if every partition had just been touched (the loaded state was
         # checked when it was made)
         records = context.all_partitions()
@@ -224,21 +315,12 @@ class HealthTracker:
                 new = shared.setdefault(new, new)
                 record.vitals = new
                 self._partitions += 1
-                self._count(new, 1)
+                self.counts.count(new, 1)
                 leader_changes += new.leader >= 0
             elif old != new:
                 new = shared.setdefault(new, new)
                 record.vitals = new
-                self.offline += new.offline - old.offline
-                self.under_replicated += new.under_replicated - old.under_replicated
-                self.at_min_isr += new.at_min_isr - old.at_min_isr
-                self.not_preferred += new.not_preferred - old.not_preferred
-                if (
-                    old.preferred != new.preferred
-                    or old.preferred_not_leading != new.preferred_not_leading
-                ):
-                    self._count_preferred(old, -1)
-                    self._count_preferred(new, 1)
+                self.counts.move(old, new)
                 leader_changes += old.leader != new.leader
         return leader_changes, found
 
@@ -270,37 +352,8 @@ class HealthTracker:
             if old is not None:
                 record.vitals = None
                 self._partitions -= 1
-                self._count(old, -1)
+                self.counts.count(old, -1)
                 self._observed.pop(record.tp, None)
-
-    def _count(self, vitals: Vitals, sign: int) -> None:
-        self.offline += sign * vitals.offline
-        self.under_replicated += sign * vitals.under_replicated
-        self.at_min_isr += sign * vitals.at_min_isr
-        self.not_preferred += sign * vitals.not_preferred
-        self._count_preferred(vitals, sign)
-
-    def _count_preferred(self, vitals: Vitals, sign: int) -> None:
-        """Add (sign 1) or remove (-1) a partition in its preferred broker's §12.3 counts."""
-        broker = vitals.preferred
-        if broker >= 0:
-            total = self._preferred_total
-            total[broker] = total.get(broker, 0) + sign
-            if not total[broker]:
-                del total[broker]
-            if vitals.preferred_not_leading:
-                not_leading = self._preferred_not_leading
-                not_leading[broker] = not_leading.get(broker, 0) + sign
-                if not not_leading[broker]:
-                    del not_leading[broker]
-            self._imbalance_stale = True
-
-    def _refresh_imbalance(self) -> None:
-        total = self._preferred_total
-        self._max_imbalance = max(
-            (count / total[b] for b, count in self._preferred_not_leading.items()), default=0.0
-        )
-        self._imbalance_stale = False
 
     # ---- observed states -----------------------------------------------------------------
 
@@ -338,9 +391,7 @@ class HealthTracker:
 
     @property
     def max_broker_imbalance(self) -> float:
-        if self._imbalance_stale:
-            self._refresh_imbalance()
-        return self._max_imbalance
+        return self.counts.max_broker_imbalance
 
     def row(
         self,
@@ -353,19 +404,18 @@ class HealthTracker:
         requests: int,
     ) -> dict[str, Any]:
         """The event's `health` row (the counters as they are after it)."""
-        if self._imbalance_stale:
-            self._refresh_imbalance()
+        counts = self.counts
         return {
             "cluster": cluster,
             "event_id": event_id,
             "seq": seq,
             "ts": ts,
             "partitions": self._partitions,
-            "offline": self.offline,
-            "under_replicated": self.under_replicated,
-            "at_min_isr": self.at_min_isr,
-            "not_preferred": self.not_preferred,
-            "max_broker_imbalance": self._max_imbalance,
+            "offline": counts.offline,
+            "under_replicated": counts.under_replicated,
+            "at_min_isr": counts.at_min_isr,
+            "not_preferred": counts.not_preferred,
+            "max_broker_imbalance": counts.max_broker_imbalance,
             "live_brokers": live_brokers,
             "unclean_elections": self.unclean_elections,
             "leader_changes": leader_changes,

@@ -38,6 +38,7 @@ from controller import divergence, invariants
 from controller.config import MIN_ISR_KEY, Settings
 from controller.divergence import Divergence, as_json
 from controller.events import Event, ObservedBroker, ObservedPartition
+from controller.health import HealthCounts
 from controller.invariants import OBSERVED, SIMULATED, SeenEpochs, Violation
 from controller.kraft import (
     KRaftRejection,
@@ -202,14 +203,7 @@ class KRaftClusterRunner:
         self._vitals: dict[Key, Vitals] = {}
         self._topic_partitions: dict[str, set[int]] = {}
         self._min_isr: dict[str, int] = {}
-        self._offline = self._under = self._at_min = self._not_preferred = 0
-        self._preferred_total: dict[int, int] = {}
-        self._preferred_not_leading: dict[int, int] = {}
-        # the largest not-leading / preferred ratio and a broker holding it; recomputed
-        # over the brokers (O(brokers)) only when that broker's ratio went down
-        self._max_imbalance = 0.0
-        self._max_imbalance_broker: int | None = None
-        self._imbalance_stale = False
+        self._counts = HealthCounts()
         self._live: set[int] = set()  # brokers whose status is `live`
         self._broker_epochs: dict[int, int] = {}
         self._controller_epoch = self.controller.controller_epoch
@@ -472,52 +466,13 @@ class KRaftClusterRunner:
         if old is not None and new is not None and old[3:] == new[3:]:
             return old  # the same counts: nothing to move
         if old is not None:
-            self._count(old, -1)
-        if new is not None:
-            self._count(new, 1)
+            if new is not None:
+                self._counts.move(old, new)
+            else:
+                self._counts.count(old, -1)
+        elif new is not None:
+            self._counts.count(new, 1)
         return old
-
-    def _count(self, vitals: Vitals, sign: int) -> None:
-        self._offline += sign * vitals.offline
-        self._under += sign * vitals.under_replicated
-        self._at_min += sign * vitals.at_min_isr
-        self._not_preferred += sign * vitals.not_preferred
-        broker = vitals.preferred
-        if broker >= 0:
-            total = self._preferred_total
-            total[broker] = total.get(broker, 0) + sign
-            if not total[broker]:
-                del total[broker]
-            if vitals.preferred_not_leading:
-                others = self._preferred_not_leading
-                others[broker] = others.get(broker, 0) + sign
-                if not others[broker]:
-                    del others[broker]
-            self._imbalance_changed(broker)
-
-    def _imbalance_changed(self, broker: int) -> None:
-        """Keep the maximum ratio exact without a walk over the brokers per event: a ratio
-        that rises to the maximum becomes it; the holder's falling marks it stale."""
-        if self._imbalance_stale:
-            return
-        total = self._preferred_total.get(broker, 0)
-        ratio = self._preferred_not_leading.get(broker, 0) / total if total else 0.0
-        if ratio >= self._max_imbalance and ratio > 0:
-            self._max_imbalance, self._max_imbalance_broker = ratio, broker
-        elif broker == self._max_imbalance_broker:
-            self._imbalance_stale = True
-
-    def _max_broker_imbalance(self) -> float:
-        if self._imbalance_stale:
-            total = self._preferred_total
-            best, holder = 0.0, None
-            for broker, count in self._preferred_not_leading.items():
-                ratio = count / total[broker]
-                if ratio > best:
-                    best, holder = ratio, broker
-            self._max_imbalance, self._max_imbalance_broker = best, holder
-            self._imbalance_stale = False
-        return self._max_imbalance
 
     def _track(self, outcome: Outcome, found: list[Violation]) -> int:
         """Count the event's partitions anew and check them: the leader changes (a new
@@ -685,18 +640,18 @@ class KRaftClusterRunner:
             )
 
     def _health_row(self, event_id: str, seq: int, ts: int | None, leader_changes: int) -> Row:
-        imbalance = self._max_broker_imbalance()
+        counts = self._counts
         return {
             "cluster": self.cluster,
             "event_id": event_id,
             "seq": seq,
             "ts": ts,
             "partitions": len(self._vitals),
-            "offline": self._offline,
-            "under_replicated": self._under,
-            "at_min_isr": self._at_min,
-            "not_preferred": self._not_preferred,
-            "max_broker_imbalance": imbalance,
+            "offline": counts.offline,
+            "under_replicated": counts.under_replicated,
+            "at_min_isr": counts.at_min_isr,
+            "not_preferred": counts.not_preferred,
+            "max_broker_imbalance": counts.max_broker_imbalance,
             "live_brokers": len(self._live),
             "unclean_elections": self.unclean_elections,
             "leader_changes": leader_changes,
