@@ -34,10 +34,15 @@ from typing import Any
 
 import pytest
 
-from streaming.cli import main
 from tests.support.clusters.kraft_cluster import KraftCluster, own_kraft_cluster, wait_for
 from tests.support.clusters.zk_cluster import unique_topic
-from tests.support.differential.plan_reality import Topics, checked, observed, reassignment_file
+from tests.support.differential.plan_reality import (
+    Topics,
+    checked,
+    observed,
+    prediction,
+    reassignment_file,
+)
 from tests.support.differential.shadow_process import events, kraft_shadow
 
 pytestmark = [pytest.mark.kraft, pytest.mark.slow]
@@ -114,14 +119,9 @@ def wait_caught_up(
 
 
 def plan(tmp_path: Path, kraft: KraftCluster, steps: str) -> dict[str, Any]:
-    out = tmp_path / "plan.json"
     log = kraft.layout().metadata_log(FOLLOWED)
-    code = main(
-        ["plan", "--state", f"metadata-log:{log}", "--engine", "kraft", "--steps", steps,
-         "--json", str(out), "--no-propose", "--quiet"]
-    )  # fmt: skip
-    assert code in (0, 4), code
-    return json.loads(out.read_text())
+    state = ["--state", f"metadata-log:{log}", "--engine", "kraft"]
+    return prediction(tmp_path / "plan.json", state, steps)
 
 
 def test_a_roll_as_planned_and_as_it_happened(plan_kraft: KraftCluster, tmp_path: Path) -> None:

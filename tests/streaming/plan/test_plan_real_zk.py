@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 from kafka import TopicPartition
 
-from streaming.cli import main
 from tests.support.clusters.zk_cluster import ZkCluster, create_topic, unique_topic, wait_for
 from tests.support.differential.differential import (
     ShadowRecording,
@@ -29,7 +28,7 @@ from tests.support.differential.differential import (
     wait_left,
     wait_settled,
 )
-from tests.support.differential.plan_reality import checked, reassignment_file
+from tests.support.differential.plan_reality import checked, prediction, reassignment_file
 
 pytestmark = [pytest.mark.zk, pytest.mark.slow]
 
@@ -50,13 +49,7 @@ def make_topics(zk: ZkCluster) -> dict[str, tuple[dict[int, list[int]], int]]:
 
 
 def plan(tmp_path: Path, zk: ZkCluster, steps: str) -> dict[str, Any]:
-    out = tmp_path / "plan.json"
-    code = main(
-        ["plan", "--state", f"zookeeper:{zk.zookeeper}", "--steps", steps, "--json", str(out),
-         "--no-propose", "--quiet"]
-    )  # fmt: skip
-    assert code in (0, 4), code
-    return json.loads(out.read_text())
+    return prediction(tmp_path / "plan.json", ["--state", f"zookeeper:{zk.zookeeper}"], steps)
 
 
 def test_a_roll_as_planned_and_as_it_happened(zk_cluster: ZkCluster, tmp_path: Path) -> None:

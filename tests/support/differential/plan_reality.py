@@ -14,10 +14,14 @@ list that differs once the step has settled.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
+from pathlib import Path
 from typing import Any, NamedTuple
+
+from streaming.cli import main
 
 Name = str  # "topic-partition"
 
@@ -224,3 +228,12 @@ def reassignment_file(moves: Iterable[tuple[str, int, Sequence[int]]]) -> dict[s
             for t, p, r in moves
         ],
     }
+
+
+def prediction(out: Path, state: Sequence[str], steps: str) -> dict[str, Any]:
+    """The plan's `--json` document for `steps` from the state `state` names (`--state ...`
+    and, for a KRaft cluster, `--engine kraft`), written to `out`: no proposal, since
+    the steps are performed as requested, and exit status 0 or 4 (safe or not)."""
+    code = main(["plan", *state, "--steps", steps, "--json", str(out), "--no-propose", "--quiet"])
+    assert code in (0, 4), code
+    return json.loads(out.read_text())
