@@ -67,23 +67,6 @@ STOP_TIMEOUT_S = 30.0
 MAIN_CLASS = "kafka.Kafka"
 SCRAM_MECHANISM = "SCRAM-SHA-256"
 
-# Everything to stdout, which the launcher sends to DIR/kafka.log.
-LOG4J2 = """\
-status = warn
-appender.out.type = Console
-appender.out.name = STDOUT
-appender.out.layout.type = PatternLayout
-appender.out.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = INFO
-rootLogger.appenderRef.out.ref = STDOUT
-logger.kafka.name = kafka
-logger.kafka.level = INFO
-logger.state.name = state.change.logger
-logger.state.level = WARN
-logger.request.name = kafka.request.logger
-logger.request.level = WARN
-"""
-
 
 def _ports(data_dir: Path) -> tuple[int, int]:
     """Broker and controller ports: the previous run's if still free, else new ones."""
@@ -318,7 +301,7 @@ def _start_locked(data_dir: Path, timeout_s: float, scram: ScramUser | None, tls
     else:
         write_private(client_properties(data_dir), _client_properties_text(scram, tls_files))
     log4j = data_dir / "log4j2.properties"
-    log4j.write_text(LOG4J2)
+    log4j.write_text(kraft_cluster.LOG4J2)  # to stdout: the launcher's DIR/kafka.log
     jvm = [
         java_bin,
         HEAP,

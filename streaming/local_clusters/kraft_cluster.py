@@ -94,6 +94,8 @@ ROLLING_LOG = {
     "internal.metadata.delete.delay.millis": "1000",
 }
 
+# Everything to stdout, which each launcher sends to its node's log file; the single local
+# broker (kafka_local) logs the same way.
 LOG4J2 = """\
 status = warn
 appender.out.type = Console
