@@ -329,23 +329,29 @@ def _last_known_elr(name: str, value: object) -> tuple[int, ...]:
     return tuple(value)
 
 
+def _config_value(name: str, key: str, item: object, null: str) -> str:
+    """One entry of the config object in field `name`: a non-empty name to a string, a
+    boolean written as Kafka writes it; `null` says why a null value is refused."""
+    if not key or not is_unicode(key):
+        raise FieldError(f"field '{name}' keys must be non-empty config names, got {show(key)}")
+    if item is None:
+        raise FieldError(f"field '{name}': {null}: {key}")
+    if isinstance(item, bool):
+        return "true" if item else "false"
+    if isinstance(item, str) and is_unicode(item):
+        return item
+    raise FieldError(
+        f"field '{name}' value of '{key}' must be a string or boolean, got {show(item)}"
+    )
+
+
 def _configs(name: str, value: object) -> dict[str, str]:
     if not isinstance(value, dict):
         raise FieldError(f"field '{name}' must be an object of string → string, got {show(value)}")
     result: dict[str, str] = {}
     for key, item in value.items():
-        if not key or not is_unicode(key):
-            raise FieldError(f"field '{name}' keys must be non-empty config names, got {show(key)}")
-        if item is None:  # Kafka's CreateTopics wording
-            raise FieldError(f"field '{name}': Null value not supported for topic configs: {key}")
-        if isinstance(item, bool):
-            result[key] = "true" if item else "false"
-        elif isinstance(item, str) and is_unicode(item):
-            result[key] = item
-        else:
-            raise FieldError(
-                f"field '{name}' value of '{key}' must be a string or boolean, got {show(item)}"
-            )
+        # Kafka's CreateTopics wording
+        result[key] = _config_value(name, key, item, "Null value not supported for topic configs")
     _check_config_values(name, result)
     return result
 
@@ -611,18 +617,8 @@ def _broker_configs(name: str, value: object) -> dict[str, str]:
         raise FieldError(f"field '{name}' must set at least one config")
     result: dict[str, str] = {}
     for key, item in value.items():
-        if not key or not is_unicode(key):
-            raise FieldError(f"field '{name}' keys must be non-empty config names, got {show(key)}")
-        if item is None:  # the event sets configs; Kafka's DELETE is not modelled
-            raise FieldError(f"field '{name}': a null value deletes nothing here: {key}")
-        if isinstance(item, bool):
-            result[key] = "true" if item else "false"
-        elif isinstance(item, str) and is_unicode(item):
-            result[key] = item
-        else:
-            raise FieldError(
-                f"field '{name}' value of '{key}' must be a string or boolean, got {show(item)}"
-            )
+        # the event sets configs; Kafka's DELETE is not modelled
+        result[key] = _config_value(name, key, item, "a null value deletes nothing here")
         check = _BROKER_CONFIG_CHECKS.get(key)
         if check is not None:
             try:
