@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from streaming.chaos.live_zk import shadow_lag
 from streaming.cli import main
 from tests.support.differential.shadow_process import events as shadow_events
 from tests.support.differential.shadow_process import shadow, wait_for
@@ -28,19 +29,6 @@ def epoch_seen(alter_partition: dict) -> int:
     return observed[0]["partition_epoch"] if observed else -1
 
 
-def shadow_saw_the_znodes(zk_cluster, shadow_out: Path, topic: str) -> bool:
-    """Whether the shadow has written, for each of the topic's four partitions, a state at
-    the partition epoch its znode holds now."""
-    seen: dict[int, int] = {}
-    for event in shadow_events(shadow_out):
-        for row in event.get("observed", {}).get("partitions", []):
-            if row["topic"] == topic:
-                seen[row["partition"]] = max(seen.get(row["partition"], -1), row["partition_epoch"])
-    return all(
-        seen.get(p, -1) >= zk_cluster.partition_state(topic, p).partition_epoch for p in range(4)
-    )
-
-
 def test_imported_run_matches_the_znodes_and_the_shadow(zk_cluster, tmp_path):
     shadow_out = tmp_path / "shadow"
     watcher = shadow(zk_cluster.zookeeper, shadow_out)
@@ -52,9 +40,10 @@ def test_imported_run_matches_the_znodes_and_the_shadow(zk_cluster, tmp_path):
             zk_cluster.ensure_all_up()
         # the last AlterPartition reaches the shadow through a ZooKeeper watch and its
         # settle window: stopped before that, the shadow never writes it
+        state = shadow_out / ".shadow-state-real.json"
         wait_for(
-            "the shadow to observe every partition's last znode",
-            lambda: shadow_saw_the_znodes(zk_cluster, shadow_out, run.topics[0]),
+            "the shadow to write ZooKeeper's state",
+            lambda: not shadow_lag(zk_cluster.client, state),
         )
     finally:
         watcher.send_signal(signal.SIGINT)
