@@ -46,7 +46,7 @@ from streaming.chaos.generator import (
     ClusterSpec,
     Event,
 )
-from streaming.clients.kafka_config import ClientFailures, KafkaClientConfig
+from streaming.clients.kafka_config import ClientFailures, KafkaClientConfig, add_command_config
 
 PROGRESS_INTERVAL_S = 0.5
 
@@ -218,14 +218,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="the Kafka cluster to produce to (as Kafka's tools take it)",
     )
     parser.add_argument("--topic", required=True, help="the topic the events go to")
-    parser.add_argument(
-        "--command-config",
-        "--kafka-config",
-        dest="kafka_config",
-        type=Path,
-        metavar="FILE",
-        help="Kafka client properties (security.protocol, sasl.*, ssl.*)",
-    )
+    add_command_config(parser)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--scenario", type=Path, metavar="FILE|DIR", help="JSON-lines events")
     source.add_argument("--chaos", action="store_true", help="seeded random faults")

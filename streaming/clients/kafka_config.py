@@ -11,6 +11,7 @@ shows its keys only.
 
 from __future__ import annotations
 
+import argparse
 import logging
 import re
 from collections.abc import Mapping
@@ -239,3 +240,19 @@ class ClientFailures(logging.Handler):
             return "the TLS handshake failed (check --kafka-config's ssl.* settings)"
         text, name = str(error), type(error).__name__
         return text if text.startswith(name) else f"{name}: {text}"
+
+
+def add_command_config(
+    parser: argparse.ArgumentParser, used_for: str = "", after: str = ""
+) -> None:
+    """`--command-config FILE`, the name Kafka's own tools give the client properties file
+    (`--kafka-config` too), read by `KafkaClientConfig.load`. The help reads "Kafka client
+    properties{used_for} (security.protocol, sasl.*, ssl.*){after}"."""
+    parser.add_argument(
+        "--command-config",
+        "--kafka-config",
+        dest="kafka_config",
+        type=Path,
+        metavar="FILE",
+        help=f"Kafka client properties{used_for} (security.protocol, sasl.*, ssl.*){after}",
+    )

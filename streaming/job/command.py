@@ -37,7 +37,7 @@ import tempfile
 from pathlib import Path
 
 from streaming.clients.kafka_address import kafka_target
-from streaming.clients.kafka_config import KafkaClientConfig
+from streaming.clients.kafka_config import KafkaClientConfig, add_command_config
 from streaming.job.file_source import is_remote
 from streaming.job.options import DEFAULT_TRIGGER_SECONDS, Options
 from streaming.job.os_memory import arrow_on_the_c_heap
@@ -101,15 +101,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="TOPIC",
         help="the same as --sink kafka:BOOTSTRAP/TOPIC, with --bootstrap-server",
     )
-    parser.add_argument(
-        "--command-config",
-        "--kafka-config",
-        dest="kafka_config",
-        type=Path,
-        metavar="FILE",
-        help="Kafka client properties for the source and sink (security.protocol, sasl.*, "
-        "ssl.*), passed to Spark as kafka.* options",
-    )
+    add_command_config(parser, " for the source and sink", ", passed to Spark as kafka.* options")
     parser.add_argument(
         "--fleet",
         action="store_true",

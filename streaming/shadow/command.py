@@ -56,7 +56,7 @@ from kazoo.protocol.states import KeeperState
 
 from controller.config import ConfigError
 from streaming.clients.kafka_address import kafka_target
-from streaming.clients.kafka_config import ClientFailures, KafkaClientConfig
+from streaming.clients.kafka_config import ClientFailures, KafkaClientConfig, add_command_config
 from streaming.clients.zookeeper_config import ZooKeeperClientConfig
 from streaming.metrics import Metrics
 from streaming.shadow.kafka_output import OutputError
@@ -135,15 +135,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="ZooKeeper client auth: digest, sasl.*, ssl.* "
         "(see streaming/clients/zookeeper_config.py)",
     )
-    parser.add_argument(
-        "--command-config",
-        "--kafka-config",
-        dest="kafka_config",
-        type=Path,
-        metavar="FILE",
-        help="Kafka client properties for --bootstrap-server and --out kafka: "
-        "(security.protocol, sasl.*, ssl.*)",
-    )
+    add_command_config(parser, " for --bootstrap-server and --out kafka:")
 
 
 # ------------------------------------------------------------------------ running
