@@ -83,7 +83,7 @@ def search_roll(view: ClusterView, brokers: Sequence[int]) -> RollProposal:
         if key not in rolled and len(live_replicas) < m:
             impossible[key] = (
                 f"is under min ISR {m} before the first step, with {len(live_replicas)} live "
-                "replicas to mend it"
+                f"replica{'s' if len(live_replicas) != 1 else ''} to mend it"
             )
             continue
         if key in rolled and len(live_replicas) - 1 < m:
@@ -91,7 +91,8 @@ def search_roll(view: ClusterView, brokers: Sequence[int]) -> RollProposal:
             why = f"{len(live_replicas)} live replica{'s' if len(live_replicas) != 1 else ''}"
             why += f" {live_replicas}" + (f" (down: {down})" if down else "")
             left = "without a leader" if len(live_replicas) <= 1 else "under min ISR"
-            impossible[key] = f"{why}, min ISR {m}: stopping any of them leaves it {left}"
+            them = "it" if len(live_replicas) == 1 else "any of them"
+            impossible[key] = f"{why}, min ISR {m}: stopping {them} leaves it {left}"
             continue
         members = {b for b in part.isr if b in live}
         isr[key], lagging[key], minimum[key] = members, set(live_replicas) - members, m

@@ -48,6 +48,7 @@ from controller.plan.steps import (
 )
 from controller.plan.view import ClusterView
 from streaming.plan.render import document, terminal_text
+from streaming.plan.sources import StateSource, read_state
 
 SAFE, UNSAFE, BAD_INPUT = 0, 4, 2
 SIMULATE_KEY = "kcsim.simulate.brokers"
@@ -58,7 +59,7 @@ ENGINE_OF_STATE = {"metadata-log:": "kraft", "zookeeper:": "zk"}
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.usage = "kcsim plan --state STATE --steps STEPS [options]"
-    parser.description = __doc__.splitlines()[0]
+    parser.description = " ".join(__doc__.split("\n\n")[0].split())
     parser.add_argument(
         "--state",
         required=True,
@@ -84,7 +85,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="clean: a controlled shutdown before each stop (default); crash: none",
     )
     parser.add_argument(
-        "--json", dest="json_out", metavar="FILE", help="the plan as JSON (- for stdout)"
+        "--json",
+        dest="json_out",
+        metavar="FILE",
+        help="the plan as JSON (-: on stdout, and the table on stderr)",
     )
     parser.add_argument("--report", type=Path, metavar="FILE.html", help="a page with plots")
     parser.add_argument(
@@ -114,10 +118,19 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
-    from streaming.plan.sources import read_state
 
     settings = _with_engine(args.settings, args)
     state = read_state(args.state, settings, args.cluster)
+    try:
+        return _plan(args, settings, state)
+    except PlanInputError:
+        if state.rejected:  # a line the core refused (a typo) often explains the error
+            for note in state.notes:
+                print(f"kcsim plan: state: {note}", file=sys.stderr)
+        raise
+
+
+def _plan(args: argparse.Namespace, settings: Settings, state: StateSource) -> int:
     cluster = choose_cluster(state.tables, args.cluster)
     tables = cluster_tables(state.tables, cluster)
     plan_settings = _plan_settings(settings, args)
@@ -134,8 +147,11 @@ def _main(args: argparse.Namespace) -> int:
         proposal = _roll_proposal(plan_settings, tables, cluster, subject, args.roll_kind)
     status = SAFE if run.safe else UNSAFE
     doc = document(run, args.state, args.steps, status, proposal, state.notes)
+    # with --json -, stdout holds the JSON alone (a pipeline parses it) and the table goes
+    # to stderr
+    table_out = sys.stderr if args.json_out == "-" else sys.stdout
     if not args.quiet:
-        print(terminal_text(run, doc))
+        print(terminal_text(run, doc), file=table_out)
     if args.json_out is not None:
         text = json.dumps(doc, indent=2) + "\n"
         if args.json_out == "-":
@@ -143,13 +159,18 @@ def _main(args: argparse.Namespace) -> int:
         else:
             _write(Path(args.json_out), text)
     if args.proposal is not None:
-        _write(args.proposal, _proposal_text(proposal))
+        proposed = _proposal_text(proposal, args.steps if kind == "roll" and run.safe else None)
+        if proposed is None:
+            why = "--no-propose" if kind == "roll" else f"kcsim proposes nothing for {kind} steps"
+            print(f"kcsim plan: {args.proposal} not written: {why}", file=sys.stderr)
+        else:
+            _write(args.proposal, proposed)
     if args.report is not None:
         from streaming.plan.report import render_plan
 
         _write(args.report, render_plan(run, doc))
         if not args.quiet:
-            print(f"report: {args.report}")
+            print(f"report: {args.report}", file=table_out)
     return status
 
 
@@ -311,9 +332,15 @@ def _decommission_proposal(decommission: Decommission) -> dict[str, Any]:
     }
 
 
-def _proposal_text(proposal: dict[str, Any] | None) -> str:
+def _proposal_text(proposal: dict[str, Any] | None, safe_roll: str | None) -> str | None:
+    """What `--proposal FILE` holds: a decommission's reassignment in Kafka's JSON format;
+    for a roll, the order to run as its first line (the requested one when it is safe) and
+    the holds as `#` lines; `#` lines alone when no safe order exists. None: nothing to
+    propose."""
     if proposal is None:
-        return ""
+        return None if safe_roll is None else f"{safe_roll}\n# the requested order is safe\n"
     if proposal["kind"] == "decommission":
         return json.dumps(proposal["reassignment"], indent=2) + "\n"
-    return "\n".join(proposal["text"]) + "\n"
+    comments = [f"# {line.strip()}" for line in proposal["text"]]
+    first = [proposal["steps"]] if proposal["exists"] else []
+    return "\n".join(first + comments) + "\n"

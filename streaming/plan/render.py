@@ -61,9 +61,8 @@ def verdict_text(run: PlanRun) -> str:
         return "safe: the plan has no steps"
     unsafe = [s for s in run.steps if s.unsafe]
     if not unsafe:
-        return (
-            f"safe: every partition stays led and at or above min.insync.replicas through "
-            f"all {len(run.steps)} steps"
+        return "safe: every partition stays led and at or above min.insync.replicas through " + (
+            "its one step" if len(run.steps) == 1 else f"all {len(run.steps)} steps"
         )
     parts = []
     if worst.offline:
@@ -72,9 +71,10 @@ def verdict_text(run: PlanRun) -> str:
         parts.append(
             f"{len(worst.under_min_isr)} under min.insync.replicas ({_names(worst.under_min_isr)})"
         )
+    leave = "leaves" if len(unsafe) == 1 else "leave"
     return (
-        f"unsafe: {len(unsafe)} of {len(run.steps)} steps leave partitions without a leader or "
-        f"under min.insync.replicas; the worst, step {worst.index} ({worst.label}), leaves "
+        f"unsafe: {len(unsafe)} of {len(run.steps)} steps {leave} partitions without a leader "
+        f"or under min.insync.replicas; the worst, step {worst.index} ({worst.label}), leaves "
         + " and ".join(parts)
     )
 
@@ -172,7 +172,8 @@ def terminal_text(run: PlanRun, doc: dict[str, Any]) -> str:
                 f"  planned again through the controller: {verified['verdict']} "
                 f"({verified['seconds']:.1f} s; search {proposal['search_seconds']:.3f} s)"
             )
-    lines.append(f"({run.seconds:.1f} s)")
+    lines.append("")
+    lines.append(f"planned in {run.seconds:.1f} s")
     return "\n".join(lines)
 
 

@@ -34,12 +34,19 @@ Tables = dict[str, list[dict[str, Any]]]
 class StateSource:
     """A read state and what to say about it."""
 
-    __slots__ = ("description", "notes", "tables")
+    __slots__ = ("description", "notes", "rejected", "tables")
 
-    def __init__(self, tables: Tables, description: str, notes: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        tables: Tables,
+        description: str,
+        notes: list[str] | None = None,
+        rejected: int = 0,
+    ) -> None:
         self.tables = tables
         self.description = description
         self.notes = notes or []
+        self.rejected = rejected  # events of the state the core refused
 
 
 def read_state(spec: str, settings: Settings, cluster: str | None) -> StateSource:
@@ -65,7 +72,8 @@ def _events(path: Path, settings: Settings, what: str | None = None) -> StateSou
         replayed = replayed_state(settings, read_events(path))
     except (OSError, ValueError) as error:
         raise PlanInputError(f"--state events:{path}: cannot read it: {error}") from None
-    return StateSource(replayed.tables, what or f"events:{path}", _replay_notes(replayed))
+    notes = _replay_notes(replayed)
+    return StateSource(replayed.tables, what or f"events:{path}", notes, len(replayed.rejected))
 
 
 def _replay_notes(replayed: Replayed) -> list[str]:

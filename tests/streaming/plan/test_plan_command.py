@@ -81,11 +81,14 @@ def test_a_safe_roll_exits_0_with_its_table_and_json(tmp_path, capsys) -> None:
 
 def test_an_unsafe_roll_exits_4_naming_partitions_and_says_none_is_safe(tmp_path, capsys) -> None:
     state = write_events(tmp_path / "state.jsonl", [*STATE, PAIRS])
-    code, out, _ = plan(capsys, "--state", f"events:{state}", "--steps", "roll:1,3", "--json", "-")
+    code, out, table = plan(
+        capsys, "--state", f"events:{state}", "--steps", "roll:1,3", "--json", "-"
+    )
     assert code == 4
-    assert "worst step: 1 (stop 1)\n  under min.insync.replicas: pairs-0\n" in out
-    assert "no safe order exists" in out
-    doc = json.loads(out[out.index("{\n") :])
+    # --json -: stdout holds the JSON alone, for a pipeline; the table goes to stderr
+    assert "worst step: 1 (stop 1)\n  under min.insync.replicas: pairs-0\n" in table
+    assert "no safe order exists" in table
+    doc = json.loads(out)
     assert doc["worst_step"]["under_min_isr_partitions"] == ["pairs-0"]
     assert [p["partition"] for p in doc["proposal"]["impossible"]] == ["pairs-0", "pairs-1"]
 
@@ -102,10 +105,12 @@ def test_a_queued_deletion_is_named_and_its_end_counted(tmp_path, capsys) -> Non
         [*STATE, gone, {"type": "broker_failure", "broker": 4},
          {"type": "topic_deletion", "topic": "gone"}],
     )  # fmt: skip
-    code, out, _ = plan(capsys, "--state", f"events:{state}", "--steps", "roll:1", "--json", "-")
+    code, out, table = plan(
+        capsys, "--state", f"events:{state}", "--steps", "roll:1", "--json", "-"
+    )
     assert code == 4
-    assert out.startswith("kcsim plan: cluster default, 6 partitions, engine zk; ")
-    doc = json.loads(out[out.index("{\n") :])
+    assert table.startswith("kcsim plan: cluster default, 6 partitions, engine zk; ")
+    doc = json.loads(out)
     assert (doc["partitions"], doc["partitions_after"]) == (6, 6)
     assert doc["before"]["offline_partitions"] == ["gone-0", "gone-1"]
     reasons = {p["partition"]: p["reason"] for p in doc["proposal"]["impossible"]}
@@ -119,10 +124,12 @@ def test_a_queued_deletion_is_named_and_its_end_counted(tmp_path, capsys) -> Non
         "(down: [4]), min ISR 2: stopping any of them leaves it under min ISR"
     )
     start = write_events(tmp_path / "start.jsonl", [{"type": "broker_startup", "broker": 4}])
-    code, out, _ = plan(capsys, "--state", f"events:{state}", "--steps", str(start), "--json", "-")
+    code, out, table = plan(
+        capsys, "--state", f"events:{state}", "--steps", str(start), "--json", "-"
+    )
     assert code == 0
-    assert out.startswith("kcsim plan: cluster default, 6 partitions (4 after the steps), ")
-    doc = json.loads(out[out.index("{\n") :])
+    assert table.startswith("kcsim plan: cluster default, 6 partitions (4 after the steps), ")
+    doc = json.loads(out)
     assert (doc["partitions"], doc["partitions_after"]) == (6, 4)
     assert doc["steps"][0]["offline_partitions"] == []
 
@@ -137,7 +144,7 @@ def test_a_roll_made_safe_by_its_order(tmp_path, capsys) -> None:
     )
     assert code == 4
     assert "  safe order: roll:3,1,2\n  planned again through the controller: safe" in out
-    assert proposal.read_text() == "safe order: roll:3,1,2\n"
+    assert proposal.read_text() == "roll:3,1,2\n# safe order: roll:3,1,2\n"
 
 
 def test_decommission_writes_kafka_json_and_exits_0(tmp_path, capsys) -> None:
@@ -189,6 +196,55 @@ def test_bad_steps_exit_2(tmp_path, capsys, steps: str, message: str) -> None:
     code, out, err = plan(capsys, "--state", f"events:{state}", "--steps", steps)
     assert (code, out) == (2, "")
     assert err.startswith(message)
+
+
+def test_a_bad_step_after_a_refused_state_line_says_the_line_was_refused(tmp_path, capsys) -> None:
+    """A typo in the state (`rak`) makes the core refuse the broker's startup; the roll
+    that names the broker then fails, and the error comes after the refusal's note."""
+    typo = {"type": "broker_startup", "broker": 5, "rak": "a"}
+    state = write_events(tmp_path / "state.jsonl", [*STATE, typo])
+    code, out, err = plan(capsys, "--state", f"events:{state}", "--steps", "roll:1,5")
+    assert (code, out) == (2, "")
+    refused, error = err.splitlines()[-2:]
+    assert refused.startswith("kcsim plan: state: 1 of them rejected (first: ")
+    assert "rak" in refused
+    assert error == "kcsim plan: roll: unknown broker 5 (the state knows 1, 2, 3, 4)"
+
+
+def test_the_proposal_file_holds_a_roll_to_run_or_is_not_written(tmp_path, capsys) -> None:
+    """--proposal: a safe roll is its own proposal; a step kind kcsim proposes nothing for
+    writes no file and says so."""
+    state = write_events(tmp_path / "state.jsonl", STATE)
+    proposal = tmp_path / "proposal.txt"
+    code, out, _ = plan(
+        capsys, "--state", f"events:{state}", "--steps", "roll:2", "--proposal", str(proposal)
+    )
+    assert code == 0
+    assert proposal.read_text() == "roll:2\n# the requested order is safe\n"
+    # one step: the verdict's words fit it
+    assert "at or above min.insync.replicas through all 2 steps (exit 0)" in out
+    move = tmp_path / "move.json"
+    move.write_text(
+        '{"version":1,"partitions":[{"topic":"orders","partition":0,"replicas":[2,3,4]}]}'
+    )
+    other = tmp_path / "other.txt"
+    code, out, err = plan(
+        capsys, "--state", f"events:{state}", "--steps", f"reassign:{move}", "--proposal",
+        str(other),
+    )  # fmt: skip
+    assert code == 0
+    assert "through its one step (exit 0)" in out
+    assert err == f"kcsim plan: {other} not written: kcsim proposes nothing for reassign steps\n"
+    assert not other.exists()
+
+
+def test_help_describes_the_command_in_a_whole_sentence(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["plan", "--help"])
+    out = capsys.readouterr().out
+    assert "an operation previewed on a copy of the cluster's state, step by step" in " ".join(
+        out.split()
+    )
 
 
 def test_a_reassignment_not_in_kafkas_format_names_the_field(tmp_path, capsys) -> None:
@@ -258,7 +314,7 @@ def test_the_examples_rolled_under_each_engine(capsys) -> None:
         "--no-propose",
     )  # fmt: skip
     assert code == 4, err
-    doc = json.loads(out[out.index("{\n") :])
+    doc = json.loads(out)
     assert [(s["label"], s["offline"]) for s in doc["steps"]][-2:] == [
         ("stop 3", 8), ("start 3", 0)
     ]  # fmt: skip
@@ -267,8 +323,9 @@ def test_the_examples_rolled_under_each_engine(capsys) -> None:
         "--json", "-",
         "--engine", "kraft",
     )  # fmt: skip
-    assert (code, err) == (0, ""), err
-    doc = json.loads(out[out.index("{\n") :])
+    assert code == 0, err
+    assert err.startswith("kcsim plan: cluster default, 4 partitions, engine kraft;")
+    doc = json.loads(out)
     assert (doc["engine"], doc["partitions"], doc["verdict"]) == ("kraft", 4, "safe")
     assert [s["label"] for s in doc["steps"]] == [
         "stop 1", "start 1", "stop 2", "start 2", "stop 3", "start 3"
@@ -284,7 +341,7 @@ def test_the_state_of_a_kraft_metadata_log(capsys) -> None:
         capsys, "--state", f"metadata-log:{KRAFT_LOG}", "--steps", "roll:1,2,3", "--json", "-"
     )
     assert code in (0, 4), err
-    doc = json.loads(out[out.index("{\n") :])
+    doc = json.loads(out)
     assert doc["state"] == f"metadata-log:{KRAFT_LOG}" and doc["partitions"] > 0
     # a KRaft cluster's state is planned by the KRaft engine unless told otherwise
     assert doc["engine"] == "kraft"
@@ -297,7 +354,7 @@ def test_the_state_of_a_kraft_metadata_log(capsys) -> None:
             *told,
         )  # fmt: skip
         assert code in (0, 4), err
-        assert json.loads(out[out.index("{\n") :])["engine"] == "zk"
+        assert json.loads(out)["engine"] == "zk"
 
 
 @pytest.mark.spark
@@ -318,7 +375,7 @@ def test_the_state_of_a_lake_written_by_kcsim_run(tmp_path, capsys) -> None:
     for state in (f"lake:{lake}", f"events:{events}"):
         code, out, err = plan(capsys, "--state", state, "--steps", "roll:1,3", "--json", "-")
         assert code == 4, err
-        doc = json.loads(out[out.index("{\n") :])
+        doc = json.loads(out)
         results.append((doc["steps"], doc["before"], doc["leaders_after"]))
     assert results[0] == results[1]
     assert results[0][0][0]["under_min_isr_partitions"] == ["pairs-0"]
