@@ -174,6 +174,9 @@ class Decommission:
     broker: int
     moves: list[Move]
     leader_moves: int  # partitions B leads: their leadership must move
+    # partitions with no live replica but B's while B is down: their moves cannot finish
+    # (nothing to copy from) until B returns
+    stranded: tuple[str, ...] = ()
 
 
 def propose_decommission(view: ClusterView, broker: int) -> Decommission:
@@ -189,6 +192,8 @@ def propose_decommission(view: ClusterView, broker: int) -> Decommission:
     own_rack = racks.get(broker)
     moves: list[Move] = []
     stuck: list[str] = []
+    stranded: list[str] = []
+    running = view.registered_brokers()
     leads = 0
     for key in sorted(view.hosted.get(broker, ())):
         part = view.partitions[key]
@@ -205,13 +210,15 @@ def propose_decommission(view: ClusterView, broker: int) -> Decommission:
         load[chosen] += 1
         moves.append((key[0], key[1], (*rest, chosen)))
         leads += part.leader == broker
+        if broker not in running and not running.intersection(rest):
+            stranded.append(key_name(key))
     if stuck:
         shown = ", ".join(stuck[:20]) + (f" and {len(stuck) - 20} more" if len(stuck) > 20 else "")
         raise PlanInputError(
             f"decommission: broker {broker}'s replicas of {shown} have nowhere to go: every "
             "live broker already holds a replica of them"
         )
-    return Decommission(broker, moves, leads)
+    return Decommission(broker, moves, leads, tuple(stranded))
 
 
 def is_live(view: ClusterView, broker: int) -> bool:

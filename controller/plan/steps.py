@@ -256,18 +256,23 @@ def parse_reassignment_json(text: str, source: str) -> list[Move]:
 
 
 def check_moves(moves: Sequence[Move], view: ClusterView, source: str) -> None:
+    """Every topic, partition and broker the plan names is known; the error lists all the
+    unknown ones, of each kind, so one run of the fix is enough."""
     unknown_topics = sorted({t for t, _, _ in moves if t not in view.min_isr})
-    if unknown_topics:
-        raise PlanInputError(
-            f"{source}: unknown topic{_s(unknown_topics)}: {', '.join(unknown_topics)}"
-        )
-    unknown = [key_name((t, p)) for t, p, _ in moves if (t, p) not in view.partitions]
-    if unknown:
-        raise PlanInputError(f"{source}: unknown partition{_s(unknown)}: {', '.join(unknown)}")
+    unknown = [
+        key_name((t, p)) for t, p, _ in moves if t in view.min_isr and (t, p) not in view.partitions
+    ]
     known = view.known_brokers()
     brokers = sorted({b for _, _, replicas in moves for b in replicas if b not in known})
+    problems = []
+    if unknown_topics:
+        problems.append(f"unknown topic{_s(unknown_topics)}: {', '.join(unknown_topics)}")
+    if unknown:
+        problems.append(f"unknown partition{_s(unknown)}: {', '.join(unknown)}")
     if brokers:
-        raise PlanInputError(f"{source}: unknown broker{_s(brokers)}: {_join(brokers)}")
+        problems.append(f"unknown broker{_s(brokers)}: {_join(brokers)}")
+    if problems:
+        raise PlanInputError(f"{source}: {'; '.join(problems)}")
 
 
 def reassign_steps(moves: Sequence[Move], first_index: int = 1) -> list[Step]:

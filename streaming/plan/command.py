@@ -318,17 +318,29 @@ def _roll_proposal(
 
 
 def _decommission_proposal(decommission: Decommission) -> dict[str, Any]:
+    broker, stranded = decommission.broker, decommission.stranded
+    text = [
+        f"move {len(decommission.moves)} replicas off broker {broker}; "
+        f"{decommission.leader_moves} leaderships move (the partitions it leads), no "
+        "preferred leader changes otherwise",
+    ]
+    if stranded:
+        shown = ", ".join(stranded[:10]) + (
+            f" and {len(stranded) - 10} more" * (len(stranded) > 10)
+        )
+        text.append(
+            f"warning: broker {broker} is down and holds the only replica of {len(stranded)} "
+            f"partition{'s' if len(stranded) != 1 else ''} ({shown}): with nothing to copy "
+            f"from, no such move finishes until {broker} returns"
+        )
     return {
         "kind": "decommission",
-        "broker": decommission.broker,
+        "broker": broker,
         "partitions": len(decommission.moves),
         "leader_moves": decommission.leader_moves,
+        "stranded": list(stranded),
         "reassignment": reassignment_json(decommission.moves),
-        "text": [
-            f"move {len(decommission.moves)} replicas off broker {decommission.broker}; "
-            f"{decommission.leader_moves} leaderships move (the partitions it leads), no "
-            "preferred leader changes otherwise",
-        ],
+        "text": text,
     }
 
 

@@ -237,6 +237,12 @@ def test_reassignment_of_unknown_partitions_and_brokers_lists_them() -> None:
         check_moves([("t", 7, (1,)), ("t", 9, (1,))], view, "f")
     with pytest.raises(PlanInputError, match="unknown broker: 8"):
         check_moves([("t", 0, (1, 2, 8))], view, "f")
+    # every kind of mistake in one message, so one pass over the file fixes them all
+    with pytest.raises(PlanInputError) as raised:
+        check_moves([("nope", 0, (1,)), ("t", 7, (1,)), ("t", 0, (1, 9))], view, "f")
+    assert str(raised.value) == (
+        "f: unknown topic: nope; unknown partition: t-7; unknown broker: 9"
+    )
 
 
 def test_starting_a_live_broker_is_an_impossible_step() -> None:

@@ -169,6 +169,25 @@ def test_decommission_writes_kafka_json_and_exits_0(tmp_path, capsys) -> None:
     assert code == 0 and out.count("move orders-") == 3
 
 
+def test_decommission_of_a_dead_broker_warns_of_partitions_only_it_holds(tmp_path, capsys) -> None:
+    """Broker 4 is down and holds `solo-0`'s only replica: the proposal still moves it (the
+    operator wants 4 gone), and says the move cannot finish until 4 returns."""
+    solo = {"type": "topic_creation", "topic": "solo", "assignment": {"0": [4]}}
+    state = write_events(
+        tmp_path / "state.jsonl", [*STATE, solo, {"type": "broker_failure", "broker": 4}]
+    )
+    code, out, _ = plan(
+        capsys, "--state", f"events:{state}", "--steps", "decommission:4", "--json", "-"
+    )
+    proposal = json.loads(out)["proposal"]
+    assert proposal["stranded"] == ["solo-0"]
+    assert proposal["text"][1] == (
+        "warning: broker 4 is down and holds the only replica of 1 partition (solo-0): with "
+        "nothing to copy from, no such move finishes until 4 returns"
+    )
+    assert code == 4  # solo-0 has no leader before the first step
+
+
 def test_report_is_one_offline_page(tmp_path, capsys) -> None:
     state = write_events(tmp_path / "state.jsonl", [*STATE, PAIRS])
     report = tmp_path / "plan.html"
