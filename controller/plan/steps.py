@@ -35,6 +35,8 @@ ROLL = "roll:"
 REASSIGN = "reassign:"
 DECOMMISSION = "decommission:"
 ROLL_KINDS = ("clean", "crash")
+# where the controller's automatic preferred-leader rebalance runs (`--auto-rebalance`)
+REBALANCE_AT = ("end", "each-start")
 
 
 class PlanInputError(ValueError):
@@ -77,7 +79,7 @@ Action = Event | CatchUp | CompleteReassignment | Hold
 class Step:
     index: int  # 1-based, in the plan's order
     label: str
-    kind: str  # stop | crash | start | reassign | hold | event
+    kind: str  # stop | crash | start | reassign | hold | rebalance | event
     actions: tuple[Action, ...]
     broker: int | None = None
 
@@ -292,6 +294,22 @@ def reassign_steps(moves: Sequence[Move], first_index: int = 1) -> list[Step]:
             CompleteReassignment((topic, partition)),
         )
     return renumber(steps.steps, first_index)
+
+
+def with_rebalance(steps: Sequence[Step], at: str) -> list[Step]:
+    """The steps with one run of the controller's automatic preferred-leader rebalance
+    check (an `auto_rebalance_check` event: SPEC §12.3, SPEC-KRAFT §15.2) after the last
+    step (`end`), or after every start (`each-start`: an operator who waits at least
+    `leader.imbalance.check.interval.seconds` between brokers), numbered again."""
+    check = Event({"type": "auto_rebalance_check"})
+    out: list[Step] = []
+    for step in steps:
+        out.append(step)
+        if at == "each-start" and step.kind == "start":
+            out.append(Step(0, f"auto rebalance after start {step.broker}", "rebalance", (check,)))
+    if at == "end":
+        out.append(Step(0, "auto rebalance", "rebalance", (check,)))
+    return renumber(out, 1)
 
 
 def renumber(steps: Iterable[Step], first_index: int) -> list[Step]:

@@ -31,6 +31,7 @@ from controller.plan.state import choose_cluster, cluster_tables
 from controller.plan.steps import (
     DECOMMISSION,
     REASSIGN,
+    REBALANCE_AT,
     ROLL,
     ROLL_KINDS,
     ImpossibleStep,
@@ -45,8 +46,9 @@ from controller.plan.steps import (
     reassignment_json,
     renumber,
     roll_steps,
+    with_rebalance,
 )
-from controller.plan.view import ClusterView
+from controller.plan.view import ClusterView, key_name
 from streaming.plan.render import document, terminal_text
 from streaming.plan.sources import StateSource, read_state
 
@@ -83,6 +85,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         choices=ROLL_KINDS,
         default="clean",
         help="clean: a controlled shutdown before each stop (default); crash: none",
+    )
+    parser.add_argument(
+        "--auto-rebalance",
+        choices=REBALANCE_AT,
+        help="add a run of the controller's automatic preferred-leader rebalance (as "
+        "auto.leader.rebalance.enable runs it every leader.imbalance.check.interval.seconds): "
+        "after the last step, or after each broker's start (default: none)",
     )
     parser.add_argument(
         "--json",
@@ -136,7 +145,10 @@ def _plan(args: argparse.Namespace, settings: Settings, state: StateSource) -> i
     plan_settings = _plan_settings(settings, args)
     view = ClusterView.of_tables(cluster, tables, default_min_isr(plan_settings))
     steps, kind, subject = _steps(args.steps, args.roll_kind, view, cluster)
+    if args.auto_rebalance is not None:
+        steps = with_rebalance(steps, args.auto_rebalance)
     decommission = subject if isinstance(subject, Decommission) else None
+    notes = [*state.notes, *_lag_notes(view, plan_settings.simulate_brokers)]
     # (the view: consumed; the partitions' states per step only for --json)
     run = run_plan(plan_settings, tables, cluster, steps, view, states=args.json_out is not None)
     proposal: dict[str, Any] | None = None
@@ -146,7 +158,7 @@ def _plan(args: argparse.Namespace, settings: Settings, state: StateSource) -> i
         assert isinstance(subject, list)
         proposal = _roll_proposal(plan_settings, tables, cluster, subject, args.roll_kind)
     status = SAFE if run.safe else UNSAFE
-    doc = document(run, args.state, args.steps, status, proposal, state.notes)
+    doc = document(run, args.state, args.steps, status, proposal, notes)
     # with --json -, stdout holds the JSON alone (a pipeline parses it) and the table goes
     # to stderr
     table_out = sys.stderr if args.json_out == "-" else sys.stdout
@@ -180,6 +192,35 @@ def _write(path: Path, text: str) -> None:
         path.write_text(text, encoding="utf-8")
     except OSError as error:
         raise PlanInputError(f"cannot write {path}: {error}") from None
+
+
+def _lag_notes(view: ClusterView, catch_up: bool) -> list[str]:
+    """Live replicas outside their partition's ISR before the first step: the plan's
+    catch-up brings them back at the next start of a broker hosting the partition (every
+    live replica rejoins, the lagging ones too), which assumes their lag ends by then; with
+    kcsim.simulate.brokers=false only the returning broker's replica rejoins."""
+    live = view.live_brokers()
+    lagging = []
+    for key, part in view.partitions.items():
+        out = [b for b in part.replicas if b in live and b not in part.isr]
+        if out and part.leader in live:
+            lagging.append(f"{key_name(key)}: {_join(out)}")
+    if not lagging:
+        return []
+    lagging.sort()
+    shown = ", ".join(lagging[:5]) + (f" and {len(lagging) - 5:,} more" if len(lagging) > 5 else "")
+    what = "partition has a live replica" if len(lagging) == 1 else "partitions have live replicas"
+    then = (
+        "the plan takes such a replica to have caught up when a broker hosting its partition "
+        "next starts"
+        if catch_up
+        else "only a returning broker's own replica rejoins (kcsim.simulate.brokers=false)"
+    )
+    return [f"{len(lagging):,} {what} outside the ISR ({shown}): {then}"]
+
+
+def _join(brokers: list[int]) -> str:
+    return ",".join(map(str, brokers))
 
 
 # ---- settings ------------------------------------------------------------------------------

@@ -61,7 +61,8 @@ def render_plan(run: PlanRun, doc: dict[str, Any]) -> str:
     parts.append(
         '<p class="note">x: steps (0 = the state before the first). Without a leader and '
         "under min.insync.replicas: the partitions in that condition at any moment of the "
-        f"step. The controller's {run.output_kind}: count and bytes sent during the step.</p>"
+        f"step. The controller's {run.output_kind}: the bytes sent during the step (the table "
+        "below has their count too). The dotted line marks the worst step.</p>"
     )
     parts.append(figure_html(timeline_figure(run), "plan-timeline"))
     parts.append(figure_html(leaders_figure(run), "plan-leaders"))
@@ -97,7 +98,8 @@ def timeline_figure(run: PlanRun) -> Any:
                 y=values,
                 name=name,
                 mode="lines+markers",
-                line={"color": colour, "shape": "hv", "width": width},
+                # a step's value held for its width, centred on it as the bars are
+                line={"color": colour, "shape": "hvh", "width": width},
                 marker={"size": 5},
                 text=labels,
                 hovertemplate="step %{x}: %{text}<br>%{y:,}<extra>" + name + "</extra>",
@@ -124,7 +126,14 @@ def timeline_figure(run: PlanRun) -> Any:
     )
     worst = run.worst
     if worst is not None and worst.unsafe:
-        figure.add_vline(x=worst.index, line={"color": "#b42318", "dash": "dot"}, row=1, col=1)
+        figure.add_vline(
+            x=worst.index,
+            line={"color": "#b42318", "dash": "dot"},
+            annotation_text=f"worst: {worst.label}",
+            annotation_position="top right",
+            row=1,
+            col=1,
+        )
     figure.update_layout(
         height=640,
         margin={"l": 60, "r": 20, "t": 70, "b": 40},
@@ -168,6 +177,9 @@ def leaders_figure(run: PlanRun) -> Any:
         template="plotly_white",
         yaxis={"title": {"text": "partitions led"}, "rangemode": "tozero"},
     )
+    # whole partitions: ticks at least 1 apart
+    top = max([*run.leaders_before.values(), *run.leaders_after.values(), 1])
+    figure.update_yaxes(dtick=max(1, math.ceil(top / 6)))
     return figure
 
 
@@ -183,7 +195,7 @@ def steps_table(run: PlanRun) -> str:
     )  # fmt: skip
     rows = []
     for step in [run.before, *run.steps][: TABLE_ROWS + 1]:
-        named = ", ".join((step.offline + step.under_min_isr)[:12])
+        named = _named(step)
         rows.append(
             (
                 step.unsafe,
@@ -204,6 +216,17 @@ def steps_table(run: PlanRun) -> str:
     more = len(run.steps) + 1 - len(rows)
     note = f'<p class="note">{more:,} more steps in --json.</p>' if more > 0 else ""
     return _html_table(header, rows, {1, 9}) + note
+
+
+def _named(step: StepResult, most: int = 12) -> str:
+    """The partitions without a leader and those under min ISR, each group labelled (a
+    partition can be in both: RF 1 with min ISR 2)."""
+    groups = []
+    for label, names in (("no leader", step.offline), ("under min ISR", step.under_min_isr)):
+        if names:
+            more = f" and {len(names) - most:,} more" if len(names) > most else ""
+            groups.append(f"{label}: {', '.join(names[:most])}{more}")
+    return "; ".join(groups)
 
 
 def _html_table(

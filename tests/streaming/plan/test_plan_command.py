@@ -143,6 +143,11 @@ def test_a_roll_made_safe_by_its_order(tmp_path, capsys) -> None:
         capsys, "--state", f"events:{state}", "--steps", "roll:1,2,3", "--proposal", str(proposal)
     )
     assert code == 4
+    # the lag is named, with what the plan assumes of it
+    assert (
+        "  (1 partition has a live replica outside the ISR (orders-0: 3): the plan takes such a "
+        "replica to have caught up when a broker hosting its partition next starts)\n" in out
+    )
     assert "  safe order: roll:3,1,2\n  planned again through the controller: safe" in out
     assert proposal.read_text() == "roll:3,1,2\n# safe order: roll:3,1,2\n"
 
@@ -188,6 +193,58 @@ def test_decommission_of_a_dead_broker_warns_of_partitions_only_it_holds(tmp_pat
     assert code == 4  # solo-0 has no leader before the first step
 
 
+def test_auto_rebalance_follows_each_engines_rule(tmp_path, capsys) -> None:
+    """SPEC §12.3 against SPEC-KRAFT §15.2 (corner case D9): broker 1 is the preferred
+    leader of 11 partitions and leads 10. One imbalanced partition in 11 is 9%, not above
+    leader.imbalance.per.broker.percentage (10): the ZooKeeper-mode check elects nothing.
+    KRaft's check has no ratio and elects every imbalanced partition."""
+    events = [
+        {"type": "broker_startup", "brokers": [1, 2]},
+        {"type": "topic_creation", "topic": "big",
+         "assignment": {str(p): [1, 2] for p in range(11)}},
+        {"type": "broker_failure", "broker": 1},
+        {"type": "broker_startup", "broker": 1},
+        *({"type": "isr_change", "topic": "big", "partition": p, "isr": [2, 1]}
+          for p in range(1, 11)),
+        {"type": "leader_election", "election": "preferred",
+         "partitions": [{"topic": "big", "partition": p} for p in range(1, 11)]},
+    ]  # fmt: skip
+    state = write_events(tmp_path / "state.jsonl", events)
+    catch_up = write_events(
+        tmp_path / "steps.jsonl",
+        [{"type": "isr_change", "topic": "big", "partition": 0, "isr": [2, 1]}],
+    )
+    after = {}
+    for engine in ("zk", "kraft"):
+        code, out, _ = plan(
+            capsys, "--state", f"events:{state}", "--steps", str(catch_up), "--engine", engine,
+            "--auto-rebalance", "end", "--json", "-",
+        )  # fmt: skip
+        assert code == 0
+        steps = json.loads(out)["steps"]
+        assert [s["label"] for s in steps][-1] == "auto rebalance"
+        after[engine] = (steps[-1]["leader_moves"], steps[-1]["not_preferred"])
+        assert steps[-1]["output"] == (0 if engine == "zk" else 1)
+    assert after == {"zk": (0, 1), "kraft": (1, 0)}
+
+
+def test_auto_rebalance_after_each_start_of_a_roll(tmp_path, capsys) -> None:
+    """`each-start`: one run of the check after every broker's start; after the roll
+    every partition is led by its preferred replica again (SPEC §12.3)."""
+    state = write_events(tmp_path / "state.jsonl", STATE)
+    code, out, _ = plan(
+        capsys, "--state", f"events:{state}", "--steps", "roll:1,2", "--auto-rebalance",
+        "each-start", "--json", "-",
+    )  # fmt: skip
+    assert code == 0
+    steps = json.loads(out)["steps"]
+    assert [(s["step"], s["label"]) for s in steps] == [
+        (1, "stop 1"), (2, "start 1"), (3, "auto rebalance after start 1"),
+        (4, "stop 2"), (5, "start 2"), (6, "auto rebalance after start 2"),
+    ]  # fmt: skip
+    assert [s["not_preferred"] for s in steps] == [1, 1, 0, 1, 1, 0]
+
+
 def test_report_is_one_offline_page(tmp_path, capsys) -> None:
     state = write_events(tmp_path / "state.jsonl", [*STATE, PAIRS])
     report = tmp_path / "plan.html"
@@ -197,7 +254,9 @@ def test_report_is_one_offline_page(tmp_path, capsys) -> None:
     assert code == 4
     page = report.read_text()
     assert 'id="plan-timeline"' in page and 'id="plan-leaders"' in page
-    assert "<script src=" not in page and "pairs-0" in page  # plotly.js inlined
+    assert "<script src=" not in page  # plotly.js inlined
+    assert "<td class=text>under min ISR: pairs-0</td>" in page  # the step's named partitions
+    assert "worst: stop 1" in page
     assert f"report: {report}" in out
 
 
@@ -398,3 +457,19 @@ def test_the_state_of_a_lake_written_by_kcsim_run(tmp_path, capsys) -> None:
         results.append((doc["steps"], doc["before"], doc["leaders_after"]))
     assert results[0] == results[1]
     assert results[0][0][0]["under_min_isr_partitions"] == ["pairs-0"]
+
+
+def test_the_guides_example_is_what_the_command_prints(capsys, monkeypatch) -> None:
+    """docs/guide/plan.md's example, run as written from the checkout: the same table,
+    verdict and proposal (its last line, the seconds the plan took, aside)."""
+    guide = (ROOT / "docs/guide/plan.md").read_text()
+    command = "$ kcsim plan --state events:examples/plan/state.jsonl --steps roll:1,2,3\n"
+    shown = guide[guide.index(command) + len(command) :].split("```")[0].splitlines()
+    monkeypatch.chdir(ROOT)
+    code, out, _ = plan(
+        capsys, "--state", "events:examples/plan/state.jsonl", "--steps", "roll:1,2,3"
+    )
+    assert code == 4
+    printed = out.splitlines()
+    assert printed[-1].startswith("planned in ") and shown[-1].startswith("planned in ")
+    assert printed[:-1] == shown[:-1]
