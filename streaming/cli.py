@@ -178,6 +178,16 @@ def load_settings(args: argparse.Namespace) -> Settings:
     overrides = list(getattr(args, "overrides", ()))
     engine = getattr(args, "engine", None)
     if engine is not None:
+        named = [
+            o.partition("=")[2].strip()
+            for o in overrides
+            if o.partition("=")[0].strip() == ENGINE_KEY
+        ]
+        if named and named[-1] != engine:
+            print(
+                f"kcsim: --engine {engine} wins over --set {ENGINE_KEY}={named[-1]}",
+                file=sys.stderr,
+            )
         # (written back, so a command that re-reads --set, as whatif does, sees it too)
         overrides.append(f"{ENGINE_KEY}={engine}")
         args.overrides = overrides

@@ -16,6 +16,7 @@ the source: the lake is read, the cluster and the log only read.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -140,4 +141,5 @@ def _kcsim(arguments: list[str], what: str) -> None:
     )
     if done.returncode != 0:
         why = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "no message"
+        why = re.sub(r"^kcsim [a-z-]+( [a-z-]+)?: ", "", why)  # (the prefix is plan's)
         raise PlanInputError(f"--state {what}: cannot read it: {why}")

@@ -473,3 +473,13 @@ def test_the_guides_example_is_what_the_command_prints(capsys, monkeypatch) -> N
     printed = out.splitlines()
     assert printed[-1].startswith("planned in ") and shown[-1].startswith("planned in ")
     assert printed[:-1] == shown[:-1]
+
+
+def test_engine_flag_over_a_setting_says_which_wins(tmp_path, capsys) -> None:
+    state = write_events(tmp_path / "state.jsonl", STATE)
+    code, out, err = plan(
+        capsys, "--state", f"events:{state}", "--steps", "roll:1", "--engine", "kraft",
+        "--set", "kcsim.engine=zk", "--json", "-", "--quiet",
+    )  # fmt: skip
+    assert (code, json.loads(out)["engine"]) == (0, "kraft")
+    assert err == "kcsim: --engine kraft wins over --set kcsim.engine=zk\n"
