@@ -218,8 +218,14 @@ def run_plan(
         view = ClusterView.of_tables(cluster, tables, default_min_isr(settings))
     # (the view keeps its own counts: no health or violations rows from the core; the
     # state-change log is never read)
+    # (a zk cluster's partitions come as values read from its records, not as rows)
     simulator = Simulator.from_tables(
-        settings, tables, state_rows=VIEW_TABLES, checks=False, state_changes=False
+        settings,
+        tables,
+        state_rows=VIEW_TABLES,
+        checks=False,
+        state_changes=False,
+        partition_changes=True,
     )
     engine = engine_of(settings)
     catch_up = (
@@ -313,7 +319,7 @@ class _Runner:
                 self._check(step, batch, shut_down)
                 output = self._apply(step, batch, derived=not isinstance(action, Event))
                 events += len(batch)
-                keys, moved = view.apply(output.upserts, output.deletes)
+                keys, moved = view.apply(output.upserts, output.deletes, output.partition_changes)
                 changed.extend(keys)
                 if self.states:
                     touched.update(keys)

@@ -23,6 +23,11 @@ from controller.memory import cyclic_gc_paused
 
 Key = tuple[str, int]  # topic, partition
 Row = Mapping[str, Any]
+# a changed partition as the front door gives it without a row (`BatchOutput.
+# partition_changes`): its cluster, key and PartitionView's values (None: gone)
+Change = tuple[
+    str, Key, tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None
+]
 
 MIN_ISR_KEY = "min.insync.replicas"
 LIVE = "live"
@@ -173,8 +178,10 @@ class ClusterView:
         self,
         upserts: Mapping[str, Sequence[Row]],
         deletes: Mapping[str, Sequence[Row]],
+        partition_changes: Iterable[Change] = (),
     ) -> tuple[list[Key], int]:
-        """A batch's state-table changes: the partitions changed, and how many of them
+        """A batch's state-table changes (and its `partition_changes`, a zk cluster's
+        partitions given without rows): the partitions changed, and how many of them
         changed leader (to another broker, or to none, or from none)."""
         cluster = self.cluster
         for row in upserts.get("brokers", ()):
@@ -214,17 +221,25 @@ class ClusterView:
                 if before.leader != view.leader:
                     moves += 1
             self._set(key, view)
+        for change_cluster, key, values in partition_changes:
+            if change_cluster != cluster:
+                continue
+            if values is None:
+                self._remove(key, changed)
+                continue
+            before = partitions.get(key)
+            view = _new_tuple(PartitionView, values)
+            changed.append(key)
+            if before is not None:
+                if before == view:  # only its event id changed: nothing to redo
+                    continue
+                if before.leader != view.leader:
+                    moves += 1
+            self._set(key, view)
         for row in deletes.get("partition_state", ()):
             if row["cluster"] != cluster:
                 continue
-            key = (row["topic"], row["partition"])
-            gone = partitions.pop(key, None)
-            if gone is not None:
-                for flagged in self._flag_sets():
-                    flagged.discard(key)
-                for broker in gone.replicas:
-                    self.hosted.get(broker, set()).discard(key)
-                changed.append(key)
+            self._remove((row["topic"], row["partition"]), changed)
         if recount:
             topics = set(recount)
             for key, view in partitions.items():
@@ -232,6 +247,16 @@ class ClusterView:
                     self._set(key, view)
                     changed.append(key)
         return changed, moves
+
+    def _remove(self, key: Key, changed: list[Key]) -> None:
+        """A partition gone (its topic deleted)."""
+        gone = self.partitions.pop(key, None)
+        if gone is not None:
+            for flagged in self._flag_sets():
+                flagged.discard(key)
+            for broker in gone.replicas:
+                self.hosted.get(broker, set()).discard(key)
+            changed.append(key)
 
     def _flag_sets(self) -> tuple[set[Key], ...]:
         return (self.offline, self.under_min_isr, self.under_replicated, self.not_preferred)
