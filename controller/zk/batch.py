@@ -116,10 +116,13 @@ class RequestBatch:
     ) -> None:
         """`record`: the partition's, when the caller holds it (saves a lookup)."""
         entry: Row | None = None  # one entry for every recipient that has no sticky isNew
+        leader_and_isr = self._leader_and_isr
         for broker in brokers:
             if broker < 0:
                 continue
-            per_broker = self._leader_and_isr.setdefault(broker, {})
+            per_broker = leader_and_isr.get(broker)
+            if per_broker is None:  # (not setdefault: no dict made per call)
+                per_broker = leader_and_isr[broker] = {}
             previous = per_broker.get(tp)
             # isNew is sticky within a batch: a later add for the same broker cannot clear it
             if previous is not None and previous["is_new"] and not is_new:
@@ -156,6 +159,29 @@ class RequestBatch:
             if broker < 0:
                 continue
             per_broker = self._stop_replica.setdefault(broker, {})
+            previous = per_broker.get(tp)
+            per_broker[tp] = _stop_replica_entry(
+                tp, leader_epoch, delete or (previous is not None and previous["delete_partition"])
+            )
+
+    def add_stop_replicas(self, broker: int, records: Iterable[Partition], delete: bool) -> None:
+        """add_stop_replica to one broker of each of these partitions (by their records),
+        in order: a broker's shutdown or failure stops thousands at once, so the per-call
+        lookups are done once."""
+        if broker < 0:
+            return
+        deleting = self._context.topics_to_be_deleted
+        per_broker: dict[TopicPartition, Row] | None = None
+        for record in records:
+            if per_broker is None:  # (none for no partition: no empty request)
+                per_broker = self._stop_replica.setdefault(broker, {})
+            tp = record.tp
+            leadership = record.leadership
+            # leader_epoch_for_stop_replica
+            if deleting and tp[0] in deleting:  # (tp.topic)
+                leader_epoch = -2
+            else:
+                leader_epoch = -1 if leadership is None else leadership.leader_epoch
             previous = per_broker.get(tp)
             per_broker[tp] = _stop_replica_entry(
                 tp, leader_epoch, delete or (previous is not None and previous["delete_partition"])

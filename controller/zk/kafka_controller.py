@@ -306,8 +306,7 @@ class KafkaController:
         self.parts.partitions.handle_state_changes(led, PS.ONLINE, CONTROLLED_SHUTDOWN)
         batch = self.parts.batch
         batch.new_batch()
-        for record in followed:
-            batch.add_stop_replica((broker,), record.tp, delete=False, record=record)
+        batch.add_stop_replicas(broker, followed, delete=False)
         batch.send()
         self.parts.replicas.handle_state_changes(
             [(record.tp, broker) for record in followed], RS.OFFLINE

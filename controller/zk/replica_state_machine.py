@@ -122,14 +122,14 @@ class ReplicaStateMachine:
     def _to_offline(self, broker: int, records: list[Partition], target: ReplicaState) -> None:
         context = self._context
         batch = self._batch
-        for record in records:
-            batch.add_stop_replica((broker,), record.tp, delete=False, record=record)
+        batch.add_stop_replicas(broker, records, delete=False)
         with_leadership = [r for r in records if r.leadership is not None]
         without_leadership = [r for r in records if r.leadership is None]
+        queued = context.topics_to_be_deleted  # is_queued_for_deletion, without a call each
         for record in with_leadership:
             current = record.replica_states.get(broker, RS.NON_EXISTENT)
             leadership = self._remove_from_isr(record, broker)
-            if not context.is_queued_for_deletion(record.tp.topic):
+            if record.tp[0] not in queued:  # (tp.topic)
                 recipients = [r for r in record.assignment.replicas if r != broker]
                 batch.add_leader_and_isr(
                     recipients,
@@ -202,7 +202,9 @@ class ReplicaStateMachine:
         self, record: Partition, broker: int, current: ReplicaState, target: ReplicaState
     ) -> None:
         self._context.set_replica_state(record, broker, target)
-        self._journal.state_change(ENTITY, record.tp, broker, current, target, record.leadership)
+        journal = self._journal
+        if journal.logs_state_changes:  # (a replica transition logs nothing else)
+            journal.state_change(ENTITY, record.tp, broker, current, target, record.leadership)
 
     def _log_invalid(
         self, tp: TopicPartition, broker: int, current: ReplicaState, target: ReplicaState
