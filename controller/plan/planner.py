@@ -360,11 +360,12 @@ class _Runner:
         view = self.view
         if isinstance(action, Event):
             yield [dict(action.body)]
-        elif isinstance(action, CatchUp):
+        elif isinstance(action, CatchUp) and self.catch_up != ENGINE:
+            # (under ENGINE the start's own event did it: nothing to sort)
             keys = sorted(view.hosted.get(action.broker, ()))
             if self.catch_up == LEADERS:
                 yield from _nonempty(self._leaders_expansions(keys))
-            elif self.catch_up == PER_REPLICA:
+            else:
                 yield from _nonempty(self._expansions(keys, (action.broker,)))
         elif isinstance(action, CompleteReassignment):
             part = view.partitions.get(action.key)

@@ -143,7 +143,8 @@ class ClusterView:
                 view.brokers[row["broker"]] = BrokerView(row["status"], row.get("rack"))
         for row in tables.get("partition_state", ()):
             if row["cluster"] == cluster:
-                view._set((row["topic"], row["partition"]), _view(row))
+                key = (row["topic"], row["partition"])
+                view._set(key, _view(row), view.partitions.get(key))
         return view
 
     # ---- reading -------------------------------------------------------------------------
@@ -220,7 +221,7 @@ class ClusterView:
                     continue
                 if before.leader != view.leader:
                     moves += 1
-            self._set(key, view)
+            self._set(key, view, before)
         for change_cluster, key, values in partition_changes:
             if change_cluster != cluster:
                 continue
@@ -228,14 +229,13 @@ class ClusterView:
                 self._remove(key, changed)
                 continue
             before = partitions.get(key)
-            view = _new_tuple(PartitionView, values)
             changed.append(key)
             if before is not None:
-                if before == view:  # only its event id changed: nothing to redo
+                if before == values:  # only its event id changed: nothing to redo
                     continue
-                if before.leader != view.leader:
+                if before.leader != values[0]:
                     moves += 1
-            self._set(key, view)
+            self._set(key, _new_tuple(PartitionView, values), before)
         for row in deletes.get("partition_state", ()):
             if row["cluster"] != cluster:
                 continue
@@ -244,7 +244,7 @@ class ClusterView:
             topics = set(recount)
             for key, view in partitions.items():
                 if key[0] in topics:
-                    self._set(key, view)
+                    self._set(key, view, view)
                     changed.append(key)
         return changed, moves
 
@@ -261,8 +261,8 @@ class ClusterView:
     def _flag_sets(self) -> tuple[set[Key], ...]:
         return (self.offline, self.under_min_isr, self.under_replicated, self.not_preferred)
 
-    def _set(self, key: Key, view: PartitionView) -> None:
-        before = self.partitions.get(key)
+    def _set(self, key: Key, view: PartitionView, before: PartitionView | None) -> None:
+        """`before`: the partition's view until now (None: new)."""
         if before is None or before.replicas != view.replicas:
             hosted = self.hosted
             if before is not None:
