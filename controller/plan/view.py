@@ -143,8 +143,7 @@ class ClusterView:
                 view.brokers[row["broker"]] = BrokerView(row["status"], row.get("rack"))
         for row in tables.get("partition_state", ()):
             if row["cluster"] == cluster:
-                key = (row["topic"], row["partition"])
-                view._set(key, _view(row), view.partitions.get(key))
+                view._set((row["topic"], row["partition"]), _view(row))
         return view
 
     # ---- reading -------------------------------------------------------------------------
@@ -221,7 +220,7 @@ class ClusterView:
                     continue
                 if before.leader != view.leader:
                     moves += 1
-            self._set(key, view, before)
+            self._put(key, view, before)
         for change_cluster, key, values in partition_changes:
             if change_cluster != cluster:
                 continue
@@ -235,7 +234,7 @@ class ClusterView:
                     continue
                 if before.leader != values[0]:
                     moves += 1
-            self._set(key, _new_tuple(PartitionView, values), before)
+            self._put(key, _new_tuple(PartitionView, values), before)
         for row in deletes.get("partition_state", ()):
             if row["cluster"] != cluster:
                 continue
@@ -244,7 +243,7 @@ class ClusterView:
             topics = set(recount)
             for key, view in partitions.items():
                 if key[0] in topics:
-                    self._set(key, view, view)
+                    self._set(key, view)
                     changed.append(key)
         return changed, moves
 
@@ -261,8 +260,11 @@ class ClusterView:
     def _flag_sets(self) -> tuple[set[Key], ...]:
         return (self.offline, self.under_min_isr, self.under_replicated, self.not_preferred)
 
-    def _set(self, key: Key, view: PartitionView, before: PartitionView | None) -> None:
-        """`before`: the partition's view until now (None: new)."""
+    def _set(self, key: Key, view: PartitionView) -> None:
+        self._put(key, view, self.partitions.get(key))
+
+    def _put(self, key: Key, view: PartitionView, before: PartitionView | None) -> None:
+        """`_set`, `before` the partition's view now (None: none)."""
         if before is None or before.replicas != view.replicas:
             hosted = self.hosted
             if before is not None:
