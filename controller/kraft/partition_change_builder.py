@@ -211,8 +211,14 @@ class PartitionChangeBuilder:
         else:
             unclean = from_lke = False
 
-        # 4. triggerLeaderEpochBumpForReplicaReassignmentIfNeeded
-        if r_leader == NO_LEADER_CHANGE and not _contains_all(self.target_replicas, p.replicas):
+        # 4. triggerLeaderEpochBumpForReplicaReassignmentIfNeeded (the replicas untouched,
+        # the same tuple: they hold themselves)
+        target_replicas = self.target_replicas
+        if (
+            r_leader == NO_LEADER_CHANGE
+            and target_replicas is not p.replicas
+            and not _contains_all(target_replicas, p.replicas)
+        ):
             r_leader = p.leader
 
         # 5. maybeUpdateRecordElr

@@ -46,24 +46,35 @@ class PartitionRegistration(NamedTuple):
 
     def merge(self, change: Mapping[str, Any]) -> PartitionRegistration:
         """`PReg.merge`: the fields a PartitionChangeRecord sets replace ours; a set leader
-        (the same one included) bumps the leader epoch; the partition epoch always grows."""
-        leader = change.get("leader", NO_LEADER_CHANGE)
+        (the same one included) bumps the leader epoch; the partition epoch always grows.
+        (Built with tuple.__new__, fields in order: one merge per record replayed.)"""
+        get = change.get
+        leader = get("leader", NO_LEADER_CHANGE)
         if leader == NO_LEADER_CHANGE:
             leader, leader_epoch = self.leader, self.leader_epoch
         else:
             leader_epoch = self.leader_epoch + 1
-        lrs = change.get("leaderRecoveryState", LRS_NO_CHANGE)
-        return PartitionRegistration(
-            replicas=_ints(change, "replicas", self.replicas),
-            isr=_ints(change, "isr", self.isr),
-            removing=_ints(change, "removingReplicas", self.removing),
-            adding=_ints(change, "addingReplicas", self.adding),
-            leader=leader,
-            leader_recovery_state=self.leader_recovery_state if lrs == LRS_NO_CHANGE else lrs,
-            leader_epoch=leader_epoch,
-            partition_epoch=self.partition_epoch + 1,
-            elr=_ints(change, "eligibleLeaderReplicas", self.elr),
-            lke=_ints(change, "lastKnownElr", self.lke),
+        lrs = get("leaderRecoveryState", LRS_NO_CHANGE)
+        replicas = get("replicas")
+        isr = get("isr")
+        removing = get("removingReplicas")
+        adding = get("addingReplicas")
+        elr = get("eligibleLeaderReplicas")
+        lke = get("lastKnownElr")
+        return _new_tuple(
+            PartitionRegistration,
+            (
+                self.replicas if replicas is None else tuple(replicas),
+                self.isr if isr is None else tuple(isr),
+                self.removing if removing is None else tuple(removing),
+                self.adding if adding is None else tuple(adding),
+                leader,
+                self.leader_recovery_state if lrs == LRS_NO_CHANGE else lrs,
+                leader_epoch,
+                self.partition_epoch + 1,
+                self.elr if elr is None else tuple(elr),
+                self.lke if lke is None else tuple(lke),
+            ),
         )
 
     @classmethod
@@ -83,6 +94,4 @@ class PartitionRegistration(NamedTuple):
         )
 
 
-def _ints(change: Mapping[str, Any], name: str, current: Ints) -> Ints:
-    value = change.get(name)
-    return current if value is None else tuple(value)
+_new_tuple = tuple.__new__

@@ -210,7 +210,8 @@ class QuorumController:
         if kind == rec.PARTITION_CHANGE:
             key = (f["topic"], f["partitionId"])
             if log is not None and key not in log.before:
-                log.before[key] = rc.topics.get(key[0], {}).get(key[1])
+                parts = rc.topics.get(key[0])
+                log.before[key] = parts.get(key[1]) if parts is not None else None
             rc.replay_partition_change(record)
         elif kind == rec.PARTITION:
             key = (f["topic"], f["partitionId"])
@@ -308,13 +309,12 @@ class QuorumController:
         topics = self.replication_control.topics
         pairs: dict[tuple[int, str], set[int]] = {}
         for (topic, pid), before in log.before.items():
-            after = topics.get(topic, {}).get(pid)
-            for elr in (
-                before.elr if before is not None else (),
-                after.elr if after is not None else (),
-            ):
-                for broker in elr:
-                    pairs.setdefault((broker, topic), set()).add(pid)
+            parts = topics.get(topic)
+            after = parts.get(pid) if parts is not None else None
+            for p in (before, after):
+                if p is not None and p.elr:  # (most partitions have no ELR)
+                    for broker in p.elr:
+                        pairs.setdefault((broker, topic), set()).add(pid)
         for pair, touched in pairs.items():
             self._refresh_b2e_extra(pair, touched)
 
@@ -325,13 +325,15 @@ class QuorumController:
             _refresh_extra(rc, index, self.b2e_node_extra.setdefault(node, {}), pair, touched)
 
     def _outcome(self, log: _EventLog) -> Outcome:
-        rc = self.replication_control
+        topics = self.replication_control.topics
         changes: list[PartitionChange] = []
         changed: list[TP] = []
         removed: list[TP] = []
-        for key in sorted(log.before):
-            before = log.before[key]
-            after = rc.topics.get(key[0], {}).get(key[1])
+        befores = log.before
+        for key in sorted(befores) if len(befores) > 1 else befores:
+            before = befores[key]
+            parts = topics.get(key[0])
+            after = parts.get(key[1]) if parts is not None else None
             if after is None:
                 if before is not None:
                     removed.append(key)
@@ -358,15 +360,18 @@ class QuorumController:
                 or before.replicas != after.replicas
             ):
                 changes.append(
-                    PartitionChange(
-                        key[0],
-                        key[1],
-                        _state(before),
-                        _state(after),
-                        after.leader,
-                        after.leader_epoch,
-                        after.isr,
-                        key in log.unclean,
+                    _new_tuple(  # (PartitionChange's fields in order: one per partition)
+                        PartitionChange,
+                        (
+                            key[0],
+                            key[1],
+                            _state(before),
+                            _state(after),
+                            after.leader,
+                            after.leader_epoch,
+                            after.isr,
+                            key in log.unclean,
+                        ),
                     )
                 )
         return Outcome(
@@ -695,7 +700,8 @@ class QuorumController:
         if requester is None:
             requester = p.leader if p is not None else NO_LEADER
         requester = int(requester)
-        member_epochs = {int(k): int(v) for k, v in (event.get("broker_epochs") or {}).items()}
+        epochs = event.get("broker_epochs")
+        member_epochs = {int(k): int(v) for k, v in epochs.items()} if epochs else {}
         registration = self.cluster_control.registration(requester)
         requester_epoch = member_epochs.get(
             requester, registration.epoch if registration is not None else -1
@@ -711,7 +717,7 @@ class QuorumController:
                     requester_epoch,
                     topic,
                     pid,
-                    [int(b) for b in event["isr"]],
+                    list(map(int, event["isr"])),
                     member_epochs,
                     event.get("leader_epoch"),
                     event.get("partition_epoch"),

@@ -158,15 +158,21 @@ class ReplicationControlManager:
         return [(t, p) for t in sorted(topics) for p in sorted(topics[t])]
 
     def _builder(
-        self, topic: str, pid: int, p: PartitionRegistration, acceptable: Any
+        self,
+        topic: str,
+        pid: int,
+        p: PartitionRegistration,
+        acceptable: Any,
+        min_isr: int | None = None,
     ) -> PartitionChangeBuilder:
+        """`min_isr`: the topic's effective min ISR where the caller has it already."""
         return PartitionChangeBuilder(
             p,
             topic,
             pid,
             acceptable,
             self.features.metadata_level,
-            self.effective_min_isr(topic),
+            self.effective_min_isr(topic) if min_isr is None else min_isr,
             self.features.elr_enabled,
         )
 
@@ -186,6 +192,9 @@ class ReplicationControlManager:
                 r == broker_to_add or is_active(r)
             )
 
+        # per topic, its effective min ISR and whether unclean elections are on: a
+        # generation changes no state, so they hold for all its partitions
+        per_topic: dict[str, tuple[int, bool]] = {}
         for topic, pid in partitions:
             parts = self.topics.get(topic)
             if parts is None:
@@ -197,8 +206,14 @@ class ReplicationControlManager:
                 raise UnexpectedError(
                     f"Partition {topic}:{pid} existed in isrMembers, but not in the partitions map."
                 )
-            builder = self._builder(topic, pid, p, acceptable)
-            if self.configs.unclean_allowed(topic):
+            known = per_topic.get(topic)
+            if known is None:
+                known = per_topic[topic] = (
+                    self.effective_min_isr(topic),
+                    self.configs.unclean_allowed(topic),
+                )
+            builder = self._builder(topic, pid, p, acceptable, known[0])
+            if known[1]:
                 builder.election = Election.UNCLEAN
             if broker_with_unclean_shutdown != NO_LEADER:
                 builder.unclean_shutdown_replicas = (broker_with_unclean_shutdown,)
@@ -529,8 +544,10 @@ class ReplicationControlManager:
             return "INVALID_UPDATE_VERSION", (
                 f"The current partition epoch is {p.partition_epoch}, not {pe}"
             )
-        replicas = set(p.replicas)
-        if len(set(isr)) != len(isr) or any(x < 0 or x not in replicas for x in isr):
+        # (no broker twice, none negative, every one a replica)
+        if len(set(isr)) != len(isr) or (
+            isr and (min(isr) < 0 or not set(p.replicas).issuperset(isr))
+        ):
             return "INVALID_REQUEST", f"Invalid ISR {list(isr)}"
         if p.leader not in isr:
             return "INVALID_REQUEST", f"The ISR {list(isr)} does not include the leader"
@@ -791,7 +808,7 @@ class ReplicationControlManager:
 
     # -- indexes -----------------------------------------------------------------------
     def _update_imbalance(self, topic: str, pid: int, p: PartitionRegistration) -> None:
-        if p.has_preferred_leader:
+        if p.leader != NO_LEADER and p.leader == p.replicas[0]:  # (has_preferred_leader)
             self.imbalanced.discard((topic, pid))
         else:
             self.imbalanced.add((topic, pid))
@@ -800,16 +817,28 @@ class ReplicationControlManager:
         self, topic: str, pid: int, prev: PartitionRegistration | None, new: PartitionRegistration
     ) -> None:
         key = (topic, pid)
-        if prev is not None:
-            if prev.isr != new.isr or prev.leader != new.leader:
-                for broker in prev.isr:
-                    self._b2i_remove(broker, key)
-                if prev.leader == NO_LEADER:
-                    self._b2i_remove(NO_LEADER, key)
-                self._b2i_add(new, key)
-        else:
+        if prev is None:
             self._b2i_add(new, key)
-        self._b2e_update(topic, pid, prev.elr if prev is not None else (), new.elr)
+        elif prev.isr != new.isr or prev.leader != new.leader:
+            # only the entries that change: members that leave, members that join or whose
+            # leadership flag turns (no walk reads B2I in insertion order: they sort it)
+            isr, leader = new.isr, new.leader
+            for broker in prev.isr:
+                if broker not in isr:
+                    self._b2i_remove(broker, key)
+            b2i = self.b2i
+            for broker in isr:
+                entries = b2i.get(broker)
+                if entries is None:
+                    b2i[broker] = {key: broker == leader}
+                else:
+                    entries[key] = broker == leader
+            if leader == NO_LEADER:
+                b2i.setdefault(NO_LEADER, {})[key] = True
+            elif prev.leader == NO_LEADER:
+                self._b2i_remove(NO_LEADER, key)
+        if prev is None or prev.elr != new.elr:
+            self._b2e_update(topic, pid, prev.elr if prev is not None else (), new.elr)
 
     def _b2i_add(self, p: PartitionRegistration, key: TP) -> None:
         for broker in p.isr:
