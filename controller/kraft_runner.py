@@ -64,6 +64,7 @@ ONLINE = "OnlinePartition"
 OFFLINE = "OfflinePartition"
 LIVE = "live"
 FENCED = "fenced"
+RECOVERED = "RECOVERED"
 RECOVERING = "RECOVERING"
 _BROKER_RESOURCE = 4  # ConfigResource.Type.BROKER in a ConfigRecord
 _MIN_ISR_CONFIG = TOPIC_CONFIGS[MIN_ISR_KEY]
@@ -178,11 +179,13 @@ class KRaftClusterRunner:
         controller: QuorumController | None = None,
         stored: Mapping[str, list[Mapping[str, Any]]] | None = None,
         checks: bool = True,
+        state_changes: bool = True,
     ) -> None:
-        """`checks=False`: no health or violations rows, the vitals not counted
-        (`Simulator`'s)."""
+        """`checks=False`: no health or violations rows, the vitals not counted;
+        `state_changes=False`: no state_changes rows (`Simulator`'s)."""
         self.cluster = cluster
         self.checks = checks
+        self.state_changes = state_changes
         self.settings = settings
         self.controller = controller or QuorumController(kraft_settings(settings), cluster)
         self.last_seq: int | None = None
@@ -221,6 +224,7 @@ class KRaftClusterRunner:
         settings: Settings,
         tables: Mapping[str, list[Mapping[str, Any]]],
         checks: bool = True,
+        state_changes: bool = True,
     ) -> KRaftClusterRunner:
         """A cluster continued from its stored rows (`tables` holds this cluster's only):
         the engine's partitions from `partition_state`, topic configs from `topics`, the
@@ -243,7 +247,7 @@ class KRaftClusterRunner:
                         for r in tables.get("partition_state", ())
                     ),
                 )
-        runner = cls(cluster, settings, controller, tables, checks)
+        runner = cls(cluster, settings, controller, tables, checks, state_changes)
         runner._cluster_row = runner.cluster_row()
         return runner
 
@@ -282,10 +286,16 @@ class KRaftClusterRunner:
         ts = header.ts
         cluster = self.cluster
         self._take_records(outcome, event_id, seq, ts)
-        epoch = self.controller.controller_epoch
+        written = Written(event_id, self.controller.controller_epoch)  # (one for all of them)
+        written_of = self._written
+        topic_partitions = self._topic_partitions
         for key in outcome.changed_partitions:
-            self._written[key] = Written(event_id, epoch)
-            self._topic_partitions.setdefault(key[0], set()).add(key[1])
+            written_of[key] = written
+            numbers = topic_partitions.get(key[0])
+            if numbers is None:
+                topic_partitions[key[0]] = {key[1]}
+            else:
+                numbers.add(key[1])
         for key in outcome.removed_partitions:
             self._written.pop(key, None)
             numbers = self._topic_partitions.get(key[0])
@@ -294,13 +304,16 @@ class KRaftClusterRunner:
                 if not numbers:
                     del self._topic_partitions[key[0]]
         self._dirty_partitions.update(outcome.changed_partitions)
-        self._dirty_partitions.update(outcome.removed_partitions)
-        self._dirty_brokers.update(outcome.changed_brokers)
-        self._dirty_brokers.update(outcome.removed_brokers)
-        self._dirty_topics.update(outcome.changed_topics)
-        self._dirty_topics.update(outcome.removed_topics)
+        if outcome.removed_partitions:  # (most events remove nothing, touch no broker or topic)
+            self._dirty_partitions.update(outcome.removed_partitions)
+        if outcome.changed_brokers or outcome.removed_brokers:
+            self._dirty_brokers.update(outcome.changed_brokers)
+            self._dirty_brokers.update(outcome.removed_brokers)
+        if outcome.changed_topics or outcome.removed_topics:
+            self._dirty_topics.update(outcome.changed_topics)
+            self._dirty_topics.update(outcome.removed_topics)
         rows = self._rows
-        for change in outcome.changes:
+        for change in outcome.changes if self.state_changes else ():
             rows["state_changes"].append(
                 {
                     "cluster": cluster,
@@ -747,14 +760,15 @@ class KRaftClusterRunner:
         self._held = 0
         cluster = self.cluster
         if "partition_state" in state_rows:
+            registration = self.controller.registration
             for key in sorted(self._dirty_partitions):
-                view = self.controller.partition(*key)
-                if view is None:
+                p = registration(*key)
+                if p is None:
                     output.deletes["partition_state"].append(
                         {"cluster": cluster, "topic": key[0], "partition": key[1]}
                     )
                 else:
-                    output.upserts["partition_state"].append(self.partition_row(view))
+                    output.upserts["partition_state"].append(self.registration_row(key, p))
         if "brokers" in state_rows:
             for broker in sorted(self._dirty_brokers):
                 broker_view = self.controller.broker(broker)
@@ -781,25 +795,29 @@ class KRaftClusterRunner:
                 output.upserts["clusters"].append(row)
                 self._cluster_row = row
 
-    def partition_row(self, view: PartitionView) -> Row:
-        written = self._written.get((view.topic, view.partition))
+    def registration_row(self, key: Key, p: PartitionRegistration) -> Row:
+        """A partition's partition_state row, from the engine's registration (no view
+        between: a row per partition every batch changes)."""
+        written = self._written.get(key)
         return {
             "cluster": self.cluster,
-            "topic": view.topic,
-            "partition": view.partition,
-            "state": ONLINE if view.leader >= 0 else OFFLINE,
-            "leader": view.leader,
-            "leader_epoch": view.leader_epoch,
-            "isr": list(view.isr),
-            "partition_epoch": view.partition_epoch,
-            "leader_recovery_state": view.leader_recovery_state,
+            "topic": key[0],
+            "partition": key[1],
+            "state": ONLINE if p.leader >= 0 else OFFLINE,
+            "leader": p.leader,
+            "leader_epoch": p.leader_epoch,
+            "isr": list(p.isr),
+            "partition_epoch": p.partition_epoch,
+            "leader_recovery_state": RECOVERING
+            if p.leader_recovery_state == LRS_RECOVERING
+            else RECOVERED,
             "controller_epoch": 1 if written is None else written.controller_epoch,
-            "replicas": list(view.replicas),
-            "adding_replicas": list(view.adding_replicas),
-            "removing_replicas": list(view.removing_replicas),
+            "replicas": list(p.replicas),
+            "adding_replicas": list(p.adding),
+            "removing_replicas": list(p.removing),
             "last_event_id": None if written is None else written.event_id,
-            "elr": list(view.elr),
-            "last_known_elr": list(view.last_known_elr),
+            "elr": list(p.elr),
+            "last_known_elr": list(p.lke),
         }
 
     def _broker_row(self, view: Any) -> Row:
@@ -833,8 +851,12 @@ class KRaftClusterRunner:
     def table_rows(self, table: str) -> Iterator[Row]:
         """Every current row of a state table."""
         if table == "partition_state":
-            views = sorted(self.controller.partitions(), key=lambda v: (v.topic, v.partition))
-            return (self.partition_row(v) for v in views)
+            topics = self.controller.replication_control.topics
+            return (
+                self.registration_row((topic, pid), parts[pid])
+                for topic, parts in sorted(topics.items())
+                for pid in sorted(parts)
+            )
         if table == "brokers":
             return (self._broker_row(b) for b in sorted(self.controller.brokers(), key=_broker))
         if table == "topics":

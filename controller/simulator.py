@@ -159,7 +159,9 @@ class Simulator:
         check_engines(engines, settings.engine)
         names = {cluster for cluster, engine in engines.items() if engine == ZK}
         for cluster in sorted(set(engines) - names):
-            simulator._clusters[cluster] = _load_kraft(cluster, settings, tables, checks)
+            simulator._clusters[cluster] = _load_kraft(
+                cluster, settings, tables, checks, state_changes
+            )
         unclean = _unclean_elections(tables.get("health", ()))
         applied = Columns.of_rows(tables.get("applied_events", ()), ("cluster", "event_id"))
         for cluster in sorted(names):
@@ -243,7 +245,7 @@ class Simulator:
         output.appends["divergences"] = divergent
         for cluster in sorted(touched):
             touched[cluster].drain(output, self._state_rows, self._partition_changes)
-        if not self._state_changes:  # (kraft's: made by its runner, dropped here)
+        if not self._state_changes:  # (none made by either engine's runner: kept empty)
             output.appends["state_changes"] = []
         return output
 
@@ -252,7 +254,11 @@ class Simulator:
         if self._settings.engine == KRAFT:
             from controller.kraft_runner import KRaftClusterRunner
 
-            return KRaftCluster(KRaftClusterRunner(cluster, self._settings, checks=self._checks))
+            return KRaftCluster(
+                KRaftClusterRunner(
+                    cluster, self._settings, checks=self._checks, state_changes=self._state_changes
+                )
+            )
         return ClusterRunner(
             ControllerContext(cluster, marks_rows=bool(self._state_rows)),
             self._settings,
@@ -312,6 +318,7 @@ def _load_kraft(
     settings: Settings,
     tables: Mapping[str, Iterable[Mapping[str, Any]]],
     checks: bool = True,
+    state_changes: bool = True,
 ) -> KRaftCluster:
     from controller.kraft_runner import KRaftClusterRunner
 
@@ -323,7 +330,8 @@ def _load_kraft(
         for name, rows in tables.items()
         if name in _KRAFT_RESTORE
     }
-    return KRaftCluster(KRaftClusterRunner.from_rows(cluster, settings, mine, checks))  # type: ignore[arg-type]
+    runner = KRaftClusterRunner.from_rows(cluster, settings, mine, checks, state_changes)  # type: ignore[arg-type]
+    return KRaftCluster(runner)
 
 
 _KRAFT_RESTORE = (
