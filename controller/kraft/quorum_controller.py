@@ -374,19 +374,23 @@ class QuorumController:
                         ),
                     )
                 )
-        return Outcome(
-            records=tuple(log.records),
-            results=tuple(log.results),
-            changes=tuple(changes),
-            changed_partitions=tuple(changed),
-            removed_partitions=tuple(removed),
-            changed_brokers=_sorted_where(log.brokers, True),
-            removed_brokers=_sorted_where(log.brokers, False),
-            changed_topics=_sorted_where(log.topics, True),
-            removed_topics=_sorted_where(log.topics, False),
-            elr_elections=log.elr_elections,
-            last_known_leader_elections=log.lke_elections,
-            unclean_elections=log.unclean_elections,
+        brokers, topic_flags = log.brokers, log.topics  # (most events touch neither)
+        return _new_tuple(  # (Outcome's fields in order: one per event)
+            Outcome,
+            (
+                tuple(log.records),
+                tuple(log.results),
+                tuple(changes),
+                tuple(changed),
+                tuple(removed),
+                _sorted_where(brokers, True) if brokers else (),
+                _sorted_where(brokers, False) if brokers else (),
+                _sorted_where(topic_flags, True) if topic_flags else (),
+                _sorted_where(topic_flags, False) if topic_flags else (),
+                log.elr_elections,
+                log.lke_elections,
+                log.unclean_elections,
+            ),
         )
 
     def _note(self, message: str, error: str | None = None) -> None:
