@@ -61,7 +61,11 @@ ENGINE_OF_STATE = {"metadata-log:": "kraft", "zookeeper:": "zk"}
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.usage = "kcsim plan --state STATE --steps STEPS [options]"
-    parser.description = " ".join(__doc__.split("\n\n")[0].split())
+    parser.description = (
+        "an operation (a roll, a reassignment, a decommission, an event file) previewed on "
+        "a copy of the cluster's state, step by step through the controller's rules, "
+        "judged, and made safe where it is not; nothing is written to the lake or the cluster"
+    )
     parser.add_argument(
         "--state",
         required=True,

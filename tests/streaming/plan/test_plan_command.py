@@ -320,8 +320,10 @@ def test_help_describes_the_command_in_a_whole_sentence(capsys) -> None:
     with pytest.raises(SystemExit):
         main(["plan", "--help"])
     out = capsys.readouterr().out
-    assert "an operation previewed on a copy of the cluster's state, step by step" in " ".join(
-        out.split()
+    text = " ".join(out.split())
+    assert (
+        "judged, and made safe where it is not; nothing is written to the lake or the "
+        "cluster options:" in text
     )
 
 
