@@ -20,14 +20,13 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from controller.memory import cyclic_gc_paused
+from controller.simulator import PartitionValues
 
 Key = tuple[str, int]  # topic, partition
 Row = Mapping[str, Any]
 # a changed partition as the front door gives it without a row (`BatchOutput.
 # partition_changes`): its cluster, key and PartitionView's values (None: gone)
-Change = tuple[
-    str, Key, tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None
-]
+Change = tuple[str, Key, PartitionValues | None]
 
 MIN_ISR_KEY = "min.insync.replicas"
 LIVE = "live"

@@ -49,7 +49,7 @@ from controller.plan.steps import (
     with_rebalance,
 )
 from controller.plan.view import ClusterView, key_name
-from streaming.plan.render import document, terminal_text
+from streaming.plan.render import document, names_shown, terminal_text
 from streaming.plan.sources import StateSource, read_state
 
 SAFE, UNSAFE, BAD_INPUT = 0, 4, 2
@@ -208,11 +208,11 @@ def _lag_notes(view: ClusterView, catch_up: bool) -> list[str]:
     for key, part in view.partitions.items():
         out = [b for b in part.replicas if b in live and b not in part.isr]
         if out and part.leader in live:
-            lagging.append(f"{key_name(key)}: {_join(out)}")
+            lagging.append(f"{key_name(key)}: {','.join(map(str, out))}")
     if not lagging:
         return []
     lagging.sort()
-    shown = ", ".join(lagging[:5]) + (f" and {len(lagging) - 5:,} more" if len(lagging) > 5 else "")
+    shown = names_shown(lagging, 5)
     what = "partition has a live replica" if len(lagging) == 1 else "partitions have live replicas"
     then = (
         "the plan takes such a replica to have caught up when a broker hosting its partition "
@@ -221,10 +221,6 @@ def _lag_notes(view: ClusterView, catch_up: bool) -> list[str]:
         else "only a returning broker's own replica rejoins (kcsim.simulate.brokers=false)"
     )
     return [f"{len(lagging):,} {what} outside the ISR ({shown}): {then}"]
-
-
-def _join(brokers: list[int]) -> str:
-    return ",".join(map(str, brokers))
 
 
 # ---- settings ------------------------------------------------------------------------------
@@ -370,9 +366,7 @@ def _decommission_proposal(decommission: Decommission) -> dict[str, Any]:
         "preferred leader changes otherwise",
     ]
     if stranded:
-        shown = ", ".join(stranded[:10]) + (
-            f" and {len(stranded) - 10} more" * (len(stranded) > 10)
-        )
+        shown = names_shown(stranded, 10)
         text.append(
             f"warning: broker {broker} is down and holds the only replica of {len(stranded)} "
             f"partition{'s' if len(stranded) != 1 else ''} ({shown}): with nothing to copy "

@@ -66,11 +66,10 @@ def verdict_text(run: PlanRun) -> str:
         )
     parts = []
     if worst.offline:
-        parts.append(f"{len(worst.offline)} without a leader ({_names(worst.offline)})")
+        parts.append(f"{len(worst.offline)} without a leader ({names_shown(worst.offline)})")
     if worst.under_min_isr:
-        parts.append(
-            f"{len(worst.under_min_isr)} under min.insync.replicas ({_names(worst.under_min_isr)})"
-        )
+        under = worst.under_min_isr
+        parts.append(f"{len(under)} under min.insync.replicas ({names_shown(under)})")
     leave = "leaves" if len(unsafe) == 1 else "leave"
     return (
         f"unsafe: {len(unsafe)} of {len(run.steps)} steps {leave} partitions without a leader "
@@ -79,9 +78,10 @@ def verdict_text(run: PlanRun) -> str:
     )
 
 
-def _names(names: Sequence[str]) -> str:
-    shown = ", ".join(names[:NAMES_SHOWN])
-    return shown + (f" and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else "")
+def names_shown(names: Sequence[str], most: int = NAMES_SHOWN) -> str:
+    """The first `most` names, and how many more there are."""
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 def human_bytes(size: int) -> str:
@@ -157,9 +157,9 @@ def terminal_text(run: PlanRun, doc: dict[str, Any]) -> str:
     if worst is not None and worst.unsafe:
         lines.append(f"worst step: {worst.index} ({worst.label})")
         if worst.offline:
-            lines.append(f"  without a leader: {_names(worst.offline)}")
+            lines.append(f"  without a leader: {names_shown(worst.offline)}")
         if worst.under_min_isr:
-            lines.append(f"  under min.insync.replicas: {_names(worst.under_min_isr)}")
+            lines.append(f"  under min.insync.replicas: {names_shown(worst.under_min_isr)}")
     lines.append(f"verdict: {doc['summary']} (exit {doc['exit_status']})")
     proposal = doc.get("proposal")
     if proposal is not None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from controller.plan.planner import PlanRun, StepResult
 from streaming.pages import figure_html, page
-from streaming.plan.render import human_bytes, partitions_text
+from streaming.plan.render import human_bytes, names_shown, partitions_text
 
 COLOURS = {
     "offline": "#d62728",
@@ -224,8 +224,7 @@ def _named(step: StepResult, most: int = 12) -> str:
     groups = []
     for label, names in (("no leader", step.offline), ("under min ISR", step.under_min_isr)):
         if names:
-            more = f" and {len(names) - most:,} more" if len(names) > most else ""
-            groups.append(f"{label}: {', '.join(names[:most])}{more}")
+            groups.append(f"{label}: {names_shown(names, most)}")
     return "; ".join(groups)
 
 
